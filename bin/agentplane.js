@@ -1,0 +1,20 @@
+#!/usr/bin/env node
+// The CLI runs the TypeScript sources directly: Node >= 22.18 strips types natively. Under an
+// older Node (a machine's system Node 20, say) it re-runs itself on the project's own Node 24.
+import { spawn } from 'node:child_process';
+import { existsSync } from 'node:fs';
+import { fileURLToPath } from 'node:url';
+
+const [major, minor] = process.versions.node.split('.').map(Number);
+if (major > 22 || (major === 22 && minor >= 18)) {
+  await import('../src/main.ts');
+} else {
+  const projectNode = fileURLToPath(new URL('../node_modules/.bin/node', import.meta.url));
+  if (!existsSync(projectNode)) {
+    process.stderr.write(`agentplane needs Node >= 22.18 (this is ${process.version}); run npm install first\n`);
+    process.exit(1);
+  }
+  const child = spawn(projectNode, [fileURLToPath(import.meta.url), ...process.argv.slice(2)], { stdio: 'inherit' });
+  for (const signal of ['SIGTERM', 'SIGINT']) process.on(signal, () => child.kill(signal));
+  child.on('exit', (code, signal) => process.exit(code ?? (signal ? 1 : 0)));
+}

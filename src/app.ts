@@ -1,0 +1,51 @@
+import express from 'express';
+import { createAuthenticator } from './auth/authenticate.ts';
+import { createJwtVerifier } from './auth/jwt.ts';
+import type { Config } from './config.ts';
+import type { PrismaClient } from './db/client.ts';
+import { accessLog } from './http/access-log.ts';
+import { errorHandler, notFound } from './http/error-handler.ts';
+import { buildOpenApiDocument } from './http/openapi.ts';
+import { requestId } from './http/request-id.ts';
+import { mountRoute, type RouteSpec } from './http/route.ts';
+import type { Clock } from './lib/clock.ts';
+import type { Logger } from './lib/logger.ts';
+import { computerRoutes } from './modules/computers/routes.ts';
+import { createComputersService } from './modules/computers/service.ts';
+import { systemRoutes } from './modules/system/routes.ts';
+import { createSystemService } from './modules/system/service.ts';
+import type { ProviderRegistry } from './provisioning/providers/registry.ts';
+
+export interface AppDeps {
+  config: Pick<Config, 'bodyLimit' | 'jwt' | 'sessionsOrgs'>;
+  prisma: PrismaClient;
+  log: Logger;
+  clock: Clock;
+  providers: ProviderRegistry;
+  pendingMigrations: () => Promise<string[]>;
+}
+
+/** Assembles the Express app: every module's routes, one auth path, one error handler. */
+export function createApp(deps: AppDeps) {
+  const authenticate = createAuthenticator({
+    db: deps.prisma,
+    clock: deps.clock,
+    verifyJwt: createJwtVerifier(deps.config.jwt),
+  });
+  const routes: RouteSpec[] = [];
+  let document: unknown;
+  const openApiDocument = () => (document ??= buildOpenApiDocument(routes));
+  routes.push(
+    ...systemRoutes(createSystemService({ db: deps.prisma, pendingMigrations: deps.pendingMigrations }), openApiDocument),
+    ...computerRoutes(createComputersService({ providers: deps.providers })),
+  );
+
+  const app = express();
+  app.disable('x-powered-by');
+  app.set('query parser', 'simple');
+  app.use(requestId, accessLog(deps.log), express.json({ limit: deps.config.bodyLimit }));
+  const router = express.Router();
+  for (const route of routes) mountRoute(router, route, { authenticate });
+  app.use(router, notFound, errorHandler);
+  return { app, routes };
+}

@@ -1,0 +1,68 @@
+import path from 'node:path';
+import { z } from 'zod';
+
+const bool = z
+  .enum(['true', 'false', '1', '0'])
+  .transform((v) => v === 'true' || v === '1');
+
+const EnvSchema = z.object({
+  PORT: z.coerce.number().int().min(0).max(65535).default(8080),
+  AGENTPLANE_HOST: z.string().min(1).default('0.0.0.0'),
+  AGENTPLANE_DATA_DIR: z.string().min(1).default('./.agentplane'),
+  DATABASE_URL: z
+    .string()
+    .regex(/^postgres(ql)?:\/\//, 'must be a postgres:// or postgresql:// URL')
+    .optional(),
+  AGENTPLANE_LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
+  AGENTPLANE_BODY_LIMIT: z.string().default('1mb'),
+  AGENTPLANE_SHUTDOWN_TIMEOUT_MS: z.coerce.number().int().positive().default(30_000),
+  AGENTPLANE_JWT_SECRET: z.string().min(32, 'must be at least 32 characters').optional(),
+  AGENTPLANE_JWT_JWKS_URL: z.url().optional(),
+  AGENTPLANE_JWT_ISSUER: z.string().optional(),
+  AGENTPLANE_JWT_AUDIENCE: z.string().optional(),
+  AGENTPLANE_SESSIONS_ORGS: z.string().default('*'),
+  AGENTPLANE_WORKER: bool.default(true),
+  AGENTPLANE_BOOTSTRAP_ORG: z.string().min(1).default('default'),
+  AGENTPLANE_BOOTSTRAP_EMAIL: z.email().default('owner@agentplane.local'),
+  AGENTPLANE_PULUMI_HOME: z.string().optional(),
+});
+
+export type Config = ReturnType<typeof loadConfig>;
+
+/** Reads the environment once into a typed config; a bad value stops start-up with its name. */
+export function loadConfig(env: NodeJS.ProcessEnv = process.env) {
+  const parsed = EnvSchema.safeParse(env);
+  if (!parsed.success) {
+    const problems = parsed.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`).join('; ');
+    throw new Error(`invalid configuration: ${problems}`);
+  }
+  const e = parsed.data;
+  if (e.AGENTPLANE_JWT_JWKS_URL && (!e.AGENTPLANE_JWT_ISSUER || !e.AGENTPLANE_JWT_AUDIENCE)) {
+    throw new Error(
+      'invalid configuration: AGENTPLANE_JWT_JWKS_URL needs AGENTPLANE_JWT_ISSUER and AGENTPLANE_JWT_AUDIENCE',
+    );
+  }
+  const sessionsOrgs = e.AGENTPLANE_SESSIONS_ORGS.trim();
+  return {
+    port: e.PORT,
+    host: e.AGENTPLANE_HOST,
+    dataDir: path.resolve(e.AGENTPLANE_DATA_DIR),
+    databaseUrl: e.DATABASE_URL,
+    logLevel: e.AGENTPLANE_LOG_LEVEL,
+    bodyLimit: e.AGENTPLANE_BODY_LIMIT,
+    shutdownTimeoutMs: e.AGENTPLANE_SHUTDOWN_TIMEOUT_MS,
+    jwt: {
+      secret: e.AGENTPLANE_JWT_SECRET,
+      jwksUrl: e.AGENTPLANE_JWT_JWKS_URL,
+      issuer: e.AGENTPLANE_JWT_ISSUER,
+      audience: e.AGENTPLANE_JWT_AUDIENCE,
+    },
+    sessionsOrgs:
+      sessionsOrgs === '*'
+        ? ('*' as const)
+        : new Set(sessionsOrgs.split(',').map((s) => s.trim()).filter(Boolean)),
+    runWorker: e.AGENTPLANE_WORKER,
+    bootstrap: { org: e.AGENTPLANE_BOOTSTRAP_ORG, email: e.AGENTPLANE_BOOTSTRAP_EMAIL },
+    pulumiHome: e.AGENTPLANE_PULUMI_HOME,
+  };
+}

@@ -1,0 +1,66 @@
+import fs from 'node:fs/promises';
+import path from 'node:path';
+import { PGlite } from '@electric-sql/pglite';
+import { PrismaPg } from '@prisma/adapter-pg';
+import pg from 'pg';
+import { PrismaPGlite } from 'pglite-prisma-adapter';
+import { PrismaClient, type Prisma } from '../generated/prisma/client.ts';
+import { fromPgClient, fromPglite, type SqlConnection } from './sql.ts';
+
+export { PrismaClient };
+export type { Prisma };
+
+/** A Prisma client or an interactive transaction: services accept either. */
+export type Db = Prisma.TransactionClient;
+
+export type Database =
+  | { kind: 'pglite'; prisma: PrismaClient; pglite: PGlite; close(): Promise<void> }
+  | { kind: 'postgres'; prisma: PrismaClient; url: string; close(): Promise<void> };
+
+export type DatabaseTarget = { databaseUrl?: string; dataDir: string };
+
+/** Where the embedded database keeps its files inside the data directory. */
+export function pgliteDir(dataDir: string): string {
+  return path.join(dataDir, 'pgdata');
+}
+
+/**
+ * Opens PostgreSQL when a URL is given, otherwise the embedded PGlite database in the data
+ * directory. PGlite is one in-process instance shared by Prisma and the job queue: it allows one
+ * process per data directory, and a socket in front of it would interleave sessions.
+ */
+export async function openDatabase(target: DatabaseTarget): Promise<Database> {
+  if (target.databaseUrl) {
+    const url = target.databaseUrl;
+    const prisma = new PrismaClient({ adapter: new PrismaPg({ connectionString: url }) });
+    return { kind: 'postgres', prisma, url, close: () => prisma.$disconnect() };
+  }
+  const dir = pgliteDir(target.dataDir);
+  await fs.mkdir(dir, { recursive: true });
+  const pglite = await PGlite.create(dir);
+  const prisma = new PrismaClient({ adapter: new PrismaPGlite(pglite) });
+  return {
+    kind: 'pglite',
+    prisma,
+    pglite,
+    close: async () => {
+      await prisma.$disconnect();
+      await pglite.close();
+    },
+  };
+}
+
+/**
+ * Runs `fn` with one raw SQL connection to the database (migrations, advisory locks).
+ * On PostgreSQL it is a dedicated client, so session-level locks hold for the whole call.
+ */
+export async function withSqlConnection<T>(db: Database, fn: (conn: SqlConnection) => Promise<T>): Promise<T> {
+  if (db.kind === 'pglite') return fn(fromPglite(db.pglite));
+  const client = new pg.Client({ connectionString: db.url });
+  await client.connect();
+  try {
+    return await fn(fromPgClient(client));
+  } finally {
+    await client.end();
+  }
+}

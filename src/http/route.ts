@@ -1,0 +1,93 @@
+import type { Request, Response, Router } from 'express';
+import { z } from 'zod';
+import type { Authenticate } from '../auth/authenticate.ts';
+import type { Guard } from '../auth/guards.ts';
+import type { Principal } from '../auth/principal.ts';
+import { BadRequest } from '../lib/errors.ts';
+import type { Logger } from '../lib/logger.ts';
+
+type Method = 'get' | 'post' | 'put' | 'patch' | 'delete';
+
+export interface RouteContext<P, Q, B, A extends boolean> {
+  params: P;
+  query: Q;
+  body: B;
+  principal: A extends true ? Principal : undefined;
+  requestId: string;
+  log: Logger;
+}
+
+export interface RouteResult {
+  status: number;
+  body?: unknown;
+  headers?: Record<string, string>;
+}
+
+/**
+ * One route: the same zod schemas validate the request, type the handler, check the response and
+ * produce the OpenAPI document. `path` is written the OpenAPI way (`/computers/{computerId}`).
+ */
+export interface RouteSpec<P = unknown, Q = unknown, B = unknown, A extends boolean = boolean> {
+  method: Method;
+  path: string;
+  operationId: string;
+  summary: string;
+  tags: string[];
+  /** false for public routes; true (the default) requires a credential. */
+  auth?: A;
+  guards?: Guard[];
+  params?: z.ZodType<P>;
+  query?: z.ZodType<Q>;
+  body?: z.ZodType<B>;
+  /** Success responses: status -> schema (undefined for an empty body). */
+  responses: Record<number, { description: string; schema?: z.ZodType }>;
+  /** Error statuses this route documents. */
+  errors: number[];
+  handler(ctx: RouteContext<P, Q, B, A>): Promise<RouteResult>;
+}
+
+export function defineRoute<P = unknown, Q = unknown, B = unknown, A extends boolean = true>(
+  spec: RouteSpec<P, Q, B, A>,
+): RouteSpec {
+  return spec as unknown as RouteSpec;
+}
+
+/** `/a/{id}` -> `/a/:id` */
+export function expressPath(openApiPath: string): string {
+  return openApiPath.replace(/\{([A-Za-z0-9_]+)\}/g, ':$1');
+}
+
+function parsePart<T>(schema: z.ZodType<T> | undefined, value: unknown, where: string): T {
+  if (!schema) return undefined as T;
+  const result = schema.safeParse(value ?? {});
+  if (result.success) return result.data;
+  const errors = result.error.issues.map((i) => ({ field: i.path.join('.') || where, message: i.message }));
+  const summary = errors.map((e) => `${e.field}: ${e.message}`).join('; ');
+  throw new BadRequest(`Invalid request ${where}: ${summary}`, { metadata: { errors } });
+}
+
+export function mountRoute(router: Router, route: RouteSpec, deps: { authenticate: Authenticate }): void {
+  const responseSchemas = route.responses;
+  router[route.method](expressPath(route.path), async (req: Request, res: Response) => {
+    const principal = route.auth === false ? undefined : await deps.authenticate(req.get('authorization'));
+    if (principal) for (const guard of route.guards ?? []) guard(principal);
+    const ctx = {
+      params: parsePart(route.params, req.params, 'path'),
+      query: parsePart(route.query, req.query, 'query'),
+      body: parsePart(route.body, route.body ? req.body : undefined, 'body'),
+      principal,
+      requestId: res.locals.requestId as string,
+      log: res.locals.log as Logger,
+    };
+    const result = await route.handler(ctx as RouteContext<unknown, unknown, unknown, boolean>);
+    const declared = responseSchemas[result.status];
+    if (!declared) throw new Error(`${route.operationId} answered undeclared status ${result.status}`);
+    for (const [name, value] of Object.entries(result.headers ?? {})) res.setHeader(name, value);
+    if (!declared.schema) {
+      res.status(result.status).end();
+      return;
+    }
+    // Responses go through their schema too: a field the schema lacks never leaves the server.
+    res.status(result.status).json(declared.schema.parse(result.body));
+  });
+}

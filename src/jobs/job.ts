@@ -1,0 +1,89 @@
+import type { z } from 'zod';
+import type { Logger } from '../lib/logger.ts';
+
+export interface JobContext {
+  jobId: string;
+  /** 1 on the first run; a retry, an expiry or a lost heartbeat each add one. */
+  attempt: number;
+  /** Aborted when the job expires, its claim is lost, or the worker shuts down past its grace period. */
+  signal: AbortSignal;
+  log: Logger;
+}
+
+export interface JobSpec<P extends object, I> {
+  /** Queue name: letters, digits, `_`, `-`, `.`, `/` (pg-boss's rule). */
+  name: string;
+  /** Validated when sent and again when received. Keep it JSON round-trippable (no transforms). */
+  payload: z.ZodType<P, I>;
+  /** Runs after the first one; 0 means run once. */
+  retryLimit: number;
+  retryDelaySeconds?: number;
+  /** Upper bound for one run; past it the run is aborted and counts as a failed attempt. */
+  expireInSeconds: number;
+  /**
+   * A run whose worker stops heartbeating for this long is taken back and retried, so a killed
+   * worker's job resumes after roughly this delay instead of after `expireInSeconds`.
+   * Minimum 10, default 30.
+   */
+  heartbeatSeconds?: number;
+  /** Runs at once per process (workers in other processes add to it). Default 1. */
+  concurrency?: number;
+  /**
+   * Jobs with the same key run one at a time, in the order they were sent (e.g. one operation per
+   * computer); different keys run concurrently.
+   */
+  serializeBy?: (payload: P) => string;
+  handler: (payload: P, ctx: JobContext) => Promise<void>;
+}
+
+/** A job definition: what `send` and `work` need. Method syntax keeps definitions of different payloads assignable to one list. */
+export interface JobDefinition<P = unknown, I = P> {
+  readonly name: string;
+  readonly payload: z.ZodType<P, I>;
+  readonly retryLimit: number;
+  readonly retryDelaySeconds: number;
+  readonly expireInSeconds: number;
+  readonly heartbeatSeconds: number;
+  readonly concurrency: number;
+  readonly serialized: boolean;
+  serializeBy(payload: P): string | undefined;
+  handler(payload: P, ctx: JobContext): Promise<void>;
+}
+
+// Every job heartbeats: without it a killed worker's job would wait out its whole expireInSeconds.
+const DEFAULT_HEARTBEAT_SECONDS = 30;
+
+// pg-boss's own queue-name rule, checked here so a bad name fails when the module loads.
+const NAME = /^[\w.\-/]+$/;
+
+export function defineJob<P extends object, I>(spec: JobSpec<P, I>): JobDefinition<P, I> {
+  const problems: string[] = [];
+  if (!NAME.test(spec.name)) problems.push('name may only hold letters, digits, "_", "-", "." and "/"');
+  if (!Number.isInteger(spec.retryLimit) || spec.retryLimit < 0) problems.push('retryLimit must be an integer >= 0');
+  const retryDelay = spec.retryDelaySeconds ?? 0;
+  if (!Number.isInteger(retryDelay) || retryDelay < 0) problems.push('retryDelaySeconds must be an integer >= 0');
+  if (!Number.isInteger(spec.expireInSeconds) || spec.expireInSeconds < 1) {
+    problems.push('expireInSeconds must be an integer >= 1');
+  }
+  const heartbeat = spec.heartbeatSeconds ?? DEFAULT_HEARTBEAT_SECONDS;
+  if (!Number.isInteger(heartbeat) || heartbeat < 10) {
+    problems.push('heartbeatSeconds must be an integer >= 10 (pg-boss minimum)');
+  }
+  const concurrency = spec.concurrency ?? 1;
+  if (!Number.isInteger(concurrency) || concurrency < 1) problems.push('concurrency must be an integer >= 1');
+  if (problems.length) throw new Error(`job ${JSON.stringify(spec.name)}: ${problems.join('; ')}`);
+
+  const { serializeBy } = spec;
+  return {
+    name: spec.name,
+    payload: spec.payload,
+    retryLimit: spec.retryLimit,
+    retryDelaySeconds: retryDelay,
+    expireInSeconds: spec.expireInSeconds,
+    heartbeatSeconds: heartbeat,
+    concurrency,
+    serialized: serializeBy !== undefined,
+    serializeBy: (payload) => serializeBy?.(payload),
+    handler: spec.handler,
+  };
+}

@@ -1,0 +1,104 @@
+import { Command } from 'commander';
+import { loadConfig, type Config } from './config.ts';
+import { openDatabase } from './db/client.ts';
+import { migrateDatabase } from './db/migrations.ts';
+import { allJobs } from './jobs/catalog.ts';
+import { startWorker } from './jobs/worker.ts';
+import { systemClock } from './lib/clock.ts';
+import { createLogger, type Logger } from './lib/logger.ts';
+import { bootstrapOrganization } from './modules/organization/bootstrap.ts';
+import { startServer } from './server.ts';
+
+/** Runs until SIGTERM or SIGINT, then stops gracefully and exits 0. */
+function untilSignal(log: Logger, stop: () => Promise<void>): void {
+  const onSignal = (signal: NodeJS.Signals) => {
+    log.info({ signal }, 'stopping');
+    stop().then(
+      () => process.exit(0),
+      (err: unknown) => {
+        log.error({ err }, 'unclean stop');
+        process.exit(1);
+      },
+    );
+  };
+  process.once('SIGTERM', onSignal);
+  process.once('SIGINT', onSignal);
+}
+
+function setup(): { config: Config; log: Logger } {
+  const config = loadConfig();
+  return { config, log: createLogger({ level: config.logLevel }) };
+}
+
+const program = new Command('agentplane').description('Self-hosted control plane for coding agents');
+
+program
+  .command('serve')
+  .description('serve the API (embedded PGlite unless DATABASE_URL is set); migrates on start')
+  .action(async () => {
+    const { config, log } = setup();
+    const server = await startServer(config, log);
+    untilSignal(log, server.stop);
+  });
+
+program
+  .command('migrate')
+  .description('apply pending database migrations and exit')
+  .action(async () => {
+    const { config, log } = setup();
+    const db = await openDatabase(config);
+    try {
+      const applied = await migrateDatabase(db, log);
+      process.stdout.write(applied.length ? `applied: ${applied.join(', ')}\n` : 'database is up to date\n');
+    } finally {
+      await db.close();
+    }
+  });
+
+program
+  .command('bootstrap')
+  .description('create an organization with an active owner and print a personal API key once (idempotent)')
+  .requiredOption('--org <name>', 'organization name')
+  .requiredOption('--email <email>', "owner's email")
+  .option('--json', 'print one JSON line {"organizationId","userId","apiKey"}')
+  .option('--new-key', 'issue another API key even if one was issued before')
+  .action(async (opts: { org: string; email: string; json?: boolean; newKey?: boolean }) => {
+    const { config, log } = setup();
+    const db = await openDatabase(config);
+    try {
+      await migrateDatabase(db, log);
+      const r = await bootstrapOrganization(db.prisma, opts, systemClock);
+      if (opts.json) {
+        process.stdout.write(JSON.stringify({ organizationId: r.organizationId, userId: r.userId, apiKey: r.apiKey }) + '\n');
+      } else {
+        process.stdout.write(`organization ${r.organizationId}, owner ${r.userId}\n`);
+        process.stdout.write(
+          r.apiKey
+            ? `API key (shown once, store it now): ${r.apiKey}\n`
+            : 'An API key was issued before and is not shown again; pass --new-key for another.\n',
+        );
+      }
+    } finally {
+      await db.close();
+    }
+  });
+
+program
+  .command('worker')
+  .description('run background jobs only (scale-out; needs DATABASE_URL shared with the servers)')
+  .action(async () => {
+    const { config, log } = setup();
+    const db = await openDatabase(config);
+    await migrateDatabase(db, log);
+    const worker = await startWorker({ db, log, jobs: allJobs });
+    log.info({ database: db.kind }, 'worker running');
+    untilSignal(log, async () => {
+      await worker.stop(config.shutdownTimeoutMs);
+      await db.close();
+    });
+  });
+
+program.parseAsync(process.argv).catch((err: unknown) => {
+  process.stderr.write(`agentplane: ${err instanceof Error ? err.message : String(err)}\n`);
+  process.exit(1);
+});

@@ -1,0 +1,84 @@
+import { generateApiKey } from '../../auth/api-keys.ts';
+import type { PrismaClient } from '../../db/client.ts';
+import type { Clock } from '../../lib/clock.ts';
+import { newId } from '../../lib/ids.ts';
+
+export interface BootstrapResult {
+  organizationId: string;
+  userId: string;
+  /** The new personal API key, shown once; null when one was issued before and none was asked for. */
+  apiKey: string | null;
+  created: boolean;
+}
+
+const BOOTSTRAP_KEY_NAME = 'bootstrap';
+
+/**
+ * Idempotent: ensures the organization exists with an active owner of that email, and issues
+ * the owner a personal API key the first time (or again when `newKey` is set).
+ */
+export async function bootstrapOrganization(
+  prisma: PrismaClient,
+  input: { org: string; email: string; newKey?: boolean },
+  clock: Clock,
+): Promise<BootstrapResult> {
+  const email = input.email.toLowerCase();
+  // Serializable so two replicas bootstrapping one empty database at once cannot both create.
+  return prisma.$transaction(
+    async (tx) => {
+      const now = clock.now();
+      let created = false;
+      let org = await tx.organization.findUnique({ where: { name: input.org } });
+      if (!org) {
+        org = await tx.organization.create({ data: { id: newId('org'), name: input.org, createdAt: now } });
+        created = true;
+      }
+      let user = await tx.user.findUnique({ where: { email } });
+      if (!user) user = await tx.user.create({ data: { id: newId('usr'), email, createdAt: now } });
+      await tx.membership.upsert({
+        where: { organizationId_userId: { organizationId: org.id, userId: user.id } },
+        create: { id: newId('mem'), organizationId: org.id, userId: user.id, role: 'owner', status: 'active', createdAt: now },
+        update: { role: 'owner', status: 'active' },
+      });
+      const issued = await tx.apiKey.count({
+        where: { organizationId: org.id, userId: user.id, name: BOOTSTRAP_KEY_NAME },
+      });
+      let apiKey: string | null = null;
+      if (issued === 0 || input.newKey) {
+        const key = generateApiKey();
+        await tx.apiKey.create({
+          data: {
+            id: newId('key'),
+            organizationId: org.id,
+            userId: user.id,
+            name: BOOTSTRAP_KEY_NAME,
+            secretHash: key.secretHash,
+            fingerprint: key.fingerprint,
+            createdAt: now,
+          },
+        });
+        apiKey = key.value;
+      }
+      if (created || apiKey) {
+        await tx.auditRecord.create({
+          data: {
+            id: newId('aud'),
+            organizationId: org.id,
+            eventType: created ? 'organization_lifecycle_change' : 'api_key_lifecycle_change',
+            source: 'cli_bootstrap',
+            actorKind: 'system',
+            target: { organizationId: org.id, userId: user.id },
+            payload: { intent: created ? 'bootstrapped' : 'bootstrap_key_issued' },
+            createdAt: now,
+          },
+        });
+      }
+      return { organizationId: org.id, userId: user.id, apiKey, created };
+    },
+    { isolationLevel: 'Serializable' },
+  );
+}
+
+export async function hasAnyOrganization(prisma: PrismaClient): Promise<boolean> {
+  return (await prisma.organization.count()) > 0;
+}

@@ -1,0 +1,44 @@
+import { createRequire } from 'node:module';
+import path from 'node:path';
+import { PulumiCommand } from '@pulumi/pulumi/automation/index.js';
+import type { PulumiToolchain } from './toolchain.ts';
+
+export interface EngineEnvOptions {
+  /** e.g. `file:///var/lib/agentplane/pulumi`: state never goes to the Pulumi Cloud. */
+  backendUrl: string;
+  passphrase: string;
+  toolchain: PulumiToolchain;
+  /** The PATH to extend; defaults to this process's. */
+  basePath?: string;
+}
+
+const require = createRequire(import.meta.url);
+
+/**
+ * The environment for every Pulumi CLI run: offline, with no update check and no plugin
+ * downloads, so a missing plugin fails at once instead of waiting on the network.
+ */
+export function engineEnv(opts: EngineEnvOptions): Record<string, string> {
+  // Dynamic providers need pulumi-resource-pulumi-nodejs, which @pulumi/pulumi ships at its root.
+  const nodejsProviderDir = path.dirname(require.resolve('@pulumi/pulumi/package.json'));
+  const basePath = opts.basePath ?? process.env.PATH ?? '';
+  return {
+    PULUMI_BACKEND_URL: opts.backendUrl,
+    PULUMI_CONFIG_PASSPHRASE: opts.passphrase,
+    PULUMI_SKIP_UPDATE_CHECK: 'true',
+    PULUMI_DISABLE_AUTOMATIC_PLUGIN_ACQUISITION: 'true',
+    PULUMI_HOME: opts.toolchain.pulumiHome,
+    PATH: [opts.toolchain.binDir, nodejsProviderDir, basePath].filter(Boolean).join(path.delimiter),
+  };
+}
+
+/** The CLI for LocalWorkspace's `pulumiCommand`, checked to be exactly the toolchain's version. */
+export async function pulumiCommand(toolchain: PulumiToolchain, skipVersionCheck = false): Promise<PulumiCommand> {
+  const cmd = await PulumiCommand.get({ root: path.dirname(toolchain.binDir), skipVersionCheck });
+  if (cmd.version?.version !== toolchain.version) {
+    throw new Error(
+      `Pulumi CLI ${cmd.version?.version ?? 'of unknown version'} found where ${toolchain.version} is needed: run scripts/pulumi-toolchain.sh`,
+    );
+  }
+  return cmd;
+}

@@ -1,0 +1,82 @@
+import type { Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { createApp } from './app.ts';
+import type { Config } from './config.ts';
+import { openDatabase, type Database } from './db/client.ts';
+import { listPendingMigrations, migrateDatabase } from './db/migrations.ts';
+import { allJobs } from './jobs/catalog.ts';
+import { startWorker, type RunningWorker } from './jobs/worker.ts';
+import { systemClock } from './lib/clock.ts';
+import type { Logger } from './lib/logger.ts';
+import { bootstrapOrganization, hasAnyOrganization } from './modules/organization/bootstrap.ts';
+import { managedProviders } from './provisioning/providers/index.ts';
+import { createProviderRegistry } from './provisioning/providers/registry.ts';
+
+export interface RunningServer {
+  url: string;
+  db: Database;
+  stop(): Promise<void>;
+}
+
+/**
+ * Opens and migrates the database, bootstraps an empty one, starts the in-process worker and
+ * serves the API. `stop` stops accepting requests, lets in-flight requests and running job
+ * steps finish (bounded by the shutdown timeout), then closes the database.
+ */
+export async function startServer(config: Config, log: Logger): Promise<RunningServer> {
+  const db = await openDatabase(config);
+  await migrateDatabase(db, log);
+  if (!(await hasAnyOrganization(db.prisma))) await firstStart(db, config);
+  const worker: RunningWorker | undefined = config.runWorker
+    ? await startWorker({ db, log, jobs: allJobs })
+    : undefined;
+  const { app } = createApp({
+    config,
+    prisma: db.prisma,
+    log,
+    clock: systemClock,
+    providers: createProviderRegistry(managedProviders(config)),
+    pendingMigrations: () => listPendingMigrations(db),
+  });
+  const server = await listen(app, config.port, config.host);
+  const { port } = server.address() as AddressInfo;
+  const url = `http://${config.host === '0.0.0.0' ? '127.0.0.1' : config.host}:${port}`;
+  log.info({ url, database: db.kind }, 'agentplane is serving');
+
+  let stopping: Promise<void> | undefined;
+  const stop = () =>
+    (stopping ??= (async () => {
+      const deadline = Date.now() + config.shutdownTimeoutMs;
+      const closed = new Promise<void>((resolve) => server.close(() => resolve()));
+      // Keep-alive connections turn idle as their last response ends; close each as it does.
+      const sweeper = setInterval(() => server.closeIdleConnections(), 50);
+      const timer = setTimeout(() => server.closeAllConnections(), config.shutdownTimeoutMs);
+      await Promise.all([closed, worker?.stop(Math.max(0, deadline - Date.now()))]);
+      clearInterval(sweeper);
+      clearTimeout(timer);
+      await db.close();
+      log.info('agentplane stopped');
+    })());
+  return { url, db, stop };
+}
+
+async function firstStart(db: Database, config: Config): Promise<void> {
+  const result = await bootstrapOrganization(db.prisma, config.bootstrap, systemClock);
+  if (!result.apiKey) return;
+  // Printed, never logged: this is the only time the key is shown.
+  process.stdout.write(
+    [
+      '',
+      `agentplane: first start: created organization "${config.bootstrap.org}" (${result.organizationId})`,
+      `agentplane: owner ${config.bootstrap.email}; API key (shown once, store it now):`,
+      `  ${result.apiKey}`,
+      '',
+    ].join('\n') + '\n',
+  );
+}
+
+function listen(app: ReturnType<typeof createApp>['app'], port: number, host: string): Promise<Server> {
+  return new Promise((resolve, reject) => {
+    const server = app.listen(port, host, (err?: Error) => (err ? reject(err) : resolve(server)));
+  });
+}

@@ -1,0 +1,58 @@
+import path from 'node:path';
+import pg from 'pg';
+import type { TestProject } from 'vitest/node';
+import { applyMigrations } from '../../src/db/migrate.ts';
+import { fromPgClient } from '../../src/db/sql.ts';
+import { startPostgres, type PostgresServer } from './postgres-server.ts';
+
+export const TEMPLATE_DB = 'agentplane_template';
+
+declare module 'vitest' {
+  export interface ProvidedContext {
+    /** Admin URL of the PostgreSQL server for tests; empty when none is available. */
+    postgresUrl: string;
+  }
+}
+
+/**
+ * Starts one PostgreSQL server for the whole run (or uses DATABASE_URL) and migrates a template
+ * database once; each test copies it with CREATE DATABASE ... TEMPLATE instead of migrating again.
+ */
+export default async function setup(project: TestProject) {
+  let server: PostgresServer | undefined;
+  let url = process.env.DATABASE_URL ?? '';
+  if (!url) {
+    server = await startPostgres();
+    if (!server && process.env.CI === 'true') {
+      throw new Error('PostgreSQL is not installed (apt-get install postgresql); CI=true requires it');
+    }
+    url = server?.url ?? '';
+  }
+  if (url) await prepareTemplate(url);
+  project.provide('postgresUrl', url);
+  return () => server?.stop();
+}
+
+async function prepareTemplate(adminUrl: string): Promise<void> {
+  const admin = new pg.Client({ connectionString: adminUrl });
+  await admin.connect();
+  try {
+    await admin.query(`DROP DATABASE IF EXISTS ${TEMPLATE_DB} WITH (FORCE)`);
+    await admin.query(`CREATE DATABASE ${TEMPLATE_DB}`);
+  } finally {
+    await admin.end();
+  }
+  const tpl = new pg.Client({ connectionString: withDatabase(adminUrl, TEMPLATE_DB) });
+  await tpl.connect();
+  try {
+    await applyMigrations(fromPgClient(tpl), { migrationsDir: path.resolve('prisma/migrations') });
+  } finally {
+    await tpl.end();
+  }
+}
+
+export function withDatabase(url: string, database: string): string {
+  const u = new URL(url);
+  u.pathname = `/${database}`;
+  return u.toString();
+}

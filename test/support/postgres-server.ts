@@ -1,0 +1,70 @@
+import { execFileSync, spawnSync } from 'node:child_process';
+import fs from 'node:fs';
+import net from 'node:net';
+import os from 'node:os';
+import path from 'node:path';
+
+/** A private PostgreSQL cluster on a spare loopback port, for tests. */
+export interface PostgresServer {
+  url: string;
+  stop(): void;
+}
+
+function findBinDir(): string | undefined {
+  const root = '/usr/lib/postgresql';
+  if (!fs.existsSync(root)) return undefined;
+  const versions = fs
+    .readdirSync(root)
+    .filter((v) => fs.existsSync(path.join(root, v, 'bin', 'pg_ctl')))
+    .sort((a, b) => Number(b) - Number(a));
+  return versions[0] ? path.join(root, versions[0], 'bin') : undefined;
+}
+
+async function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const srv = net.createServer();
+    srv.listen(0, '127.0.0.1', () => {
+      const { port } = srv.address() as net.AddressInfo;
+      srv.close(() => resolve(port));
+    });
+    srv.on('error', reject);
+  });
+}
+
+/** PostgreSQL refuses to run as root: as root, run its tools as the `postgres` user. */
+function run(bin: string, args: string[], owner: string | undefined): void {
+  const [cmd, argv] = owner ? ['runuser', ['-u', owner, '--', bin, ...args]] : [bin, args];
+  const res = spawnSync(cmd, argv, { encoding: 'utf8' });
+  if (res.status !== 0) throw new Error(`${path.basename(bin)} failed: ${res.stderr || res.stdout}`);
+}
+
+export async function startPostgres(): Promise<PostgresServer | undefined> {
+  const bin = findBinDir();
+  if (!bin) return undefined;
+  const owner = process.getuid?.() === 0 ? 'postgres' : undefined;
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'agentplane-pg-'));
+  const data = path.join(dir, 'data');
+  if (owner) execFileSync('chown', ['-R', owner, dir]);
+  run(path.join(bin, 'initdb'), ['-D', data, '-U', 'postgres', '-A', 'trust', '-E', 'UTF8', '--no-sync'], owner);
+  const port = await freePort();
+  const opts = [
+    `-p ${port}`,
+    `-k ${dir}`,
+    `-c listen_addresses=127.0.0.1`,
+    '-c fsync=off',
+    '-c synchronous_commit=off',
+    '-c full_page_writes=off',
+    '-c max_connections=300',
+  ].join(' ');
+  run(path.join(bin, 'pg_ctl'), ['-D', data, '-o', opts, '-l', path.join(dir, 'log'), '-w', 'start'], owner);
+  return {
+    url: `postgres://postgres@127.0.0.1:${port}/postgres`,
+    stop: () => {
+      try {
+        run(path.join(bin, 'pg_ctl'), ['-D', data, '-m', 'immediate', '-w', 'stop'], owner);
+      } finally {
+        fs.rmSync(dir, { recursive: true, force: true });
+      }
+    },
+  };
+}

@@ -1,0 +1,65 @@
+import { spawn, type ChildProcess } from 'node:child_process';
+import path from 'node:path';
+
+export const REPO_ROOT = path.resolve(import.meta.dirname, '../..');
+export const CLI = path.join(REPO_ROOT, 'bin/agentplane.js');
+
+export interface ServerProcess {
+  url: string;
+  /** The owner API key printed on the first start of an empty database, if it was. */
+  firstStartKey?: string;
+  output(): string;
+  child: ChildProcess;
+  /** Sends the signal (to the whole group when started as one) and resolves with the exit code. */
+  stop(signal?: NodeJS.Signals): Promise<number | null>;
+}
+
+/**
+ * Starts `agentplane serve` (what `npm start` runs) as a real process on a free port and waits
+ * until it logs that it is serving.
+ */
+export async function startServerProcess(
+  env: Record<string, string>,
+  opts: { command?: string[]; processGroup?: boolean } = {},
+): Promise<ServerProcess> {
+  const [cmd, ...args] = opts.command ?? [process.execPath, CLI, 'serve'];
+  const child = spawn(cmd!, args, {
+    cwd: REPO_ROOT,
+    // In its own process group, a signal can reach every process of it, as Ctrl-C in a terminal does.
+    detached: opts.processGroup ?? false,
+    env: { ...process.env, PORT: '0', AGENTPLANE_HOST: '127.0.0.1', AGENTPLANE_LOG_LEVEL: 'info', ...env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  let out = '';
+  child.stdout!.on('data', (d: Buffer) => (out += d.toString()));
+  child.stderr!.on('data', (d: Buffer) => (out += d.toString()));
+  const exited = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)));
+  const url = await new Promise<string>((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error(`server did not start in time:\n${out}`)), 60_000);
+    const check = () => {
+      const m = /"url":"(http:\/\/[^"]+)".*"msg":"agentplane is serving"/.exec(out);
+      if (m) {
+        clearTimeout(timer);
+        resolve(m[1]!);
+      }
+    };
+    child.stdout!.on('data', check);
+    child.on('exit', (code) => {
+      clearTimeout(timer);
+      reject(new Error(`server exited with ${code} before serving:\n${out}`));
+    });
+  });
+  return {
+    url,
+    firstStartKey: /^\s+(apk_[0-9a-z]+)$/m.exec(out)?.[1],
+    output: () => out,
+    child,
+    stop: async (signal = 'SIGTERM') => {
+      if (child.exitCode === null) {
+        if (opts.processGroup) process.kill(-child.pid!, signal);
+        else child.kill(signal);
+      }
+      return exited;
+    },
+  };
+}

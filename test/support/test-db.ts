@@ -1,0 +1,36 @@
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { openDatabase, type Database } from '../../src/db/client.ts';
+import { migrateDatabase } from '../../src/db/migrations.ts';
+import { createLogger } from '../../src/lib/logger.ts';
+import { createTestDatabase, postgresUrl } from './databases.ts';
+
+export type Backend = 'pglite' | 'postgres';
+
+/** Both databases agentplane runs on; PostgreSQL is skipped only off CI on a machine without it. */
+export const BACKENDS: Backend[] = postgresUrl() || process.env.CI === 'true' ? ['pglite', 'postgres'] : ['pglite'];
+
+/** A fresh, migrated database of the given kind, with a `dispose` that removes it. */
+export async function openTestDatabase(kind: Backend): Promise<Database & { dispose(): Promise<void> }> {
+  const log = createLogger({ level: 'silent' });
+  if (kind === 'postgres') {
+    const created = await createTestDatabase();
+    const db = await openDatabase({ databaseUrl: created.url, dataDir: os.tmpdir() });
+    return Object.assign(db, {
+      dispose: async () => {
+        await db.close();
+        await created.drop();
+      },
+    });
+  }
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'agentplane-db-'));
+  const db = await openDatabase({ dataDir: dir });
+  await migrateDatabase(db, log);
+  return Object.assign(db, {
+    dispose: async () => {
+      await db.close();
+      fs.rmSync(dir, { recursive: true, force: true });
+    },
+  });
+}
