@@ -12,6 +12,10 @@ import type { Clock } from './lib/clock.ts';
 import type { Logger } from './lib/logger.ts';
 import { computerRoutes } from './modules/computers/routes.ts';
 import { createComputersService } from './modules/computers/service.ts';
+import { organizationRoutes } from './modules/organization/routes.ts';
+import { createOrganizationService } from './modules/organization/service.ts';
+import { serviceAccountRoutes } from './modules/service-accounts/routes.ts';
+import { createServiceAccountsService } from './modules/service-accounts/service.ts';
 import { systemRoutes } from './modules/system/routes.ts';
 import { createSystemService } from './modules/system/service.ts';
 import type { ProviderRegistry } from './provisioning/providers/registry.ts';
@@ -38,6 +42,8 @@ export function createApp(deps: AppDeps) {
   routes.push(
     ...systemRoutes(createSystemService({ db: deps.prisma, pendingMigrations: deps.pendingMigrations }), openApiDocument),
     ...computerRoutes(createComputersService({ providers: deps.providers })),
+    ...serviceAccountRoutes(createServiceAccountsService({ db: deps.prisma, clock: deps.clock })),
+    ...organizationRoutes(createOrganizationService({ db: deps.prisma, clock: deps.clock })),
   );
 
   const app = express();

@@ -5,7 +5,7 @@ import type { Config } from './config.ts';
 import { openDatabase, type Database } from './db/client.ts';
 import { listPendingMigrations, migrateDatabase } from './db/migrations.ts';
 import { allJobs } from './jobs/catalog.ts';
-import { startWorker, type RunningWorker } from './jobs/worker.ts';
+import { createJobQueue, type JobQueue } from './jobs/queue.ts';
 import { systemClock } from './lib/clock.ts';
 import type { Logger } from './lib/logger.ts';
 import { bootstrapOrganization, hasAnyOrganization } from './modules/organization/bootstrap.ts';
@@ -15,6 +15,7 @@ import { createProviderRegistry } from './provisioning/providers/registry.ts';
 export interface RunningServer {
   url: string;
   db: Database;
+  queue: JobQueue;
   stop(): Promise<void>;
 }
 
@@ -27,9 +28,10 @@ export async function startServer(config: Config, log: Logger): Promise<RunningS
   const db = await openDatabase(config);
   await migrateDatabase(db, log);
   if (!(await hasAnyOrganization(db.prisma))) await firstStart(db, config);
-  const worker: RunningWorker | undefined = config.runWorker
-    ? await startWorker({ db, log, jobs: allJobs })
-    : undefined;
+  // Every server sends jobs; with AGENTPLANE_WORKER=false it leaves running them to `agentplane worker`.
+  const queue = createJobQueue(db, { log, jobs: allJobs });
+  await queue.start();
+  if (config.runWorker) await queue.work();
   const { app } = createApp({
     config,
     prisma: db.prisma,
@@ -51,13 +53,13 @@ export async function startServer(config: Config, log: Logger): Promise<RunningS
       // Keep-alive connections turn idle as their last response ends; close each as it does.
       const sweeper = setInterval(() => server.closeIdleConnections(), 50);
       const timer = setTimeout(() => server.closeAllConnections(), config.shutdownTimeoutMs);
-      await Promise.all([closed, worker?.stop(Math.max(0, deadline - Date.now()))]);
+      await Promise.all([closed, queue.stop({ timeoutMs: Math.max(0, deadline - Date.now()) })]);
       clearInterval(sweeper);
       clearTimeout(timer);
       await db.close();
       log.info('agentplane stopped');
     })());
-  return { url, db, stop };
+  return { url, db, queue, stop };
 }
 
 async function firstStart(db: Database, config: Config): Promise<void> {

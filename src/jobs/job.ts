@@ -3,7 +3,7 @@ import type { Logger } from '../lib/logger.ts';
 
 export interface JobContext {
   jobId: string;
-  /** 1 on the first run; a retry, an expiry or a lost heartbeat each add one. */
+  /** 1 on the first run; each later run (after a failure, an expiry, a lost heartbeat or a shutdown) adds one. */
   attempt: number;
   /** Aborted when the job expires, its claim is lost, or the worker shuts down past its grace period. */
   signal: AbortSignal;
@@ -15,7 +15,7 @@ export interface JobSpec<P extends object, I> {
   name: string;
   /** Validated when sent and again when received. Keep it JSON round-trippable (no transforms). */
   payload: z.ZodType<P, I>;
-  /** Runs after the first one; 0 means run once. */
+  /** Retries after a failed run; 0 means the job runs at most once. */
   retryLimit: number;
   retryDelaySeconds?: number;
   /** Upper bound for one run; past it the run is aborted and counts as a failed attempt. */
@@ -36,7 +36,10 @@ export interface JobSpec<P extends object, I> {
   handler: (payload: P, ctx: JobContext) => Promise<void>;
 }
 
-/** A job definition: what `send` and `work` need. Method syntax keeps definitions of different payloads assignable to one list. */
+/**
+ * What `send` and `work` need. Method syntax (bivariant parameters) lets definitions of different
+ * payloads share one `JobDefinition[]`.
+ */
 export interface JobDefinition<P = unknown, I = P> {
   readonly name: string;
   readonly payload: z.ZodType<P, I>;

@@ -91,7 +91,6 @@ export function createJobQueue(db: Database, opts: JobQueueOptions): JobQueue {
 
   let started = false;
   let stopping: Promise<void> | undefined;
-  const running = new Set<Promise<void>>();
   let sweepTimer: NodeJS.Timeout | undefined;
 
   async function ensureQueues(): Promise<void> {
@@ -136,19 +135,16 @@ export function createJobQueue(db: Database, opts: JobQueueOptions): JobQueue {
       jobLog.error({ reason: message }, 'job failed for good');
       return { id: job.id, status: 'deadletter', output: { message } };
     }
-    const run = def.handler(parsed.data, { jobId: job.id, attempt, signal: job.signal, log: jobLog });
-    running.add(run);
     try {
-      await run;
+      await def.handler(parsed.data, { jobId: job.id, attempt, signal: job.signal, log: jobLog });
       jobLog.info('job completed');
       return { id: job.id, status: 'completed' };
     } catch (err) {
       const error = err instanceof Error ? err : new Error(String(err));
       const willRetry = attempt <= def.retryLimit;
-      jobLog[willRetry ? 'warn' : 'error']({ err: error }, willRetry ? 'job failed, will retry' : 'job failed for good');
+      if (willRetry) jobLog.warn({ err: error }, 'job failed, will retry');
+      else jobLog.error({ err: error }, 'job failed for good');
       return { id: job.id, status: 'failed', output: { name: error.name, message: error.message } };
-    } finally {
-      running.delete(run);
     }
   }
 
@@ -195,7 +191,7 @@ export function createJobQueue(db: Database, opts: JobQueueOptions): JobQueue {
 
     async send(def, payload, sendOpts = {}) {
       if (!started || stopping) throw new Error('job queue is not running: call start() first, and not after stop()');
-      if (defs.get(def.name) !== (def as JobDefinition)) {
+      if (!defs.has(def.name)) {
         throw new Error(`job ${def.name} is not registered with this job queue: add it to createJobQueue's jobs`);
       }
       const parsed = def.payload.safeParse(payload);
@@ -243,12 +239,15 @@ export function createJobQueue(db: Database, opts: JobQueueOptions): JobQueue {
       if (!started) return Promise.resolve();
       stopping ??= (async () => {
         clearInterval(sweepTimer);
-        await boss.stop({ graceful: true, timeout: stopOpts.timeoutMs ?? 30_000 });
-        if (running.size > 0) {
-          const settled = Promise.allSettled([...running]).then(() => true);
-          const unwound = await Promise.race([settled, delay(ABORT_GRACE_MS, false, { ref: false })]);
-          if (!unwound) log.warn({ running: running.size }, 'job handlers ignored their abort signal');
-        }
+        // The pool stays open at first: an aborted handler still settles its job through pg-boss
+        // (a no-op by then, the job was failed for the retry), and a closed pool turns that into an
+        // error event on every such shutdown.
+        await boss.stop({ graceful: true, timeout: stopOpts.timeoutMs ?? 30_000, close: false });
+        const deadline = Date.now() + ABORT_GRACE_MS;
+        while (boss.getWipData().length > 0 && Date.now() < deadline) await delay(50);
+        const stuck = boss.getWipData().length;
+        if (stuck > 0) log.warn({ workers: stuck }, 'job handlers ignored their abort signal');
+        await boss.stop({ close: true });
       })();
       return stopping;
     },

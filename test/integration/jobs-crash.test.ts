@@ -82,7 +82,8 @@ async function prepareTarget(backend: Backend): Promise<{ target: DatabaseTarget
 }
 
 describe.concurrent.each(BACKENDS)('a worker killed mid-job on %s', (backend) => {
-  it('leaves the job to a new worker, which completes it with its effect written once', { timeout: 60_000 }, async () => {
+  const title = 'leaves the job to a new worker, which completes it with its effect written once';
+  it(title, { timeout: 60_000 }, async () => {
     const { target, dispose } = await prepareTarget(backend);
     const children: ChildProcess[] = [];
     try {

@@ -9,7 +9,9 @@ import { BACKENDS, openTestDatabase } from '../support/test-db.ts';
 
 const log = createLogger({ level: process.env.TEST_LOG_LEVEL ?? 'silent' });
 
-async function waitFor<T>(what: string, probe: () => T | undefined | Promise<T | undefined>, timeoutMs = 15_000): Promise<T> {
+type Probe<T> = () => T | undefined | Promise<T | undefined>;
+
+async function waitFor<T>(what: string, probe: Probe<T>, timeoutMs = 15_000): Promise<T> {
   const deadline = Date.now() + timeoutMs;
   for (;;) {
     const value = await probe();

@@ -13,6 +13,9 @@ CREATE TABLE "organizations" (
     "name" TEXT NOT NULL,
     "seat_limit" INTEGER,
     "entitlements" JSONB NOT NULL DEFAULT '{}',
+    "credit_limit" BIGINT,
+    "enterprise_settings" JSONB NOT NULL DEFAULT '{}',
+    "enterprise_revision" INTEGER NOT NULL DEFAULT 0,
     "created_at" TIMESTAMPTZ(3) NOT NULL DEFAULT CURRENT_TIMESTAMP,
     "updated_at" TIMESTAMPTZ(3) NOT NULL,
 
@@ -40,6 +43,7 @@ CREATE TABLE "memberships" (
     "user_id" TEXT NOT NULL,
     "role" "Role" NOT NULL DEFAULT 'user',
     "status" "MembershipStatus" NOT NULL DEFAULT 'active',
+    "credit_limit" BIGINT,
     "created_at" TIMESTAMPTZ(3) NOT NULL DEFAULT CURRENT_TIMESTAMP,
     "updated_at" TIMESTAMPTZ(3) NOT NULL,
 
@@ -89,10 +93,39 @@ CREATE TABLE "audit_records" (
     "actor_id" TEXT,
     "actor_email" TEXT,
     "target" JSONB NOT NULL DEFAULT '{}',
+    "before" JSONB,
+    "after" JSONB,
     "payload" JSONB,
     "created_at" TIMESTAMPTZ(3) NOT NULL DEFAULT CURRENT_TIMESTAMP,
 
     CONSTRAINT "audit_records_pkey" PRIMARY KEY ("id")
+);
+
+-- CreateTable
+CREATE TABLE "enterprise_control_changes" (
+    "id" TEXT NOT NULL,
+    "organization_id" TEXT NOT NULL,
+    "revision" INTEGER NOT NULL,
+    "settings" JSONB NOT NULL,
+    "user_id" TEXT NOT NULL,
+    "user_email" TEXT NOT NULL,
+    "user_name" TEXT,
+    "created_at" TIMESTAMPTZ(3) NOT NULL DEFAULT CURRENT_TIMESTAMP,
+
+    CONSTRAINT "enterprise_control_changes_pkey" PRIMARY KEY ("id")
+);
+
+-- CreateTable
+CREATE TABLE "git_credentials" (
+    "id" TEXT NOT NULL,
+    "organization_id" TEXT NOT NULL,
+    "user_id" TEXT,
+    "service_account_id" TEXT,
+    "integration" TEXT NOT NULL,
+    "token_ciphertext" TEXT NOT NULL,
+    "created_at" TIMESTAMPTZ(3) NOT NULL DEFAULT CURRENT_TIMESTAMP,
+
+    CONSTRAINT "git_credentials_pkey" PRIMARY KEY ("id")
 );
 
 -- CreateIndex
@@ -125,6 +158,15 @@ CREATE INDEX "api_keys_user_id_idx" ON "api_keys"("user_id");
 -- CreateIndex
 CREATE INDEX "audit_records_organization_id_created_at_idx" ON "audit_records"("organization_id", "created_at");
 
+-- CreateIndex
+CREATE UNIQUE INDEX "enterprise_control_changes_organization_id_revision_key" ON "enterprise_control_changes"("organization_id", "revision");
+
+-- CreateIndex
+CREATE INDEX "git_credentials_service_account_id_idx" ON "git_credentials"("service_account_id");
+
+-- CreateIndex
+CREATE INDEX "git_credentials_user_id_idx" ON "git_credentials"("user_id");
+
 -- AddForeignKey
 ALTER TABLE "memberships" ADD CONSTRAINT "memberships_organization_id_fkey" FOREIGN KEY ("organization_id") REFERENCES "organizations"("id") ON DELETE CASCADE ON UPDATE CASCADE;
 
@@ -145,3 +187,15 @@ ALTER TABLE "api_keys" ADD CONSTRAINT "api_keys_service_account_id_fkey" FOREIGN
 
 -- AddForeignKey
 ALTER TABLE "audit_records" ADD CONSTRAINT "audit_records_organization_id_fkey" FOREIGN KEY ("organization_id") REFERENCES "organizations"("id") ON DELETE CASCADE ON UPDATE CASCADE;
+
+-- AddForeignKey
+ALTER TABLE "enterprise_control_changes" ADD CONSTRAINT "enterprise_control_changes_organization_id_fkey" FOREIGN KEY ("organization_id") REFERENCES "organizations"("id") ON DELETE CASCADE ON UPDATE CASCADE;
+
+-- AddForeignKey
+ALTER TABLE "git_credentials" ADD CONSTRAINT "git_credentials_organization_id_fkey" FOREIGN KEY ("organization_id") REFERENCES "organizations"("id") ON DELETE CASCADE ON UPDATE CASCADE;
+
+-- AddForeignKey
+ALTER TABLE "git_credentials" ADD CONSTRAINT "git_credentials_user_id_fkey" FOREIGN KEY ("user_id") REFERENCES "users"("id") ON DELETE CASCADE ON UPDATE CASCADE;
+
+-- AddForeignKey
+ALTER TABLE "git_credentials" ADD CONSTRAINT "git_credentials_service_account_id_fkey" FOREIGN KEY ("service_account_id") REFERENCES "service_accounts"("id") ON DELETE CASCADE ON UPDATE CASCADE;

@@ -1,7 +1,8 @@
-import { generateApiKey } from '../../auth/api-keys.ts';
+import { issueApiKey } from '../../auth/issue-api-key.ts';
 import type { PrismaClient } from '../../db/client.ts';
 import type { Clock } from '../../lib/clock.ts';
 import { newId } from '../../lib/ids.ts';
+import { recordAudit } from '../audit/record.ts';
 
 export interface BootstrapResult {
   organizationId: string;
@@ -45,32 +46,17 @@ export async function bootstrapOrganization(
       });
       let apiKey: string | null = null;
       if (issued === 0 || input.newKey) {
-        const key = generateApiKey();
-        await tx.apiKey.create({
-          data: {
-            id: newId('key'),
-            organizationId: org.id,
-            userId: user.id,
-            name: BOOTSTRAP_KEY_NAME,
-            secretHash: key.secretHash,
-            fingerprint: key.fingerprint,
-            createdAt: now,
-          },
-        });
+        const key = await issueApiKey(tx, { organizationId: org.id, owner: { userId: user.id }, name: BOOTSTRAP_KEY_NAME, now });
         apiKey = key.value;
       }
       if (created || apiKey) {
-        await tx.auditRecord.create({
-          data: {
-            id: newId('aud'),
-            organizationId: org.id,
-            eventType: created ? 'organization_lifecycle_change' : 'api_key_lifecycle_change',
-            source: 'cli_bootstrap',
-            actorKind: 'system',
-            target: { organizationId: org.id, userId: user.id },
-            payload: { intent: created ? 'bootstrapped' : 'bootstrap_key_issued' },
-            createdAt: now,
-          },
+        await recordAudit(tx, {
+          organizationId: org.id,
+          eventType: created ? 'organization_lifecycle_change' : 'api_key_lifecycle_change',
+          source: 'cli_bootstrap',
+          target: { organizationId: org.id, userId: user.id },
+          payload: { intent: created ? 'bootstrapped' : 'bootstrap_key_issued' },
+          at: now,
         });
       }
       return { organizationId: org.id, userId: user.id, apiKey, created };

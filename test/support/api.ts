@@ -1,0 +1,110 @@
+import { SignJWT } from 'jose';
+import { createApp } from '../../src/app.ts';
+import type { Role } from '../../src/auth/principal.ts';
+import { issueApiKey } from '../../src/auth/issue-api-key.ts';
+import { loadConfig } from '../../src/config.ts';
+import { systemClock, type Clock } from '../../src/lib/clock.ts';
+import { newId } from '../../src/lib/ids.ts';
+import { createLogger } from '../../src/lib/logger.ts';
+import { createProviderRegistry } from '../../src/provisioning/providers/registry.ts';
+import { listenOnFreePort } from './http.ts';
+import { openTestDatabase, type Backend } from './test-db.ts';
+
+export const JWT_SECRET = 'test-api-secret-test-api-secret-123456';
+export const ROLES: Role[] = ['owner', 'manager', 'user', 'guest'];
+export type CredentialKind = 'apiKey' | 'jwt';
+
+export interface Member {
+  userId: string;
+  email: string;
+  role: Role;
+  apiKey: string;
+  jwt: string;
+}
+
+export interface OrgFixture {
+  id: string;
+  members: Record<Role, Member>;
+  serviceAccount: { id: string; apiKey: string };
+}
+
+async function signJwt(sub: string, email: string, orgId: string): Promise<string> {
+  return new SignJWT({ email, org_id: orgId })
+    .setProtectedHeader({ alg: 'HS256' })
+    .setSubject(sub)
+    .setExpirationTime('1h')
+    .sign(new TextEncoder().encode(JWT_SECRET));
+}
+
+/**
+ * An organization with one active member of every role (each with an API key and a JWT) and an
+ * active service account with a key.
+ */
+export async function createOrgFixture(db: Awaited<ReturnType<typeof openTestDatabase>>, name: string): Promise<OrgFixture> {
+  const now = new Date();
+  const org = await db.prisma.organization.create({ data: { id: newId('org'), name } });
+  const members = {} as Record<Role, Member>;
+  for (const role of ROLES) {
+    const email = `${role}@${name}.test`;
+    const sub = `idp|${name}-${role}`;
+    const user = await db.prisma.user.create({
+      data: { id: newId('usr'), email, idpUserId: sub, firstName: role, lastName: name },
+    });
+    await db.prisma.membership.create({
+      data: { id: newId('mem'), organizationId: org.id, userId: user.id, role, status: 'active' },
+    });
+    const key = await issueApiKey(db.prisma, { organizationId: org.id, owner: { userId: user.id }, name: 'personal', now });
+    members[role] = { userId: user.id, email, role, apiKey: key.value, jwt: await signJwt(sub, email, org.id) };
+  }
+  const sa = await db.prisma.serviceAccount.create({
+    data: { id: newId('sa'), organizationId: org.id, name: `${name}-robot`, createdBy: members.owner.userId },
+  });
+  const saKey = await issueApiKey(db.prisma, { organizationId: org.id, owner: { serviceAccountId: sa.id }, name: 'robot', now });
+  return { id: org.id, members, serviceAccount: { id: sa.id, apiKey: saKey.value } };
+}
+
+export interface TestApi {
+  url: string;
+  db: Awaited<ReturnType<typeof openTestDatabase>>;
+  /** Two organizations, so tests can prove one never sees the other's resources. */
+  acme: OrgFixture;
+  globex: OrgFixture;
+  /** fetch with JSON in and out, as the given bearer credential. */
+  call(method: string, path: string, opts?: { as?: string; body?: unknown; rawBody?: string }): Promise<{ status: number; body: any; headers: Headers }>;
+  close(): Promise<void>;
+}
+
+/** The real app on a real database of the given kind, listening on a free loopback port. */
+export async function startTestApi(backend: Backend, opts: { clock?: Clock } = {}): Promise<TestApi> {
+  const db = await openTestDatabase(backend);
+  const { app } = createApp({
+    config: loadConfig({ AGENTPLANE_JWT_SECRET: JWT_SECRET }),
+    prisma: db.prisma,
+    log: createLogger({ level: 'silent' }),
+    clock: opts.clock ?? systemClock,
+    providers: createProviderRegistry([]),
+    pendingMigrations: async () => [],
+  });
+  const server = await listenOnFreePort(app);
+  const [acme, globex] = [await createOrgFixture(db, 'acme'), await createOrgFixture(db, 'globex')];
+  return {
+    url: server.url,
+    db,
+    acme,
+    globex,
+    call: async (method, path, o = {}) => {
+      const headers: Record<string, string> = {};
+      if (o.as) headers.authorization = `Bearer ${o.as}`;
+      let body: string | undefined = o.rawBody;
+      if (o.body !== undefined) body = JSON.stringify(o.body);
+      if (body !== undefined) headers['content-type'] = 'application/json';
+      const res = await fetch(`${server.url}${path}`, { method, headers, body });
+      const text = await res.text();
+      return { status: res.status, body: text ? JSON.parse(text) : undefined, headers: res.headers };
+    },
+    close: async () => {
+      await server.close();
+      await db.dispose();
+    },
+  };
+}
