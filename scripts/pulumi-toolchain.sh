@@ -10,6 +10,8 @@ set -euo pipefail
 
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 log() { echo "pulumi-toolchain: $*" >&2; }
+# Debian's and the official Go install locations, for shells whose PATH lacks them.
+command -v go >/dev/null || export PATH="$PATH:/usr/local/go/bin:/usr/lib/go/bin"
 
 # The version field of an installed package, else its exact pin in package.json.
 dep_version() {

@@ -1,0 +1,156 @@
+import { z } from 'zod';
+import { PageQuerySchema, PaginationSchema } from '../../http/pagination.ts';
+
+export { PageQuerySchema };
+
+/** Email as sent by a client; services compare and store it lower-cased. */
+const EmailSchema = z.email('must be an email address').max(254, 'must be at most 254 characters');
+
+export const RoleSchema = z.enum(['owner', 'manager', 'user', 'guest']).meta({ id: 'OrganizationRole' });
+export type RoleName = z.infer<typeof RoleSchema>;
+
+// ---- users ----
+
+export const OrganizationUserSchema = z
+  .strictObject({
+    id: z.string().meta({ description: 'agentplane user id (usr_...), stable across sign-ins' }),
+    email: z.email(),
+    firstName: z.string().optional(),
+    lastName: z.string().optional(),
+    createdAt: z.iso.datetime().meta({ description: 'When the user joined or was invited to this organization' }),
+    lastSignInAt: z.iso.datetime().optional(),
+    metadata: z.record(z.string(), z.string()).meta({ description: 'Custom metadata' }),
+  })
+  .meta({ id: 'OrganizationUser' });
+export type OrganizationUser = z.infer<typeof OrganizationUserSchema>;
+
+export const UserListSchema = z
+  .strictObject({ users: z.array(OrganizationUserSchema), pagination: PaginationSchema })
+  .meta({ id: 'OrganizationUserList' });
+
+export const InviteBodySchema = z
+  .strictObject({
+    email: EmailSchema,
+    role: RoleSchema.default('user').meta({ description: 'Role to grant; only owners may grant owner' }),
+  })
+  .meta({ id: 'InviteUserRequest' });
+export type InviteBody = z.infer<typeof InviteBodySchema>;
+
+export const InviteStatusSchema = z.enum(['invited', 'already_member', 'role_updated', 'already_invited', 'error']);
+export type InviteStatus = z.infer<typeof InviteStatusSchema>;
+
+export const InviteResultSchema = z
+  .strictObject({
+    email: z.email(),
+    role: RoleSchema,
+    status: InviteStatusSchema,
+    error: z.string().optional().meta({ description: 'Why the invitation failed, when status is error' }),
+  })
+  .meta({ id: 'InviteUserResult' });
+export type InviteResult = z.infer<typeof InviteResultSchema>;
+
+export const RemoveUserQuerySchema = z.strictObject({
+  email: EmailSchema.meta({ description: 'Email of the member or pending invitation to remove' }),
+});
+
+// ---- credits limits ----
+
+export const MIN_CREDIT_LIMIT = 1_000_000;
+
+/** A limit as a client sets it: at least 1,000,000 credits, or null for none. */
+export const CreditLimitSchema = z
+  .number('must be an integer or null')
+  .int('must be an integer')
+  .min(MIN_CREDIT_LIMIT, `must be at least ${MIN_CREDIT_LIMIT.toLocaleString('en-US')}`)
+  .nullable()
+  .meta({ description: 'Credits limit (at least 1,000,000), or null for no limit' });
+
+/** A limit as the server reports it. */
+const StoredLimitSchema = z.number().int().min(0).nullable();
+
+export const GlobalLimitBodySchema = z.strictObject({ limit: CreditLimitSchema }).meta({ id: 'SetGlobalLimitRequest' });
+export const GlobalLimitSchema = z.strictObject({ limit: StoredLimitSchema }).meta({ id: 'GlobalLimit' });
+
+const UserLimitSchema = z.strictObject({ email: z.email(), limit: StoredLimitSchema }).meta({ id: 'UserLimit' });
+
+export const UserLimitsSchema = z
+  .strictObject({ globalLimit: StoredLimitSchema, userLimits: z.array(UserLimitSchema) })
+  .meta({ id: 'UserLimits' });
+
+/** One entry of a per-user update, checked on its own so a bad entry fails alone. */
+export const UserLimitEntrySchema = z.strictObject({ email: EmailSchema, limit: CreditLimitSchema });
+export type UserLimitEntry = z.infer<typeof UserLimitEntrySchema>;
+
+/**
+ * An entry as the body carries it: only a string email is required here, because a failed entry
+ * is reported by the email it named; everything else is checked per entry.
+ */
+const RawUserLimitEntrySchema = z.looseObject({
+  email: z.string('each entry needs an email string').meta({ format: 'email' }),
+  limit: z.unknown().meta({
+    type: 'integer',
+    nullable: true,
+    minimum: MIN_CREDIT_LIMIT,
+    description: 'Credits limit (at least 1,000,000), or null to remove the override',
+  }),
+});
+export type RawUserLimitEntry = z.infer<typeof RawUserLimitEntrySchema>;
+
+const RawUserLimitListSchema = z
+  .array(RawUserLimitEntrySchema)
+  .min(1, 'send at least one entry')
+  .max(100, 'send at most 100 entries per request');
+
+/** `{users: [...]}`, or the bare array older clients send. */
+export const UserLimitsBodySchema = z
+  .union([z.strictObject({ users: RawUserLimitListSchema }), RawUserLimitListSchema])
+  .meta({ id: 'SetUserLimitsRequest' });
+export type UserLimitsBody = z.infer<typeof UserLimitsBodySchema>;
+
+export const UserLimitsResultSchema = z
+  .strictObject({
+    updated: z.array(UserLimitSchema),
+    errors: z.array(
+      z.strictObject({
+        email: z.string().meta({ description: 'The email as sent' }),
+        error: z.string().meta({ description: 'Why this entry was not applied' }),
+      }),
+    ),
+  })
+  .meta({ id: 'SetUserLimitsResult' });
+export type UserLimitsResult = z.infer<typeof UserLimitsResultSchema>;
+
+// ---- enterprise controls ----
+
+const SettingsSchema = z.record(z.string(), z.unknown()).meta({
+  description: 'Settings document; its properties may change between API versions, so parse it generically',
+});
+
+export const EnterpriseControlsSchema = z
+  .strictObject({
+    revision: z.number().int().min(0).meta({ description: '0 until the first change' }),
+    settings: SettingsSchema,
+  })
+  .meta({ id: 'EnterpriseControls' });
+
+export const EnterpriseControlsBodySchema = z
+  .strictObject({ settings: SettingsSchema })
+  .meta({ id: 'SetEnterpriseControlsRequest' });
+export type EnterpriseControlsBody = z.infer<typeof EnterpriseControlsBodySchema>;
+
+const EnterpriseControlChangeSchema = z
+  .strictObject({
+    revision: z.number().int().min(1),
+    settings: SettingsSchema,
+    user: z.strictObject({
+      id: z.string().meta({ description: 'agentplane user id (usr_...)' }),
+      email: z.string(),
+      name: z.string().meta({ description: 'Display name; the email when the user has no name' }),
+    }),
+    updatedAt: z.iso.datetime(),
+  })
+  .meta({ id: 'EnterpriseControlChange' });
+
+export const EnterpriseHistorySchema = z
+  .strictObject({ changes: z.array(EnterpriseControlChangeSchema), pagination: PaginationSchema })
+  .meta({ id: 'EnterpriseControlChangeList' });
