@@ -1,6 +1,7 @@
 import { Command } from 'commander';
+import { z } from 'zod';
 import { loadConfig, type Config } from './config.ts';
-import { openDatabase } from './db/client.ts';
+import { openDatabase, type Database } from './db/client.ts';
 import { migrateDatabase } from './db/migrations.ts';
 import { allJobs } from './jobs/catalog.ts';
 import { startWorker } from './jobs/worker.ts';
@@ -30,6 +31,17 @@ function setup(): { config: Config; log: Logger } {
   return { config, log: createLogger({ level: config.logLevel }) };
 }
 
+/** Opens the configured database for one command and closes it afterwards. */
+async function withDatabase<T>(fn: (db: Database, log: Logger) => Promise<T>): Promise<T> {
+  const { config, log } = setup();
+  const db = await openDatabase(config);
+  try {
+    return await fn(db, log);
+  } finally {
+    await db.close();
+  }
+}
+
 const program = new Command('agentplane').description('Self-hosted control plane for coding agents');
 
 program
@@ -44,16 +56,12 @@ program
 program
   .command('migrate')
   .description('apply pending database migrations and exit')
-  .action(async () => {
-    const { config, log } = setup();
-    const db = await openDatabase(config);
-    try {
+  .action(() =>
+    withDatabase(async (db, log) => {
       const applied = await migrateDatabase(db, log);
       process.stdout.write(applied.length ? `applied: ${applied.join(', ')}\n` : 'database is up to date\n');
-    } finally {
-      await db.close();
-    }
-  });
+    }),
+  );
 
 program
   .command('bootstrap')
@@ -62,25 +70,22 @@ program
   .requiredOption('--email <email>', "owner's email")
   .option('--json', 'print one JSON line {"organizationId","userId","apiKey"}')
   .option('--new-key', 'issue another API key even if one was issued before')
-  .action(async (opts: { org: string; email: string; json?: boolean; newKey?: boolean }) => {
-    const { config, log } = setup();
-    const db = await openDatabase(config);
-    try {
+  .action((opts: { org: string; email: string; json?: boolean; newKey?: boolean }) => {
+    if (!z.email().safeParse(opts.email).success) throw new Error(`--email ${opts.email} is not an email address`);
+    return withDatabase(async (db, log) => {
       await migrateDatabase(db, log);
       const r = await bootstrapOrganization(db.prisma, opts, systemClock);
       if (opts.json) {
         process.stdout.write(JSON.stringify({ organizationId: r.organizationId, userId: r.userId, apiKey: r.apiKey }) + '\n');
-      } else {
-        process.stdout.write(`organization ${r.organizationId}, owner ${r.userId}\n`);
-        process.stdout.write(
-          r.apiKey
-            ? `API key (shown once, store it now): ${r.apiKey}\n`
-            : 'An API key was issued before and is not shown again; pass --new-key for another.\n',
-        );
+        return;
       }
-    } finally {
-      await db.close();
-    }
+      process.stdout.write(`organization ${r.organizationId}, owner ${r.userId}\n`);
+      process.stdout.write(
+        r.apiKey
+          ? `API key (shown once, store it now): ${r.apiKey}\n`
+          : 'An API key was issued before and is not shown again; pass --new-key for another.\n',
+      );
+    });
   });
 
 program

@@ -1,15 +1,10 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createApp } from '../../src/app.ts';
 import { issueApiKey } from '../../src/auth/issue-api-key.ts';
 import { roleAtLeast, type Role } from '../../src/auth/principal.ts';
-import { loadConfig } from '../../src/config.ts';
-import type { PrismaClient } from '../../src/db/client.ts';
-import { systemClock } from '../../src/lib/clock.ts';
 import { newId } from '../../src/lib/ids.ts';
-import { createLogger } from '../../src/lib/logger.ts';
-import { createProviderRegistry } from '../../src/provisioning/providers/registry.ts';
 import { ROLES, startTestApi, type TestApi } from '../support/api.ts';
 import { BACKENDS } from '../support/test-db.ts';
+import { appWithoutDatabase } from '../support/route-table.ts';
 
 /**
  * Who may call each administrative endpoint: the lowest role, and whether service-account
@@ -42,14 +37,7 @@ const ADMIN_TAGS = new Set(['Service Accounts', 'Organization']);
 
 describe('authorization matrix', () => {
   it('covers every administrative endpoint the app serves', () => {
-    const { routes } = createApp({
-      config: loadConfig({}),
-      prisma: {} as PrismaClient,
-      log: createLogger({ level: 'silent' }),
-      clock: systemClock,
-      providers: createProviderRegistry([]),
-      pendingMigrations: async () => [],
-    });
+    const { routes } = appWithoutDatabase();
     const served = routes.filter((r) => r.tags.some((t) => ADMIN_TAGS.has(t))).map((r) => `${r.method.toUpperCase()} ${r.path}`);
     expect(new Set(served)).toEqual(new Set(Object.keys(MATRIX)));
   });

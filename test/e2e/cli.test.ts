@@ -49,6 +49,15 @@ describe('agentplane CLI', () => {
     });
   });
 
+  it('bootstrap rejects an invalid email before touching the database', async () => {
+    const dir = tempDir();
+    await expect(agentplane(['bootstrap', '--org', 'x', '--email', 'not-an-email'], { AGENTPLANE_DATA_DIR: dir })).rejects.toMatchObject({
+      code: 1,
+      stderr: expect.stringContaining('--email not-an-email is not an email address'),
+    });
+    expect(fs.readdirSync(dir)).toEqual([]);
+  });
+
   it('migrate applies the migrations once and then reports the database up to date', async () => {
     const env = { AGENTPLANE_DATA_DIR: tempDir() };
     expect((await agentplane(['migrate'], env)).stdout).toMatch(/^applied: \d+_init/);

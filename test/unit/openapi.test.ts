@@ -1,12 +1,7 @@
 import { describe, expect, it } from 'vitest';
-import { createApp } from '../../src/app.ts';
-import { loadConfig } from '../../src/config.ts';
-import type { PrismaClient } from '../../src/db/client.ts';
 import { buildOpenApiDocument } from '../../src/http/openapi.ts';
 import { expressPath } from '../../src/http/route.ts';
-import { systemClock } from '../../src/lib/clock.ts';
-import { createLogger } from '../../src/lib/logger.ts';
-import { createProviderRegistry } from '../../src/provisioning/providers/registry.ts';
+import { appWithoutDatabase } from '../support/route-table.ts';
 
 type Layer = { route?: { path: string; methods: Record<string, boolean> }; handle?: { stack?: Layer[] } };
 
@@ -19,15 +14,7 @@ function servedRoutes(stack: Layer[]): string[] {
 }
 
 describe('OpenAPI document', () => {
-  // Building the route table touches no database, so no client is needed here.
-  const { app, routes } = createApp({
-    config: loadConfig({}),
-    prisma: {} as PrismaClient,
-    log: createLogger({ level: 'silent' }),
-    clock: systemClock,
-    providers: createProviderRegistry([]),
-    pendingMigrations: async () => [],
-  });
+  const { app, routes } = appWithoutDatabase();
 
   it('documents exactly the routes the app serves', async () => {
     const res = await new Promise<Record<string, Record<string, unknown>>>((resolve, reject) => {

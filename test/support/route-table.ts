@@ -1,0 +1,18 @@
+import { createApp } from '../../src/app.ts';
+import { loadConfig } from '../../src/config.ts';
+import type { PrismaClient } from '../../src/db/client.ts';
+import { systemClock } from '../../src/lib/clock.ts';
+import { createLogger } from '../../src/lib/logger.ts';
+import { createProviderRegistry } from '../../src/provisioning/providers/registry.ts';
+
+/** The app and its route table; building them touches no database, so none is given. */
+export function appWithoutDatabase() {
+  return createApp({
+    config: loadConfig({}),
+    prisma: {} as PrismaClient,
+    log: createLogger({ level: 'silent' }),
+    clock: systemClock,
+    providers: createProviderRegistry([]),
+    pendingMigrations: async () => [],
+  });
+}
