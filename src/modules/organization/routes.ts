@@ -1,6 +1,150 @@
-import type { RouteSpec } from '../../http/route.ts';
+import { humanOnly, managerOrHigher } from '../../auth/guards.ts';
+import { defineRoute, type RouteSpec } from '../../http/route.ts';
+import {
+  EnterpriseControlsBodySchema,
+  EnterpriseControlsSchema,
+  EnterpriseHistorySchema,
+  GlobalLimitBodySchema,
+  GlobalLimitSchema,
+  InviteBodySchema,
+  InviteResultSchema,
+  PageQuerySchema,
+  RemoveUserQuerySchema,
+  UserLimitsBodySchema,
+  UserLimitsResultSchema,
+  UserLimitsSchema,
+  UserListSchema,
+} from './schemas.ts';
 import type { OrganizationService } from './service.ts';
 
-export function organizationRoutes(_service: OrganizationService): RouteSpec[] {
-  return [];
+const tags = ['Organization'];
+const guards = [managerOrHigher];
+
+/** Spec 4.4 plus the current enterprise controls; every route needs a manager or owner. */
+export function organizationRoutes(service: OrganizationService): RouteSpec[] {
+  return [
+    defineRoute({
+      method: 'get',
+      path: '/api/v0/organization/users',
+      operationId: 'listOrganizationUsers',
+      summary: 'List members and pending invitations, newest first',
+      tags,
+      guards,
+      query: PageQuerySchema,
+      responses: { 200: { description: 'A page of organization users', schema: UserListSchema } },
+      errors: [400, 401, 403, 500],
+      handler: async ({ principal, query }) => ({ status: 200, body: await service.listUsers(principal, query) }),
+    }),
+    defineRoute({
+      method: 'delete',
+      path: '/api/v0/organization/users',
+      operationId: 'removeUser',
+      summary: 'Remove a member or revoke a pending invitation',
+      tags,
+      guards,
+      query: RemoveUserQuerySchema,
+      responses: { 204: { description: 'Removed' } },
+      errors: [400, 401, 403, 404, 409, 500],
+      handler: async ({ principal, query }) => {
+        await service.removeUser(principal, query.email);
+        return { status: 204 };
+      },
+    }),
+    defineRoute({
+      method: 'post',
+      path: '/api/v0/organization/users/invite',
+      operationId: 'inviteUser',
+      summary: "Invite a user or update a member's role",
+      tags,
+      guards,
+      body: InviteBodySchema,
+      responses: { 200: { description: 'Outcome of the invitation', schema: InviteResultSchema } },
+      errors: [400, 401, 403, 409, 500],
+      handler: async ({ principal, body }) => ({ status: 200, body: await service.inviteUser(principal, body) }),
+    }),
+    defineRoute({
+      method: 'get',
+      path: '/api/v0/organization/usage/limits/global',
+      operationId: 'getGlobalLimit',
+      summary: 'The credits limit for users without an individual override',
+      tags,
+      guards,
+      responses: { 200: { description: 'The global limit, or null', schema: GlobalLimitSchema } },
+      errors: [401, 403, 500],
+      handler: async ({ principal }) => ({ status: 200, body: await service.getGlobalLimit(principal) }),
+    }),
+    defineRoute({
+      method: 'put',
+      path: '/api/v0/organization/usage/limits/global',
+      operationId: 'setGlobalLimit',
+      summary: 'Set or remove the global per-user credits limit',
+      tags,
+      guards,
+      body: GlobalLimitBodySchema,
+      responses: { 200: { description: 'The limit now in force', schema: GlobalLimitSchema } },
+      errors: [400, 401, 403, 500],
+      handler: async ({ principal, body }) => ({ status: 200, body: await service.setGlobalLimit(principal, body.limit) }),
+    }),
+    defineRoute({
+      method: 'get',
+      path: '/api/v0/organization/usage/limits/users',
+      operationId: 'getUserLimits',
+      summary: 'The global limit and every individual override',
+      tags,
+      guards,
+      responses: { 200: { description: 'Limits', schema: UserLimitsSchema } },
+      errors: [401, 403, 500],
+      handler: async ({ principal }) => ({ status: 200, body: await service.getUserLimits(principal) }),
+    }),
+    defineRoute({
+      method: 'put',
+      path: '/api/v0/organization/usage/limits/users',
+      operationId: 'setUserLimits',
+      summary: 'Set or remove individual credits limits (1-100 entries, partial success)',
+      tags,
+      guards,
+      body: UserLimitsBodySchema,
+      responses: { 200: { description: 'Entries applied and entries refused', schema: UserLimitsResultSchema } },
+      errors: [400, 401, 403, 500],
+      handler: async ({ principal, body }) => ({ status: 200, body: await service.setUserLimits(principal, body) }),
+    }),
+    defineRoute({
+      method: 'get',
+      path: '/api/v0/organization/enterprise-controls',
+      operationId: 'getEnterpriseControls',
+      summary: 'The current enterprise controls and their revision',
+      tags,
+      guards,
+      responses: { 200: { description: 'Current settings', schema: EnterpriseControlsSchema } },
+      errors: [401, 403, 500],
+      handler: async ({ principal }) => ({ status: 200, body: await service.getEnterpriseControls(principal) }),
+    }),
+    defineRoute({
+      method: 'put',
+      path: '/api/v0/organization/enterprise-controls',
+      operationId: 'setEnterpriseControls',
+      summary: 'Replace the enterprise controls (a human user only; recorded in the history)',
+      tags,
+      guards: [managerOrHigher, humanOnly],
+      body: EnterpriseControlsBodySchema,
+      responses: { 200: { description: 'Settings now in force', schema: EnterpriseControlsSchema } },
+      errors: [400, 401, 403, 500],
+      handler: async ({ principal, body }) => ({ status: 200, body: await service.setEnterpriseControls(principal, body) }),
+    }),
+    defineRoute({
+      method: 'get',
+      path: '/api/v0/organization/enterprise-controls/history',
+      operationId: 'listEnterpriseControlChangeHistory',
+      summary: 'Enterprise control changes, newest revision first',
+      tags,
+      guards,
+      query: PageQuerySchema,
+      responses: { 200: { description: 'A page of changes', schema: EnterpriseHistorySchema } },
+      errors: [400, 401, 403, 500],
+      handler: async ({ principal, query }) => ({
+        status: 200,
+        body: await service.listEnterpriseControlChanges(principal, query),
+      }),
+    }),
+  ];
 }

@@ -6,6 +6,9 @@ export { PageQuerySchema };
 /** Email as sent by a client; services compare and store it lower-cased. */
 const EmailSchema = z.email('must be an email address').max(254, 'must be at most 254 characters');
 
+/** Email as stored; answers do not re-validate it, so one odd stored address cannot fail a whole list. */
+const StoredEmailSchema = z.string().meta({ format: 'email' });
+
 export const RoleSchema = z.enum(['owner', 'manager', 'user', 'guest']).meta({ id: 'OrganizationRole' });
 export type RoleName = z.infer<typeof RoleSchema>;
 
@@ -14,7 +17,7 @@ export type RoleName = z.infer<typeof RoleSchema>;
 export const OrganizationUserSchema = z
   .strictObject({
     id: z.string().meta({ description: 'agentplane user id (usr_...), stable across sign-ins' }),
-    email: z.email(),
+    email: StoredEmailSchema,
     firstName: z.string().optional(),
     lastName: z.string().optional(),
     createdAt: z.iso.datetime().meta({ description: 'When the user joined or was invited to this organization' }),
@@ -71,7 +74,7 @@ const StoredLimitSchema = z.number().int().min(0).nullable();
 export const GlobalLimitBodySchema = z.strictObject({ limit: CreditLimitSchema }).meta({ id: 'SetGlobalLimitRequest' });
 export const GlobalLimitSchema = z.strictObject({ limit: StoredLimitSchema }).meta({ id: 'GlobalLimit' });
 
-const UserLimitSchema = z.strictObject({ email: z.email(), limit: StoredLimitSchema }).meta({ id: 'UserLimit' });
+const UserLimitSchema = z.strictObject({ email: StoredEmailSchema, limit: StoredLimitSchema }).meta({ id: 'UserLimit' });
 
 export const UserLimitsSchema = z
   .strictObject({ globalLimit: StoredLimitSchema, userLimits: z.array(UserLimitSchema) })
@@ -85,26 +88,38 @@ export type UserLimitEntry = z.infer<typeof UserLimitEntrySchema>;
  * An entry as the body carries it: only a string email is required here, because a failed entry
  * is reported by the email it named; everything else is checked per entry.
  */
-const RawUserLimitEntrySchema = z.looseObject({
-  email: z.string('each entry needs an email string').meta({ format: 'email' }),
-  limit: z.unknown().meta({
-    type: 'integer',
-    nullable: true,
-    minimum: MIN_CREDIT_LIMIT,
-    description: 'Credits limit (at least 1,000,000), or null to remove the override',
-  }),
-});
+const RawUserLimitEntrySchema = z.looseObject(
+  {
+    email: z.string('each entry needs an email string').meta({ format: 'email' }),
+    limit: z
+      .unknown()
+      .optional()
+      .meta({
+        type: 'integer',
+        nullable: true,
+        minimum: MIN_CREDIT_LIMIT,
+        description: 'Credits limit (at least 1,000,000), or null to remove the override',
+      }),
+  },
+  'each entry must be an object {email, limit}',
+);
 export type RawUserLimitEntry = z.infer<typeof RawUserLimitEntrySchema>;
 
-const RawUserLimitListSchema = z
-  .array(RawUserLimitEntrySchema)
-  .min(1, 'send at least one entry')
-  .max(100, 'send at most 100 entries per request');
-
-/** `{users: [...]}`, or the bare array older clients send. */
+/** `{users: [...]}`, or the bare array older clients send (turned into the former first). */
 export const UserLimitsBodySchema = z
-  .union([z.strictObject({ users: RawUserLimitListSchema }), RawUserLimitListSchema])
-  .meta({ id: 'SetUserLimitsRequest' });
+  .preprocess(
+    (body) => (Array.isArray(body) ? { users: body } : body),
+    z.strictObject(
+      {
+        users: z
+          .array(RawUserLimitEntrySchema)
+          .min(1, 'send at least one entry')
+          .max(100, 'send at most 100 entries per request'),
+      },
+      'the body must be {"users": [{email, limit}, ...]} or a bare array of such entries',
+    ),
+  )
+  .meta({ id: 'SetUserLimitsRequest', description: 'A bare array of the entries is accepted too' });
 export type UserLimitsBody = z.infer<typeof UserLimitsBodySchema>;
 
 export const UserLimitsResultSchema = z
@@ -113,7 +128,7 @@ export const UserLimitsResultSchema = z
     errors: z.array(
       z.strictObject({
         email: z.string().meta({ description: 'The email as sent' }),
-        error: z.string().meta({ description: 'Why this entry was not applied' }),
+        message: z.string().meta({ description: 'Why this entry was not applied' }),
       }),
     ),
   })
@@ -144,7 +159,7 @@ const EnterpriseControlChangeSchema = z
     settings: SettingsSchema,
     user: z.strictObject({
       id: z.string().meta({ description: 'agentplane user id (usr_...)' }),
-      email: z.string(),
+      email: StoredEmailSchema,
       name: z.string().meta({ description: 'Display name; the email when the user has no name' }),
     }),
     updatedAt: z.iso.datetime(),

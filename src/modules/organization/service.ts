@@ -1,12 +1,31 @@
+import type { Principal } from '../../auth/principal.ts';
 import type { PrismaClient } from '../../db/client.ts';
+import type { PageQuery } from '../../http/pagination.ts';
 import type { Clock } from '../../lib/clock.ts';
+import { getGlobalLimit, getUserLimits, setGlobalLimit, setUserLimits } from './credit-limits.ts';
+import { getEnterpriseControls, listEnterpriseControlChanges, setEnterpriseControls } from './enterprise-controls.ts';
+import { inviteUser, listUsers, removeUser } from './members.ts';
+import type { EnterpriseControlsBody, InviteBody, UserLimitsBody } from './schemas.ts';
 
 export interface OrganizationDeps {
   db: PrismaClient;
   clock: Clock;
 }
 
+/** Organization management; every operation acts inside the caller's own organization. */
 export function createOrganizationService(deps: OrganizationDeps) {
-  return { deps };
+  return {
+    listUsers: (actor: Principal, page: PageQuery) => listUsers(deps, actor, page),
+    inviteUser: (actor: Principal, body: InviteBody) => inviteUser(deps, actor, body),
+    removeUser: (actor: Principal, email: string) => removeUser(deps, actor, email),
+    getGlobalLimit: (actor: Principal) => getGlobalLimit(deps, actor),
+    setGlobalLimit: (actor: Principal, limit: number | null) => setGlobalLimit(deps, actor, limit),
+    getUserLimits: (actor: Principal) => getUserLimits(deps, actor),
+    setUserLimits: (actor: Principal, body: UserLimitsBody) => setUserLimits(deps, actor, body),
+    getEnterpriseControls: (actor: Principal) => getEnterpriseControls(deps, actor),
+    setEnterpriseControls: (actor: Principal, body: EnterpriseControlsBody) =>
+      setEnterpriseControls(deps, actor, body.settings),
+    listEnterpriseControlChanges: (actor: Principal, page: PageQuery) => listEnterpriseControlChanges(deps, actor, page),
+  };
 }
 export type OrganizationService = ReturnType<typeof createOrganizationService>;

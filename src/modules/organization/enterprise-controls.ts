@@ -1,0 +1,122 @@
+import { isDeepStrictEqual } from 'node:util';
+import { z } from 'zod';
+import type { Principal } from '../../auth/principal.ts';
+import type { Prisma } from '../../db/client.ts';
+import type { PageQuery, Pagination } from '../../http/pagination.ts';
+import { BadRequest, Forbidden } from '../../lib/errors.ts';
+import { newId } from '../../lib/ids.ts';
+import { recordAudit } from '../audit/record.ts';
+import { lockOrganization } from './organization-lock.ts';
+import type { OrganizationDeps } from './service.ts';
+
+type Settings = Record<string, unknown>;
+
+function asSettings(value: Prisma.JsonValue): Settings {
+  return value && typeof value === 'object' && !Array.isArray(value) ? (value as Settings) : {};
+}
+
+export async function getEnterpriseControls(deps: OrganizationDeps, actor: Principal) {
+  const org = await deps.db.organization.findUniqueOrThrow({ where: { id: actor.organizationId } });
+  return { revision: org.enterpriseRevision, settings: asSettings(org.enterpriseSettings) };
+}
+
+/**
+ * Replaces the settings document. Each real change gets the next revision, under the
+ * organization's row lock, and a history entry naming the person who made it; sending the
+ * current document again changes nothing, so retries do not fill the history.
+ */
+export async function setEnterpriseControls(deps: OrganizationDeps, actor: Principal, settings: Settings) {
+  if (actor.kind !== 'user') {
+    throw new Forbidden('Enterprise controls record who changed them; authenticate as a human user');
+  }
+  return deps.db.$transaction(async (tx) => {
+    const now = deps.clock.now();
+    const org = await lockOrganization(tx, actor.organizationId);
+    const current = asSettings(org.enterpriseSettings);
+    if (isDeepStrictEqual(current, settings)) return { revision: org.enterpriseRevision, settings: current };
+    const revision = org.enterpriseRevision + 1;
+    const user = await tx.user.findUniqueOrThrow({ where: { id: actor.userId } });
+    const name = [user.firstName, user.lastName].filter(Boolean).join(' ') || null;
+    const snapshot = settings as Prisma.InputJsonObject;
+    await tx.organization.update({
+      where: { id: org.id },
+      data: { enterpriseSettings: snapshot, enterpriseRevision: revision, updatedAt: now },
+    });
+    await tx.enterpriseControlChange.create({
+      data: {
+        id: newId('ecc'),
+        organizationId: org.id,
+        revision,
+        settings: snapshot,
+        userId: user.id,
+        userEmail: user.email,
+        userName: name,
+        createdAt: now,
+      },
+    });
+    await recordAudit(tx, {
+      organizationId: org.id,
+      eventType: 'managed_settings_change',
+      source: 'public_api_v0',
+      actor,
+      target: { organizationId: org.id },
+      before: { revision: org.enterpriseRevision, settings: current as Prisma.InputJsonObject },
+      after: { revision, settings: snapshot },
+      payload: { updatedKeys: changedKeys(current, settings), revision },
+      at: now,
+    });
+    return { revision, settings };
+  });
+}
+
+/** Top-level keys added, removed or changed. */
+function changedKeys(before: Settings, after: Settings): string[] {
+  const keys = new Set([...Object.keys(before), ...Object.keys(after)]);
+  return [...keys].filter((k) => !(k in before && k in after && isDeepStrictEqual(before[k], after[k]))).sort();
+}
+
+export async function listEnterpriseControlChanges(deps: OrganizationDeps, actor: Principal, page: PageQuery) {
+  const before = page.cursor ? decodeRevisionCursor(page.cursor) : undefined;
+  const rows = await deps.db.enterpriseControlChange.findMany({
+    where: { organizationId: actor.organizationId, ...(before ? { revision: { lt: before } } : {}) },
+    orderBy: { revision: 'desc' },
+    take: page.limit + 1,
+  });
+  const items = rows.slice(0, page.limit);
+  const hasMore = rows.length > page.limit;
+  const pagination: Pagination = {
+    hasMore,
+    nextCursor: hasMore ? encodeRevisionCursor(items[items.length - 1]!.revision) : null,
+  };
+  return {
+    changes: items.map((c) => ({
+      revision: c.revision,
+      settings: asSettings(c.settings),
+      user: { id: c.userId, email: c.userEmail, name: c.userName ?? c.userEmail },
+      updatedAt: c.createdAt.toISOString(),
+    })),
+    pagination,
+  };
+}
+
+// History is ordered by revision, which is unique per organization, so the cursor is the last
+// revision seen rather than the (createdAt, id) position the other lists use.
+const RevisionCursorSchema = z.object({ r: z.number().int().min(1) });
+
+function encodeRevisionCursor(revision: number): string {
+  return Buffer.from(JSON.stringify({ r: revision })).toString('base64url');
+}
+
+function decodeRevisionCursor(cursor: string): number {
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(Buffer.from(cursor, 'base64url').toString('utf8'));
+  } catch {
+    parsed = undefined;
+  }
+  const result = RevisionCursorSchema.safeParse(parsed);
+  if (!result.success) {
+    throw new BadRequest('The cursor is not valid; pass the nextCursor value from a previous page unchanged');
+  }
+  return result.data.r;
+}
