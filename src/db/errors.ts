@@ -1,0 +1,14 @@
+/** Prisma error codes, the same on both database drivers; kept at the boundary, never swallowed. */
+function prismaCode(err: unknown): unknown {
+  return typeof err === 'object' && err !== null ? (err as { code?: unknown }).code : undefined;
+}
+
+/** A unique constraint refused the write (P2002). */
+export function isUniqueViolation(err: unknown): boolean {
+  return prismaCode(err) === 'P2002';
+}
+
+/** A serializable transaction lost to a concurrent one and may be retried (P2034). */
+export function isSerializationFailure(err: unknown): boolean {
+  return prismaCode(err) === 'P2034';
+}
