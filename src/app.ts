@@ -10,6 +10,8 @@ import { requestId } from './http/request-id.ts';
 import { mountRoute, type RouteSpec } from './http/route.ts';
 import type { Clock } from './lib/clock.ts';
 import type { Logger } from './lib/logger.ts';
+import { analyticsRoutes } from './modules/analytics/routes.ts';
+import { createAnalyticsService } from './modules/analytics/service.ts';
 import { computerRoutes } from './modules/computers/routes.ts';
 import { createComputersService } from './modules/computers/service.ts';
 import { organizationRoutes } from './modules/organization/routes.ts';
@@ -44,6 +46,7 @@ export function createApp(deps: AppDeps) {
     ...computerRoutes(createComputersService({ providers: deps.providers })),
     ...serviceAccountRoutes(createServiceAccountsService({ db: deps.prisma, clock: deps.clock })),
     ...organizationRoutes(createOrganizationService({ db: deps.prisma, clock: deps.clock })),
+    ...analyticsRoutes(createAnalyticsService({ db: deps.prisma, clock: deps.clock })),
   );
 
   const app = express();

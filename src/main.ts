@@ -3,10 +3,11 @@ import { z } from 'zod';
 import { loadConfig, type Config } from './config.ts';
 import { openDatabase, type Database } from './db/client.ts';
 import { migrateDatabase } from './db/migrations.ts';
-import { allJobs } from './jobs/catalog.ts';
+import { jobsFor } from './jobs/catalog.ts';
 import { startWorker } from './jobs/worker.ts';
 import { systemClock } from './lib/clock.ts';
 import { createLogger, type Logger } from './lib/logger.ts';
+import { seedCommand } from './modules/analytics/seed-command.ts';
 import { bootstrapOrganization } from './modules/organization/bootstrap.ts';
 import { startServer } from './server.ts';
 
@@ -95,13 +96,30 @@ program
     const { config, log } = setup();
     const db = await openDatabase(config);
     await migrateDatabase(db, log);
-    const worker = await startWorker({ db, log, jobs: allJobs });
+    const worker = await startWorker({ db, log, jobs: jobsFor({ prisma: db.prisma, clock: systemClock }) });
     log.info({ database: db.kind }, 'worker running');
     untilSignal(log, async () => {
       await worker.stop(config.shutdownTimeoutMs);
       await db.close();
     });
   });
+
+program
+  .command('analytics')
+  .description('analytics maintenance')
+  .command('seed')
+  .description('write synthetic analytics events for an organization and roll them up (demos, benchmarks)')
+  .requiredOption('--org <id>', 'organization id')
+  .requiredOption('--users <n>', 'number of synthetic users')
+  .requiredOption('--days <n>', 'number of days, ending yesterday (UTC) or at --end')
+  .option('--seed <n>', 'random seed: the same seed writes the same events', '1')
+  .option('--end <date>', 'last day to seed, YYYY-MM-DD (UTC); default yesterday')
+  .action((opts: { org: string; users: string; days: string; seed: string; end?: string }) =>
+    withDatabase(async (db, log) => {
+      await migrateDatabase(db, log);
+      await seedCommand(db.prisma, opts, systemClock, (line) => process.stdout.write(`${line}\n`));
+    }),
+  );
 
 program.parseAsync(process.argv).catch((err: unknown) => {
   process.stderr.write(`agentplane: ${err instanceof Error ? err.message : String(err)}\n`);

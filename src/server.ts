@@ -4,10 +4,11 @@ import { createApp } from './app.ts';
 import type { Config } from './config.ts';
 import { openDatabase, type Database } from './db/client.ts';
 import { listPendingMigrations, migrateDatabase } from './db/migrations.ts';
-import { allJobs } from './jobs/catalog.ts';
+import { jobsFor } from './jobs/catalog.ts';
 import { createJobQueue, type JobQueue } from './jobs/queue.ts';
 import { systemClock } from './lib/clock.ts';
 import type { Logger } from './lib/logger.ts';
+import { scheduleAnalyticsRollup } from './modules/analytics/jobs.ts';
 import { bootstrapOrganization, hasAnyOrganization } from './modules/organization/bootstrap.ts';
 import { managedProviders } from './provisioning/providers/index.ts';
 import { createProviderRegistry } from './provisioning/providers/registry.ts';
@@ -29,8 +30,10 @@ export async function startServer(config: Config, log: Logger): Promise<RunningS
   await migrateDatabase(db, log);
   if (!(await hasAnyOrganization(db.prisma))) await firstStart(db, config);
   // Every server sends jobs; with AGENTPLANE_WORKER=false it leaves running them to `agentplane worker`.
-  const queue = createJobQueue(db, { log, jobs: allJobs });
+  const queue = createJobQueue(db, { log, jobs: jobsFor({ prisma: db.prisma, clock: systemClock }) });
   await queue.start();
+  // The nightly roll-up is a stored cron schedule; catching up covers days missed while stopped.
+  await scheduleAnalyticsRollup(queue, { catchUp: true });
   if (config.runWorker) await queue.work();
   const { app } = createApp({
     config,

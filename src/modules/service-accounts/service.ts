@@ -1,12 +1,15 @@
 import type { PrismaClient } from '../../db/client.ts';
 import type { Clock } from '../../lib/clock.ts';
+import { accountOperations } from './accounts.ts';
+import { apiKeyOperations } from './api-keys.ts';
 
 export interface ServiceAccountsDeps {
   db: PrismaClient;
   clock: Clock;
 }
 
+/** Service accounts and their API keys: the rules of spec 4.3, free of HTTP. */
 export function createServiceAccountsService(deps: ServiceAccountsDeps) {
-  return { deps };
+  return { ...accountOperations(deps), ...apiKeyOperations(deps) };
 }
 export type ServiceAccountsService = ReturnType<typeof createServiceAccountsService>;

@@ -1,0 +1,202 @@
+import type { Principal } from '../../auth/principal.ts';
+import type { Db } from '../../db/client.ts';
+import type { ServiceAccount } from '../../generated/prisma/client.ts';
+import { Conflict } from '../../lib/errors.ts';
+import { newId } from '../../lib/ids.ts';
+import { recordAudit } from '../audit/record.ts';
+import {
+  accountNotFound,
+  ACCOUNT_EVENT,
+  actorId,
+  assertServiceAccountsPlan,
+  AUDIT_SOURCE,
+  isUniqueViolation,
+  requireServiceAccountsPlan,
+} from './access.ts';
+import type { CreateServiceAccountInput, UpdateServiceAccountInput } from './schemas.ts';
+import type { ServiceAccountsDeps } from './service.ts';
+import { serviceAccountView } from './views.ts';
+
+const NEWEST_FIRST = [{ createdAt: 'desc' as const }, { id: 'desc' as const }];
+
+function deletedConflict(id: string): Conflict {
+  return new Conflict(`Service account ${id} is deleted and cannot be changed; create a new service account instead`);
+}
+
+function nameTaken(name: string, holder?: { id: string; status: string }): Conflict {
+  const by = !holder
+    ? 'another service account'
+    : holder.status === 'deleted'
+      ? `the deleted service account ${holder.id}`
+      : `service account ${holder.id}`;
+  return new Conflict(
+    `The name "${name}" is already used by ${by} in this organization; names are never reused, choose another name`,
+  );
+}
+
+export function accountOperations({ db, clock }: ServiceAccountsDeps) {
+  async function find(tx: Db, organizationId: string, id: string): Promise<ServiceAccount> {
+    const row = await tx.serviceAccount.findFirst({ where: { id, organizationId } });
+    if (!row) throw accountNotFound(id);
+    return row;
+  }
+
+  return {
+    // Reads fetch the plan and the rows in one Prisma call: on a busy server every round trip counts.
+
+    /** Accounts that are not deleted, newest first. */
+    async list(actor: Principal) {
+      const org = await db.organization.findUnique({
+        where: { id: actor.organizationId },
+        select: { entitlements: true, serviceAccounts: { where: { status: { not: 'deleted' } }, orderBy: NEWEST_FIRST } },
+      });
+      assertServiceAccountsPlan(org);
+      return org.serviceAccounts.map(serviceAccountView);
+    },
+
+    /** One account, deleted ones included (status `deleted`), so a client can confirm a deletion. */
+    async get(actor: Principal, id: string) {
+      const org = await db.organization.findUnique({
+        where: { id: actor.organizationId },
+        select: { entitlements: true, serviceAccounts: { where: { id } } },
+      });
+      assertServiceAccountsPlan(org);
+      const row = org.serviceAccounts[0];
+      if (!row) throw accountNotFound(id);
+      return serviceAccountView(row);
+    },
+
+    async create(actor: Principal, input: CreateServiceAccountInput) {
+      const organizationId = actor.organizationId;
+      try {
+        return await db.$transaction(async (tx) => {
+          await requireServiceAccountsPlan(tx, organizationId);
+          const holder = await tx.serviceAccount.findUnique({
+            where: { organizationId_name: { organizationId, name: input.name } },
+            select: { id: true, status: true },
+          });
+          if (holder) throw nameTaken(input.name, holder);
+          const now = clock.now();
+          const row = await tx.serviceAccount.create({
+            data: {
+              id: newId('sa'),
+              organizationId,
+              name: input.name,
+              description: input.description ?? null,
+              status: input.status,
+              createdBy: actorId(actor),
+              createdAt: now,
+              updatedAt: now,
+            },
+          });
+          const after = serviceAccountView(row);
+          await recordAudit(tx, {
+            organizationId,
+            eventType: ACCOUNT_EVENT,
+            source: AUDIT_SOURCE,
+            actor,
+            target: { serviceAccountId: row.id, name: row.name },
+            before: null,
+            after,
+            payload: { intent: 'created', toStatus: row.status },
+            at: now,
+          });
+          return after;
+        });
+      } catch (err) {
+        // Two creates of one name at once: the unique index stops the second.
+        if (isUniqueViolation(err)) throw nameTaken(input.name);
+        throw err;
+      }
+    },
+
+    /** Description and status (active <-> inactive); the status changes by compare-and-set. */
+    async update(actor: Principal, id: string, input: UpdateServiceAccountInput) {
+      const organizationId = actor.organizationId;
+      return db.$transaction(async (tx) => {
+        await requireServiceAccountsPlan(tx, organizationId);
+        const current = await find(tx, organizationId, id);
+        if (current.status === 'deleted') throw deletedConflict(id);
+        const status = input.status ?? current.status;
+        const description = input.description ?? current.description;
+        if (status === current.status && description === current.description) return serviceAccountView(current);
+        const now = clock.now();
+        const changed = await tx.serviceAccount.updateMany({
+          where: { id, organizationId, status: current.status },
+          data: { status, description, updatedAt: now },
+        });
+        if (changed.count === 0) {
+          const latest = await find(tx, organizationId, id);
+          if (latest.status === 'deleted') throw deletedConflict(id);
+          throw new Conflict(
+            `Service account ${id} changed to ${latest.status} while this request ran; read it again and retry`,
+          );
+        }
+        const before = serviceAccountView(current);
+        const after = serviceAccountView(await find(tx, organizationId, id));
+        await recordAudit(tx, {
+          organizationId,
+          eventType: ACCOUNT_EVENT,
+          source: AUDIT_SOURCE,
+          actor,
+          target: { serviceAccountId: id, name: current.name },
+          before,
+          after,
+          payload:
+            status !== current.status
+              ? { intent: 'status_changed', fromStatus: current.status, toStatus: status }
+              : { intent: 'updated', toStatus: status },
+          at: now,
+        });
+        return after;
+      });
+    },
+
+    /**
+     * Soft delete: status `deleted`, every key revoked (rotation grace windows end too) and stored
+     * git credentials purged, in one transaction. Deleting a deleted account changes nothing.
+     */
+    async remove(actor: Principal, id: string) {
+      const organizationId = actor.organizationId;
+      return db.$transaction(async (tx) => {
+        const current = await find(tx, organizationId, id);
+        if (current.status === 'deleted') return { id, deleted: true as const };
+        const now = clock.now();
+        const changed = await tx.serviceAccount.updateMany({
+          where: { id, organizationId, status: { in: ['active', 'inactive'] } },
+          data: { status: 'deleted', updatedAt: now },
+        });
+        // 0 rows: another request deleted it first, which is the outcome this one asked for.
+        if (changed.count === 0) return { id, deleted: true as const };
+        const keysRevoked = await tx.apiKey.updateMany({
+          where: { serviceAccountId: id, revokedAt: null },
+          data: { revokedAt: now },
+        });
+        const graceWindowsEnded = await tx.apiKey.updateMany({
+          where: { serviceAccountId: id, validUntil: { gt: now } },
+          data: { validUntil: now },
+        });
+        const gitCredentials = await tx.gitCredential.deleteMany({ where: { serviceAccountId: id } });
+        await recordAudit(tx, {
+          organizationId,
+          eventType: ACCOUNT_EVENT,
+          source: AUDIT_SOURCE,
+          actor,
+          target: { serviceAccountId: id, name: current.name },
+          before: serviceAccountView(current),
+          after: serviceAccountView(await find(tx, organizationId, id)),
+          payload: {
+            intent: 'deleted',
+            fromStatus: current.status,
+            toStatus: 'deleted',
+            keysRevoked: keysRevoked.count,
+            graceWindowsEnded: graceWindowsEnded.count,
+            gitCredentialsPurged: gitCredentials.count,
+          },
+          at: now,
+        });
+        return { id, deleted: true as const };
+      });
+    },
+  };
+}

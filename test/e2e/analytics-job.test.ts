@@ -1,0 +1,54 @@
+import { setTimeout as sleep } from 'node:timers/promises';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { jobsFor } from '../../src/jobs/catalog.ts';
+import { createJobQueue, type JobQueue } from '../../src/jobs/queue.ts';
+import { fixedClock } from '../../src/lib/clock.ts';
+import { createLogger } from '../../src/lib/logger.ts';
+import { recordEvents } from '../../src/modules/analytics/events.ts';
+import { ROLLUP_CRON, ROLLUP_JOB, scheduleAnalyticsRollup } from '../../src/modules/analytics/jobs.ts';
+import { createOrgFixture } from '../support/api.ts';
+import { BACKENDS, openTestDatabase } from '../support/test-db.ts';
+
+describe.each(BACKENDS)('analytics roll-up job on %s', (backend) => {
+  let db: Awaited<ReturnType<typeof openTestDatabase>>;
+  let queue: JobQueue;
+  const clock = fixedClock(new Date('2026-02-10T00:20:00.000Z'));
+
+  beforeAll(async () => {
+    db = await openTestDatabase(backend);
+    queue = createJobQueue(db, {
+      log: createLogger({ level: 'silent' }),
+      jobs: jobsFor({ prisma: db.prisma, clock }),
+      maintenanceIntervalSeconds: 1,
+      pollingIntervalSeconds: 0.5,
+    });
+    await queue.start();
+    await queue.work();
+  });
+  afterAll(async () => {
+    await queue?.stop({ timeoutMs: 5_000 });
+    await db?.dispose();
+  });
+
+  it('is scheduled daily after midnight UTC and a run back-fills every missing day through yesterday', async () => {
+    const org = await createOrgFixture(db, 'jobs');
+    await db.prisma.organization.update({ where: { id: org.id }, data: { createdAt: new Date('2026-02-01T12:00:00.000Z') } });
+    await recordEvents(db.prisma, [
+      { organizationId: org.id, userId: org.members.user.userId, occurredAt: new Date('2026-02-05T10:00:00.000Z'), kind: 'session_started', client: 'web' },
+    ]);
+    await scheduleAnalyticsRollup(queue, { catchUp: true });
+    expect(await queue.boss.getSchedules(ROLLUP_JOB)).toMatchObject([{ name: ROLLUP_JOB, cron: ROLLUP_CRON, timezone: 'UTC' }]);
+
+    const deadline = Date.now() + 20_000;
+    let days: { day: Date; dailyActive: number }[] = [];
+    while (Date.now() < deadline) {
+      days = await db.prisma.analyticsOrgDay.findMany({ where: { organizationId: org.id }, orderBy: { day: 'asc' } });
+      if (days.length > 0) break;
+      await sleep(100);
+    }
+    expect(days.map((d) => d.day.toISOString().slice(0, 10))).toEqual([
+      '2026-02-01', '2026-02-02', '2026-02-03', '2026-02-04', '2026-02-05', '2026-02-06', '2026-02-07', '2026-02-08', '2026-02-09',
+    ]);
+    expect(days.find((d) => d.day.toISOString().startsWith('2026-02-05'))?.dailyActive).toBe(1);
+  });
+});
