@@ -8,7 +8,3 @@ export function isUniqueViolation(err: unknown): boolean {
   return prismaCode(err) === 'P2002';
 }
 
-/** A serializable transaction lost to a concurrent one and may be retried (P2034). */
-export function isSerializationFailure(err: unknown): boolean {
-  return prismaCode(err) === 'P2034';
-}

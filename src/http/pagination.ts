@@ -2,14 +2,16 @@ import { z } from 'zod';
 import { BadRequest } from '../lib/errors.ts';
 
 /** Query `limit` (arrives as a string, 1-100, default 20) and an opaque `cursor`. */
+/** Query `limit`: a string holding an integer from 1 to 100, default 20. */
+export const LimitParamSchema = z
+  .string()
+  .regex(/^[0-9]+$/, 'must be an integer from 1 to 100')
+  .optional()
+  .transform((v) => (v === undefined ? 20 : Number(v)))
+  .pipe(z.number().int().min(1, 'must be at least 1').max(100, 'must be at most 100'));
+
 export const PageQuerySchema = z.object({
-  limit: z
-    .string()
-    .regex(/^[0-9]+$/, 'must be an integer from 1 to 100')
-    .optional()
-    .transform((v) => (v === undefined ? 20 : Number(v)))
-    .pipe(z.number().int().min(1, 'must be at least 1').max(100, 'must be at most 100'))
-    .meta({ description: 'Maximum number of items to return (1-100)', param: { example: '20' } }),
+  limit: LimitParamSchema.meta({ description: 'Maximum number of items to return (1-100)', param: { example: '20' } }),
   cursor: z.string().min(1).optional().meta({ description: 'Cursor for pagination' }),
 });
 export type PageQuery = z.infer<typeof PageQuerySchema>;
@@ -34,22 +36,32 @@ export interface Position {
 
 const PositionSchema = z.object({ t: z.number().int(), id: z.string().min(1) });
 
-export function encodeCursor(p: Position): string {
-  return Buffer.from(JSON.stringify({ t: p.createdAt.getTime(), id: p.id })).toString('base64url');
+/** An opaque cursor: base64url JSON of whatever position a list keys its pages on. */
+export function encodeOpaqueCursor(value: unknown): string {
+  return Buffer.from(JSON.stringify(value)).toString('base64url');
 }
 
-export function decodeCursor(cursor: string): Position {
+export function decodeOpaqueCursor<T>(cursor: string, schema: z.ZodType<T>): T {
   let parsed: unknown;
   try {
     parsed = JSON.parse(Buffer.from(cursor, 'base64url').toString('utf8'));
   } catch {
     parsed = undefined;
   }
-  const pos = PositionSchema.safeParse(parsed);
-  if (!pos.success) {
+  const value = schema.safeParse(parsed);
+  if (!value.success) {
     throw new BadRequest('The cursor is not valid; pass the nextCursor value from a previous page unchanged');
   }
-  return { createdAt: new Date(pos.data.t), id: pos.data.id };
+  return value.data;
+}
+
+export function encodeCursor(p: Position): string {
+  return encodeOpaqueCursor({ t: p.createdAt.getTime(), id: p.id });
+}
+
+export function decodeCursor(cursor: string): Position {
+  const pos = decodeOpaqueCursor(cursor, PositionSchema);
+  return { createdAt: new Date(pos.t), id: pos.id };
 }
 
 /** Prisma `where` and `orderBy` for the page after `cursor`, newest first; fetch `take` rows. */

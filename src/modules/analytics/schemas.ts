@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { LimitParamSchema } from '../../http/pagination.ts';
 import { AUTONOMY_LEVELS, CLIENTS, MODEL_TIERS } from './metrics.ts';
 import { isCalendarDate } from './dates.ts';
 
@@ -23,13 +24,7 @@ export const ActivityQuerySchema = z.object({ ...range, group_by: groupBy('clien
 export const ProductivityQuerySchema = z.object({ ...range });
 export const UsersQuerySchema = z.object({
   ...range,
-  limit: z
-    .string()
-    .regex(/^[0-9]+$/, 'must be an integer from 1 to 100')
-    .optional()
-    .transform((v) => (v === undefined ? 20 : Number(v)))
-    .pipe(z.number().int().min(1, 'must be at least 1').max(100, 'must be at most 100'))
-    .meta({ description: 'Users per page (1-100, default 20)', param: { example: '20' } }),
+  limit: LimitParamSchema.meta({ description: 'Users per page (1-100, default 20)', param: { example: '20' } }),
   cursor: z
     .string()
     .min(1)

@@ -2,8 +2,8 @@ import { isDeepStrictEqual } from 'node:util';
 import { z } from 'zod';
 import type { Principal } from '../../auth/principal.ts';
 import type { Prisma } from '../../db/client.ts';
-import type { PageQuery, Pagination } from '../../http/pagination.ts';
-import { BadRequest, Forbidden } from '../../lib/errors.ts';
+import { decodeOpaqueCursor, encodeOpaqueCursor, type PageQuery, type Pagination } from '../../http/pagination.ts';
+import { Forbidden } from '../../lib/errors.ts';
 import { newId } from '../../lib/ids.ts';
 import { recordAudit } from '../audit/record.ts';
 import { lockOrganization } from './organization-lock.ts';
@@ -76,7 +76,7 @@ function changedKeys(before: Settings, after: Settings): string[] {
 }
 
 export async function listEnterpriseControlChanges(deps: OrganizationDeps, actor: Principal, page: PageQuery) {
-  const before = page.cursor ? decodeRevisionCursor(page.cursor) : undefined;
+  const before = page.cursor ? decodeOpaqueCursor(page.cursor, RevisionCursorSchema).r : undefined;
   const rows = await deps.db.enterpriseControlChange.findMany({
     where: { organizationId: actor.organizationId, ...(before ? { revision: { lt: before } } : {}) },
     orderBy: { revision: 'desc' },
@@ -86,7 +86,7 @@ export async function listEnterpriseControlChanges(deps: OrganizationDeps, actor
   const hasMore = rows.length > page.limit;
   const pagination: Pagination = {
     hasMore,
-    nextCursor: hasMore ? encodeRevisionCursor(items[items.length - 1]!.revision) : null,
+    nextCursor: hasMore ? encodeOpaqueCursor({ r: items[items.length - 1]!.revision }) : null,
   };
   return {
     changes: items.map((c) => ({
@@ -103,20 +103,3 @@ export async function listEnterpriseControlChanges(deps: OrganizationDeps, actor
 // revision seen rather than the (createdAt, id) position the other lists use.
 const RevisionCursorSchema = z.object({ r: z.number().int().min(1) });
 
-function encodeRevisionCursor(revision: number): string {
-  return Buffer.from(JSON.stringify({ r: revision })).toString('base64url');
-}
-
-function decodeRevisionCursor(cursor: string): number {
-  let parsed: unknown;
-  try {
-    parsed = JSON.parse(Buffer.from(cursor, 'base64url').toString('utf8'));
-  } catch {
-    parsed = undefined;
-  }
-  const result = RevisionCursorSchema.safeParse(parsed);
-  if (!result.success) {
-    throw new BadRequest('The cursor is not valid; pass the nextCursor value from a previous page unchanged');
-  }
-  return result.data.r;
-}

@@ -74,8 +74,3 @@ export function futureExpiry(expiresAt: number | undefined, now: Date): Date | n
 export function actorId(actor: Principal): string {
   return actor.kind === 'user' ? actor.userId : actor.serviceAccountId;
 }
-
-/** True for Prisma's unique-constraint violation, which both database drivers report as P2002. */
-export function isUniqueViolation(err: unknown): boolean {
-  return typeof err === 'object' && err !== null && (err as { code?: unknown }).code === 'P2002';
-}

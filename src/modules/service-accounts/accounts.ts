@@ -1,4 +1,5 @@
 import type { Principal } from '../../auth/principal.ts';
+import { isUniqueViolation } from '../../db/errors.ts';
 import type { Db } from '../../db/client.ts';
 import type { ServiceAccount } from '../../generated/prisma/client.ts';
 import { Conflict } from '../../lib/errors.ts';
@@ -10,7 +11,6 @@ import {
   actorId,
   assertServiceAccountsPlan,
   AUDIT_SOURCE,
-  isUniqueViolation,
   requireServiceAccountsPlan,
 } from './access.ts';
 import type { CreateServiceAccountInput, UpdateServiceAccountInput } from './schemas.ts';
