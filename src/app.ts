@@ -20,14 +20,24 @@ import { serviceAccountRoutes } from './modules/service-accounts/routes.ts';
 import { createServiceAccountsService } from './modules/service-accounts/service.ts';
 import { systemRoutes } from './modules/system/routes.ts';
 import { createSystemService } from './modules/system/service.ts';
+import type { JobQueue } from './jobs/queue.ts';
+import type { SecretBox } from './lib/secret-box.ts';
+import { computerTargets, type AgentDialer } from './modules/computers/machines.ts';
+import { readinessRoutes } from './modules/readiness/routes.ts';
+import { createReadinessService } from './modules/readiness/service.ts';
 import type { ProviderRegistry } from './provisioning/providers/registry.ts';
+import type { SshClient } from './provisioning/ssh/index.ts';
 
 export interface AppDeps {
-  config: Pick<Config, 'bodyLimit' | 'jwt' | 'sessionsOrgs'>;
+  config: Pick<Config, 'bodyLimit' | 'jwt' | 'sessionsOrgs' | 'appUrl'>;
   prisma: PrismaClient;
   log: Logger;
   clock: Clock;
   providers: ProviderRegistry;
+  /** Sends background jobs; the worker may run elsewhere. */
+  queue: Pick<JobQueue, 'send'>;
+  /** How the control plane reaches machines. */
+  machines: { ssh: SshClient; secrets: SecretBox; gateway?: AgentDialer };
   pendingMigrations: () => Promise<string[]>;
 }
 
@@ -43,14 +53,27 @@ export function createApp(deps: AppDeps) {
   const openApiDocument = () => (document ??= buildOpenApiDocument(routes));
   routes.push(
     ...systemRoutes(createSystemService({ db: deps.prisma, pendingMigrations: deps.pendingMigrations }), openApiDocument),
-    ...computerRoutes(createComputersService({ providers: deps.providers })),
+    ...computerRoutes(
+      createComputersService({ db: deps.prisma, clock: deps.clock, providers: deps.providers, queue: deps.queue, ...deps.machines }),
+    ),
     ...serviceAccountRoutes(createServiceAccountsService({ db: deps.prisma, clock: deps.clock })),
     ...organizationRoutes(createOrganizationService({ db: deps.prisma, clock: deps.clock })),
     ...analyticsRoutes(createAnalyticsService({ db: deps.prisma, clock: deps.clock })),
+    ...readinessRoutes(
+      createReadinessService({
+        db: deps.prisma,
+        clock: deps.clock,
+        queue: deps.queue,
+        resolveComputerTarget: computerTargets({ db: deps.prisma, ...deps.machines }),
+      }),
+      { appUrl: deps.config.appUrl },
+    ),
   );
 
   const app = express();
   app.disable('x-powered-by');
+  // API responses are not cached by validators; hashing every body for an ETag costs ~40 ms on large analytics answers.
+  app.set('etag', false);
   app.set('query parser', 'simple');
   app.use(requestId, accessLog(deps.log), express.json({ limit: deps.config.bodyLimit }));
   const router = express.Router();

@@ -25,7 +25,39 @@ const EnvSchema = z.object({
   AGENTPLANE_BOOTSTRAP_ORG: z.string().min(1).default('default'),
   AGENTPLANE_BOOTSTRAP_EMAIL: z.email().default('owner@agentplane.local'),
   AGENTPLANE_PULUMI_HOME: z.string().optional(),
+  AGENTPLANE_ENCRYPTION_KEY: z.string().optional(),
+  AGENTPLANE_SSH_GATEWAY_PORT: z.coerce.number().int().min(0).max(65535).optional(),
+  AGENTPLANE_SSH_GATEWAY_HOST: z.string().min(1).optional(),
+  AGENTPLANE_GIT_INTEGRATIONS: z.string().optional(),
+  AGENTPLANE_APP_URL: z.url().optional(),
 });
+
+/** Source-control integrations from configuration (until an API exists): written onto computers by `refresh`. */
+const GitIntegrationsSchema = z.array(
+  z.strictObject({
+    organization: z.string().min(1),
+    host: z.string().min(1).regex(/^[A-Za-z0-9.-]+(:\d+)?$/, 'host must be a host name, e.g. github.com'),
+    username: z.string().min(1).default('x-access-token'),
+    token: z.string().min(1),
+  }),
+);
+export type GitIntegrationConfig = z.infer<typeof GitIntegrationsSchema>[number];
+
+function parseGitIntegrations(raw: string | undefined): GitIntegrationConfig[] {
+  if (!raw) return [];
+  let json: unknown;
+  try {
+    json = JSON.parse(raw);
+  } catch {
+    throw new Error('invalid configuration: AGENTPLANE_GIT_INTEGRATIONS: must be a JSON array');
+  }
+  const parsed = GitIntegrationsSchema.safeParse(json);
+  if (!parsed.success) {
+    const problems = parsed.error.issues.map((i) => `[${i.path.join('.')}] ${i.message}`).join('; ');
+    throw new Error(`invalid configuration: AGENTPLANE_GIT_INTEGRATIONS: ${problems}`);
+  }
+  return parsed.data;
+}
 
 export type Config = ReturnType<typeof loadConfig>;
 
@@ -64,5 +96,13 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env) {
     runWorker: e.AGENTPLANE_WORKER,
     bootstrap: { org: e.AGENTPLANE_BOOTSTRAP_ORG, email: e.AGENTPLANE_BOOTSTRAP_EMAIL },
     pulumiHome: e.AGENTPLANE_PULUMI_HOME,
+    encryptionKey: e.AGENTPLANE_ENCRYPTION_KEY,
+    // Unset: no gateway, so `agentplane agent` registrations are refused with a clear 400.
+    sshGateway:
+      e.AGENTPLANE_SSH_GATEWAY_PORT === undefined
+        ? undefined
+        : { port: e.AGENTPLANE_SSH_GATEWAY_PORT, advertisedHost: e.AGENTPLANE_SSH_GATEWAY_HOST },
+    gitIntegrations: parseGitIntegrations(e.AGENTPLANE_GIT_INTEGRATIONS),
+    appUrl: e.AGENTPLANE_APP_URL,
   };
 }

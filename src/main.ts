@@ -4,6 +4,8 @@ import { loadConfig, type Config } from './config.ts';
 import { openDatabase, type Database } from './db/client.ts';
 import { migrateDatabase } from './db/migrations.ts';
 import { jobsFor } from './jobs/catalog.ts';
+import { runAgentCommand, type AgentCommandOptions } from './machine-agent/command.ts';
+import { startMachineAccess } from './modules/computers/machine-access.ts';
 import { startWorker } from './jobs/worker.ts';
 import { systemClock } from './lib/clock.ts';
 import { createLogger, type Logger } from './lib/logger.ts';
@@ -96,10 +98,13 @@ program
     const { config, log } = setup();
     const db = await openDatabase(config);
     await migrateDatabase(db, log);
-    const worker = await startWorker({ db, log, jobs: jobsFor({ prisma: db.prisma, clock: systemClock }) });
+    // A worker has no SSH gateway: jobs for agent-connected machines wait for a server's worker.
+    const machines = await startMachineAccess({ ...config, sshGateway: undefined }, db.prisma, log);
+    const worker = await startWorker({ db, log, jobs: jobsFor({ prisma: db.prisma, clock: systemClock, dataDir: config.dataDir, ...machines }) });
     log.info({ database: db.kind }, 'worker running');
     untilSignal(log, async () => {
       await worker.stop(config.shutdownTimeoutMs);
+      await machines.close();
       await db.close();
     });
   });
@@ -120,6 +125,19 @@ program
       await seedCommand(db.prisma, opts, systemClock, (line) => process.stdout.write(`${line}\n`));
     }),
   );
+
+program
+  .command('agent')
+  .description(
+    'run on a machine: register it as a byom computer and serve the control plane through its SSH gateway (outbound only: no inbound port, no sshd)',
+  )
+  .requiredOption('--url <base_url>', "the control plane's base URL")
+  .option('--api-key <key>', 'API key, only to register the machine (default: $AGENTPLANE_API_KEY)')
+  .requiredOption('--name <name>', 'computer name')
+  .option('--state-dir <dir>', 'keys and registration (default: ~/.config/agentplane/agent/<name>/)')
+  .option('--gateway-host-key <fingerprint>', "pin the gateway's host key (SHA256:...) instead of trusting the first one seen")
+  .option('--gateway <ssh_url>', 'ssh://host:port of the SSH gateway instead of the registered relayAgentUrl')
+  .action((opts: AgentCommandOptions) => runAgentCommand(opts));
 
 program.parseAsync(process.argv).catch((err: unknown) => {
   process.stderr.write(`agentplane: ${err instanceof Error ? err.message : String(err)}\n`);

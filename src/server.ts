@@ -9,6 +9,9 @@ import { createJobQueue, type JobQueue } from './jobs/queue.ts';
 import { systemClock } from './lib/clock.ts';
 import type { Logger } from './lib/logger.ts';
 import { scheduleAnalyticsRollup } from './modules/analytics/jobs.ts';
+import { scheduleMetricsSampling } from './modules/computers/jobs.ts';
+import { syncGitIntegrations } from './modules/computers/integrations.ts';
+import { startMachineAccess } from './modules/computers/machine-access.ts';
 import { bootstrapOrganization, hasAnyOrganization } from './modules/organization/bootstrap.ts';
 import { managedProviders } from './provisioning/providers/index.ts';
 import { createProviderRegistry } from './provisioning/providers/registry.ts';
@@ -30,8 +33,11 @@ export async function startServer(config: Config, log: Logger): Promise<RunningS
   await migrateDatabase(db, log);
   if (!(await hasAnyOrganization(db.prisma))) await firstStart(db, config);
   // Every server sends jobs; with AGENTPLANE_WORKER=false it leaves running them to `agentplane worker`.
-  const queue = createJobQueue(db, { log, jobs: jobsFor({ prisma: db.prisma, clock: systemClock }) });
+  const machines = await startMachineAccess(config, db.prisma, log);
+  await syncGitIntegrations(db.prisma, machines.secrets, config.gitIntegrations);
+  const queue = createJobQueue(db, { log, jobs: jobsFor({ prisma: db.prisma, clock: systemClock, dataDir: config.dataDir, ...machines }) });
   await queue.start();
+  await scheduleMetricsSampling(queue);
   // The nightly roll-up is a stored cron schedule; catching up covers days missed while stopped.
   await scheduleAnalyticsRollup(queue, { catchUp: true });
   if (config.runWorker) await queue.work();
@@ -41,6 +47,8 @@ export async function startServer(config: Config, log: Logger): Promise<RunningS
     log,
     clock: systemClock,
     providers: createProviderRegistry(managedProviders(config)),
+    queue,
+    machines,
     pendingMigrations: () => listPendingMigrations(db),
   });
   const server = await listen(app, config.port, config.host);
@@ -59,6 +67,7 @@ export async function startServer(config: Config, log: Logger): Promise<RunningS
       await Promise.all([closed, queue.stop({ timeoutMs: Math.max(0, deadline - Date.now()) })]);
       clearInterval(sweeper);
       clearTimeout(timer);
+      await machines.close();
       await db.close();
       log.info('agentplane stopped');
     })());

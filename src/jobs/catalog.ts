@@ -1,12 +1,23 @@
+import path from 'node:path';
 import type { PrismaClient } from '../db/client.ts';
 import type { Clock } from '../lib/clock.ts';
+import type { SecretBox } from '../lib/secret-box.ts';
 import { analyticsRollupJob } from '../modules/analytics/jobs.ts';
+import { computerJobs } from '../modules/computers/jobs.ts';
+import { computerTargets, type AgentDialer } from '../modules/computers/machines.ts';
+import { readinessEvaluateJob } from '../modules/readiness/jobs.ts';
+import type { SshClient } from '../provisioning/ssh/index.ts';
 import type { JobDefinition } from './job.ts';
 
 /** What job handlers need; the process that runs the worker provides it. */
 export interface JobDeps {
   prisma: PrismaClient;
   clock: Clock;
+  ssh: SshClient;
+  secrets: SecretBox;
+  gateway?: AgentDialer;
+  /** Local scratch space (readiness clones live under it). */
+  dataDir: string;
 }
 
 /**
@@ -14,5 +25,15 @@ export interface JobDeps {
  * in-process worker and `agentplane worker` both work this list.
  */
 export function jobsFor(deps: JobDeps): JobDefinition[] {
-  return [analyticsRollupJob(deps)];
+  const machines = { db: deps.prisma, ssh: deps.ssh, secrets: deps.secrets, gateway: deps.gateway };
+  return [
+    analyticsRollupJob(deps),
+    ...computerJobs({ ...machines, clock: deps.clock }),
+    readinessEvaluateJob({
+      prisma: deps.prisma,
+      clock: deps.clock,
+      scratchRoot: path.join(deps.dataDir, 'readiness'),
+      computers: { ssh: deps.ssh, resolveTarget: computerTargets(machines) },
+    }),
+  ];
 }

@@ -1,5 +1,6 @@
 import type { z } from 'zod';
 import type { Logger } from '../lib/logger.ts';
+import type { SendOptions } from './queue.ts';
 
 export interface JobContext {
   jobId: string;
@@ -8,6 +9,8 @@ export interface JobContext {
   /** Aborted when the job expires, its claim is lost, or the worker shuts down past its grace period. */
   signal: AbortSignal;
   log: Logger;
+  /** Sends a follow-up job (e.g. inside the handler's own transaction with `tx`). */
+  send<P, I>(def: JobKind<P, I>, payload: I, opts?: SendOptions): Promise<string>;
 }
 
 export interface JobSpec<P extends object, I> {
@@ -40,6 +43,9 @@ export interface JobSpec<P extends object, I> {
  * What `send` and `work` need. Method syntax (bivariant parameters) lets definitions of different
  * payloads share one `JobDefinition[]`.
  */
+/** A job without its handler: enough to send one, so senders need not hold the handler's dependencies. */
+export type JobKind<P = unknown, I = P> = Omit<JobDefinition<P, I>, 'handler'>;
+
 export interface JobDefinition<P = unknown, I = P> {
   readonly name: string;
   readonly payload: z.ZodType<P, I>;
@@ -60,6 +66,16 @@ const DEFAULT_HEARTBEAT_SECONDS = 30;
 const NAME = /^[\w.\-/]+$/;
 
 export function defineJob<P extends object, I>(spec: JobSpec<P, I>): JobDefinition<P, I> {
+  return defineJobKind(spec).handledBy(spec.handler);
+}
+
+/**
+ * A job's name, payload and policies, checked when the module loads; `handledBy` adds the
+ * handler where its dependencies are at hand (the worker's job catalog).
+ */
+export function defineJobKind<P extends object, I>(
+  spec: Omit<JobSpec<P, I>, 'handler'>,
+): JobKind<P, I> & { handledBy(handler: JobSpec<P, I>['handler']): JobDefinition<P, I> } {
   const problems: string[] = [];
   if (!NAME.test(spec.name)) problems.push('name may only hold letters, digits, "_", "-", "." and "/"');
   if (!Number.isInteger(spec.retryLimit) || spec.retryLimit < 0) problems.push('retryLimit must be an integer >= 0');
@@ -77,7 +93,7 @@ export function defineJob<P extends object, I>(spec: JobSpec<P, I>): JobDefiniti
   if (problems.length) throw new Error(`job ${JSON.stringify(spec.name)}: ${problems.join('; ')}`);
 
   const { serializeBy } = spec;
-  return {
+  const kind: JobKind<P, I> = {
     name: spec.name,
     payload: spec.payload,
     retryLimit: spec.retryLimit,
@@ -87,6 +103,6 @@ export function defineJob<P extends object, I>(spec: JobSpec<P, I>): JobDefiniti
     concurrency,
     serialized: serializeBy !== undefined,
     serializeBy: (payload) => serializeBy?.(payload),
-    handler: spec.handler,
   };
+  return { ...kind, handledBy: (handler) => ({ ...kind, handler }) };
 }

@@ -3,7 +3,7 @@ import { PgBoss, fromPglite, fromPrisma, type ConstructorOptions, type Job, type
 import { z } from 'zod';
 import type { Database, Db } from '../db/client.ts';
 import type { Logger } from '../lib/logger.ts';
-import type { JobDefinition } from './job.ts';
+import type { JobDefinition, JobKind } from './job.ts';
 
 export interface JobQueueOptions {
   log: Logger;
@@ -40,7 +40,7 @@ export interface JobQueue {
   readonly boss: PgBoss;
   /** Starts pg-boss (installing or migrating its schema) and creates or updates one queue per definition. */
   start(): Promise<void>;
-  send<P, I>(def: JobDefinition<P, I>, payload: I, opts?: SendOptions): Promise<string>;
+  send<P, I>(def: JobKind<P, I>, payload: I, opts?: SendOptions): Promise<string>;
   /** Starts workers for every definition in this process. */
   work(): Promise<void>;
   /**
@@ -136,7 +136,7 @@ export function createJobQueue(db: Database, opts: JobQueueOptions): JobQueue {
       return { id: job.id, status: 'deadletter', output: { message } };
     }
     try {
-      await def.handler(parsed.data, { jobId: job.id, attempt, signal: job.signal, log: jobLog });
+      await def.handler(parsed.data, { jobId: job.id, attempt, signal: job.signal, log: jobLog, send: (...args) => api.send(...args) });
       jobLog.info('job completed');
       return { id: job.id, status: 'completed' };
     } catch (err) {
@@ -179,7 +179,7 @@ export function createJobQueue(db: Database, opts: JobQueueOptions): JobQueue {
     sweepTimer.unref();
   }
 
-  return {
+  const api: JobQueue = {
     boss,
 
     async start() {
@@ -252,4 +252,5 @@ export function createJobQueue(db: Database, opts: JobQueueOptions): JobQueue {
       return stopping;
     },
   };
+  return api;
 }

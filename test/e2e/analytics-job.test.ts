@@ -1,3 +1,6 @@
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { jobsFor } from '../../src/jobs/catalog.ts';
@@ -6,19 +9,25 @@ import { fixedClock } from '../../src/lib/clock.ts';
 import { createLogger } from '../../src/lib/logger.ts';
 import { recordEvents } from '../../src/modules/analytics/events.ts';
 import { ROLLUP_CRON, ROLLUP_JOB, scheduleAnalyticsRollup } from '../../src/modules/analytics/jobs.ts';
+import { startMachineAccess, type MachineAccess } from '../../src/modules/computers/machine-access.ts';
 import { createOrgFixture } from '../support/api.ts';
 import { BACKENDS, openTestDatabase } from '../support/test-db.ts';
 
 describe.each(BACKENDS)('analytics roll-up job on %s', (backend) => {
   let db: Awaited<ReturnType<typeof openTestDatabase>>;
   let queue: JobQueue;
+  let machines: MachineAccess;
   const clock = fixedClock(new Date('2026-02-10T00:20:00.000Z'));
 
   beforeAll(async () => {
     db = await openTestDatabase(backend);
+    const log = createLogger({ level: 'silent' });
+    // The worker's whole job catalog, as a server runs it (computer jobs need the SSH side).
+    const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'agentplane-analytics-job-'));
+    machines = await startMachineAccess({ dataDir, host: '127.0.0.1' }, db.prisma, log);
     queue = createJobQueue(db, {
-      log: createLogger({ level: 'silent' }),
-      jobs: jobsFor({ prisma: db.prisma, clock }),
+      log,
+      jobs: jobsFor({ prisma: db.prisma, clock, dataDir, ...machines }),
       maintenanceIntervalSeconds: 1,
       pollingIntervalSeconds: 0.5,
     });
@@ -27,6 +36,7 @@ describe.each(BACKENDS)('analytics roll-up job on %s', (backend) => {
   });
   afterAll(async () => {
     await queue?.stop({ timeoutMs: 5_000 });
+    await machines?.close();
     await db?.dispose();
   });
 

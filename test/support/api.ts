@@ -1,10 +1,16 @@
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
 import { SignJWT } from 'jose';
 import { createApp } from '../../src/app.ts';
 import type { Role } from '../../src/auth/principal.ts';
 import { issueApiKey } from '../../src/auth/issue-api-key.ts';
 import { loadConfig } from '../../src/config.ts';
 import { systemClock, type Clock } from '../../src/lib/clock.ts';
+import { jobsFor } from '../../src/jobs/catalog.ts';
+import { createJobQueue, type JobQueue } from '../../src/jobs/queue.ts';
 import { newId } from '../../src/lib/ids.ts';
+import { startMachineAccess, type MachineAccess } from '../../src/modules/computers/machine-access.ts';
 import { createLogger } from '../../src/lib/logger.ts';
 import { createProviderRegistry } from '../../src/provisioning/providers/registry.ts';
 import { listenOnFreePort } from './http.ts';
@@ -66,6 +72,8 @@ export async function createOrgFixture(db: Awaited<ReturnType<typeof openTestDat
 export interface TestApi {
   url: string;
   db: Awaited<ReturnType<typeof openTestDatabase>>;
+  queue: JobQueue;
+  machines: MachineAccess;
   /** Two organizations, so tests can prove one never sees the other's resources. */
   acme: OrgFixture;
   globex: OrgFixture;
@@ -74,15 +82,44 @@ export interface TestApi {
   close(): Promise<void>;
 }
 
-/** The real app on a real database of the given kind, listening on a free loopback port. */
-export async function startTestApi(backend: Backend, opts: { clock?: Clock } = {}): Promise<TestApi> {
+export interface TestApiOptions {
+  clock?: Clock;
+  /** Run background jobs in this process (default: jobs are only queued). */
+  worker?: boolean;
+  /** Start the SSH gateway for agents on a free loopback port. */
+  gateway?: boolean;
+}
+
+/**
+ * The real app on a real database of the given kind, listening on a free loopback port, with a
+ * real job queue (working it only when asked) and the real SSH client.
+ */
+export async function startTestApi(backend: Backend, opts: TestApiOptions = {}): Promise<TestApi> {
   const db = await openTestDatabase(backend);
+  const log = createLogger({ level: 'silent' });
+  const clock = opts.clock ?? systemClock;
+  const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'agentplane-api-'));
+  const machines = await startMachineAccess(
+    { dataDir, host: '127.0.0.1', sshGateway: opts.gateway ? { port: 0, advertisedHost: '127.0.0.1' } : undefined },
+    db.prisma,
+    log,
+  );
+  const queue = createJobQueue(db, {
+    log,
+    jobs: jobsFor({ prisma: db.prisma, clock, dataDir, ...machines }),
+    maintenanceIntervalSeconds: 1,
+    pollingIntervalSeconds: 0.5,
+  });
+  await queue.start();
+  if (opts.worker) await queue.work();
   const { app } = createApp({
     config: loadConfig({ AGENTPLANE_JWT_SECRET: JWT_SECRET }),
     prisma: db.prisma,
-    log: createLogger({ level: 'silent' }),
-    clock: opts.clock ?? systemClock,
+    log,
+    clock,
     providers: createProviderRegistry([]),
+    queue,
+    machines,
     pendingMigrations: async () => [],
   });
   const server = await listenOnFreePort(app);
@@ -90,6 +127,8 @@ export async function startTestApi(backend: Backend, opts: { clock?: Clock } = {
   return {
     url: server.url,
     db,
+    queue,
+    machines,
     acme,
     globex,
     call: async (method, path, o = {}) => {
@@ -104,7 +143,10 @@ export async function startTestApi(backend: Backend, opts: { clock?: Clock } = {
     },
     close: async () => {
       await server.close();
+      await queue.stop({ timeoutMs: 5_000 });
+      await machines.close();
       await db.dispose();
+      fs.rmSync(dataDir, { recursive: true, force: true });
     },
   };
 }

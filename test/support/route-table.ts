@@ -3,6 +3,8 @@ import { loadConfig } from '../../src/config.ts';
 import type { PrismaClient } from '../../src/db/client.ts';
 import { systemClock } from '../../src/lib/clock.ts';
 import { createLogger } from '../../src/lib/logger.ts';
+import { createSecretBox } from '../../src/lib/secret-box.ts';
+import { createSshClient } from '../../src/provisioning/ssh/index.ts';
 import { createProviderRegistry } from '../../src/provisioning/providers/registry.ts';
 
 /** The app and its route table; building them touches no database, so none is given. */
@@ -13,6 +15,8 @@ export function appWithoutDatabase() {
     log: createLogger({ level: 'silent' }),
     clock: systemClock,
     providers: createProviderRegistry([]),
+    queue: { send: async () => '' },
+    machines: { ssh: createSshClient(), secrets: createSecretBox(Buffer.alloc(32)) },
     pendingMigrations: async () => [],
   });
 }

@@ -1,4 +1,166 @@
 import { z } from 'zod';
+import { parseRepoUrl } from '../../provisioning/machine/index.ts';
+
+export const MAX_REPOS = 20;
+
+/**
+ * Computer names become path segments (`/computers/name/{name}`), host names and stack names,
+ * so they keep to letters, digits, `.`, `_` and `-`, starting with a letter or digit.
+ */
+const ComputerName = z
+  .string()
+  .min(1, 'name must not be empty')
+  .max(63, 'name must be at most 63 characters')
+  .regex(/^[A-Za-z0-9][A-Za-z0-9._-]*$/, 'name may hold letters, digits, ".", "_" and "-", starting with a letter or digit')
+  .meta({ description: 'Unique among the owner’s computers; 1-63 characters' });
+
+const RemoteUser = z
+  .string()
+  .min(1, 'remoteUser must not be empty')
+  .max(63, 'remoteUser must be at most 63 characters')
+  .regex(/^[A-Za-z0-9_][A-Za-z0-9._-]*$/, 'remoteUser must be a unix user name')
+  .meta({ description: 'The unix user agents run as on the machine' });
+
+const HostId = z.uuid('hostId must be a UUID').meta({ description: 'Stable id of the physical machine' });
+
+/** https/http/ssh/git/file URLs, or scp-style `git@host:owner/repo.git`, as the clone step accepts them. */
+const RepoUrl = z
+  .string()
+  .max(2048, 'a repository URL must be at most 2048 characters')
+  .superRefine((value, ctx) => {
+    try {
+      parseRepoUrl(value);
+    } catch (err) {
+      ctx.addIssue({ code: 'custom', message: err instanceof Error ? err.message : String(err) });
+    }
+  });
+
+const StepSchema = z.strictObject({
+  id: z.string(),
+  name: z.string(),
+  status: z.string().meta({ description: 'pending, running, completed, failed or skipped' }),
+  error: z.string().optional(),
+  startedAt: z.number().optional(),
+  completedAt: z.number().optional(),
+  installSessionId: z.string().optional(),
+});
+
+const ComputerSourceSchema = z.discriminatedUnion('kind', [
+  z.strictObject({ kind: z.literal('template'), templateId: z.string() }),
+  z.strictObject({ kind: z.literal('execution-template'), templateId: z.string() }),
+  z.strictObject({ kind: z.literal('computer'), computerId: z.string() }),
+]);
+
+export const ComputerSchema = z
+  .strictObject({
+    id: z.string(),
+    name: z.string(),
+    providerType: z.string().meta({ description: '`byom` for a registered machine, else the managed provider' }),
+    status: z.enum(['provisioning', 'active', 'error']),
+    createdAt: z.number().meta({ description: 'Unix ms' }),
+    hostId: z.string().optional(),
+    isListed: z.boolean(),
+    remoteUser: z.string().optional(),
+    relayClientUrl: z.string().optional(),
+    relayAgentUrl: z.string().optional().meta({ description: 'The SSH gateway an agent-registered machine keeps its tunnel to' }),
+    clonedRepoDirectories: z.array(z.string()),
+    ownerPrincipalKind: z.enum(['human', 'service']),
+    ownerId: z.string(),
+    computerSource: ComputerSourceSchema.optional(),
+    provisioningSteps: z.array(StepSchema).optional(),
+  })
+  .meta({ id: 'Computer' });
+export type ComputerView = z.infer<typeof ComputerSchema>;
+
+export const ComputerListResponse = z.strictObject({ computers: z.array(ComputerSchema) });
+
+const DirectConnection = z.strictObject({
+  type: z.literal('direct').optional(),
+  host: z
+    .string()
+    .min(1, 'connection.host must not be empty')
+    .max(253)
+    .regex(/^[A-Za-z0-9.:_-]+$/, 'connection.host must be a host name or an IP address'),
+  port: z.int().min(1).max(65535).default(22),
+});
+const AgentConnection = z.strictObject({
+  type: z.literal('agent'),
+  agentPublicKey: z.string().min(1).max(8192).meta({ description: 'OpenSSH public key the agent authenticates to the gateway with' }),
+  hostPublicKey: z.string().min(1).max(8192).meta({ description: 'OpenSSH public host key the agent serves SSH sessions with' }),
+});
+export const ConnectionSchema = z
+  .union([DirectConnection, AgentConnection])
+  .meta({
+    description:
+      'How the control plane reaches a byom machine (agentplane extension): `{host, port}` to SSH in directly with the ' +
+      "organization's key, or `{type: \"agent\", ...}` as sent by `agentplane agent` for a machine that dials out.",
+  });
+export type Connection = z.infer<typeof ConnectionSchema>;
+
+const TemplateSource = (kind: 'template' | 'execution-template') =>
+  z.strictObject({ kind: z.literal(kind), templateId: z.string().min(1), isListed: z.boolean() });
+
+export const CreateComputerBody = z.strictObject({
+  name: ComputerName,
+  provider: z.string().min(1).optional().meta({ description: '`byom`, or a managed provider from GET /computers/providers' }),
+  hostId: HostId.optional(),
+  remoteUser: RemoteUser.optional(),
+  repos: z.array(RepoUrl).max(MAX_REPOS, `at most ${MAX_REPOS} repositories`).optional(),
+  autoInstallDeps: z.boolean().optional(),
+  serviceAccountId: z.string().min(1).optional().meta({ description: 'Create the computer for this service account (managers and owners)' }),
+  source: z
+    .discriminatedUnion('kind', [
+      TemplateSource('template'),
+      TemplateSource('execution-template'),
+      z.strictObject({ kind: z.literal('computer'), sourceComputerId: z.string().min(1) }),
+    ])
+    .optional(),
+  connection: ConnectionSchema.optional(),
+});
+export type CreateComputerInput = z.infer<typeof CreateComputerBody>;
+
+export const UpdateComputerBody = z.strictObject({
+  name: ComputerName.optional(),
+  hostId: HostId.optional().meta({ description: 'Assignable only while the computer has none' }),
+  remoteUser: RemoteUser.optional(),
+});
+export type UpdateComputerInput = z.infer<typeof UpdateComputerBody>;
+
+const TrueFalse = (name: string) => z.enum(['true', 'false'], `${name} must be "true" or "false"`).optional();
+
+export const ListComputersQuery = z.strictObject({
+  hostId: HostId.optional(),
+  includeProvisioningSteps: TrueFalse('includeProvisioningSteps'),
+  includeUnlisted: TrueFalse('includeUnlisted'),
+});
+
+export const ComputerIdParams = z.object({ computerId: z.string().min(1).meta({ description: 'Computer id' }) });
+export const ComputerNameParams = z.object({ name: ComputerName });
+
+export const MetricsQuery = z.strictObject({
+  start: z.iso
+    .datetime({ offset: true, message: 'start must be an ISO 8601 date-time, e.g. 2026-11-22T10:00:00Z' })
+    .optional()
+    .meta({ description: 'Start of time range (ISO 8601)' }),
+});
+export const MetricSampleSchema = z.strictObject({
+  timestamp: z.string(),
+  cpuUsedPct: z.number(),
+  cpuCount: z.number(),
+  memUsed: z.number(),
+  memTotal: z.number(),
+  diskUsed: z.number(),
+  diskTotal: z.number(),
+});
+export const MetricsResponse = z.array(MetricSampleSchema).meta({ id: 'ComputerMetrics' });
+
+export const RefreshResponse = z.strictObject({
+  configured: z.int().meta({ description: 'Source-control integrations written onto the machine' }),
+});
+export const RestartResponse = z.strictObject({});
+export const SshPublicKeyResponse = z.strictObject({
+  publicKey: z.string().meta({ description: "The organization's control-plane key: add it to ~/.ssh/authorized_keys on a byom machine" }),
+});
 
 export const ProvidersResponseSchema = z
   .strictObject({

@@ -1,7 +1,12 @@
-import type { ProviderRegistry } from '../../provisioning/providers/registry.ts';
+import type { ComputersDeps } from './deps.ts';
+import { computerOperations } from './operations.ts';
+import { computerRecords } from './records.ts';
 
-export function createComputersService(deps: { providers: ProviderRegistry }) {
+/** Computers: the rules of spec 4.2 and 3.2, free of HTTP. */
+export function createComputersService(deps: ComputersDeps) {
   return {
+    ...computerRecords(deps),
+    ...computerOperations(deps),
     /** Managed providers whose prerequisites are present on this deployment right now. */
     listAvailableProviders: () => deps.providers.available(),
   };

@@ -7,6 +7,8 @@ import { z } from 'zod';
 const EntitlementsSchema = z.object({
   serviceAccounts: z.boolean().default(true),
   computers: z.boolean().default(true),
+  /** Live computers the organization may have at once; absent means no limit. */
+  maxComputers: z.int().min(0).optional(),
 });
 export type Entitlements = z.infer<typeof EntitlementsSchema>;
 

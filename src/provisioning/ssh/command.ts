@@ -1,3 +1,5 @@
+import { AGENT_SERVER_SOFTWARE } from '../gateway/protocol.ts';
+
 /**
  * Builds the command line sent to the remote login shell. Everything here is POSIX sh, which
  * bash, dash and zsh all accept.
@@ -59,6 +61,7 @@ export function withStdinWatchdog(script: string, stdinBytes: number): string {
  * such requests, the server's version is the only way to know.
  */
 export function serverHonoursSignals(serverSoftware: string): boolean {
+  if (serverSoftware === AGENT_SERVER_SOFTWARE) return true;
   const m = /^OpenSSH_(\d+)\.(\d+)/.exec(serverSoftware);
   if (!m) return false;
   const major = Number(m[1]);

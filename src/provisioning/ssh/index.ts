@@ -13,7 +13,7 @@ export {
   type SshErrorKind,
 } from './errors.ts';
 export type { ExecOptions, ExecResult, RemoteKill } from './exec.ts';
-export { fingerprintOf, normalizeFingerprint, type PresentedHostKey } from './host-keys.ts';
+export { describeHostKey, fingerprintOf, normalizeFingerprint, type PresentedHostKey } from './host-keys.ts';
 export { generateKeyPair, publicKeyOf, type SshKeyPair } from './keys.ts';
 export { hexToUuid } from './machine-id.ts';
 export type { PoolOptions, PoolStats } from './pool.ts';

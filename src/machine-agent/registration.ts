@@ -1,0 +1,102 @@
+import { z } from 'zod';
+
+export interface RegistrationRequest {
+  /** The control plane's base URL, e.g. `https://agentplane.example.com`. */
+  url: string;
+  apiKey: string;
+  name: string;
+  remoteUser: string;
+  hostId: string;
+  /** OpenSSH public key lines of the agent's client key and of its SSH server's host key. */
+  agentPublicKey: string;
+  hostPublicKey: string;
+  signal?: AbortSignal;
+}
+
+export interface RegisteredComputer {
+  id: string;
+  /** `ssh://host:port` of the control plane's SSH gateway; null when it runs none. */
+  relayAgentUrl: string | null;
+}
+
+/** The control plane said no (4xx): retrying the same request will not help. */
+export class RegistrationRefused extends Error {
+  readonly status: number;
+
+  constructor(status: number, message: string) {
+    super(message);
+    this.name = 'RegistrationRefused';
+    this.status = status;
+  }
+}
+
+/** The control plane could not be reached or failed (network error, 5xx): worth retrying. */
+export class RegistrationUnavailable extends Error {
+  constructor(message: string, opts?: { cause?: unknown }) {
+    super(message, opts);
+    this.name = 'RegistrationUnavailable';
+  }
+}
+
+const ComputerSchema = z.object({ id: z.string().min(1), relayAgentUrl: z.string().nullish() });
+const ErrorSchema = z.object({ detail: z.string().optional(), title: z.string().optional() });
+
+export function computersUrl(baseUrl: string): string {
+  return `${baseUrl.replace(/\/+$/, '')}/api/v0/computers`;
+}
+
+/** `POST /api/v0/computers` for a byom machine reached through its agent. */
+export async function registerComputer(req: RegistrationRequest): Promise<RegisteredComputer> {
+  const url = computersUrl(req.url);
+  let res: Response;
+  try {
+    res = await fetch(url, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${req.apiKey}`, 'content-type': 'application/json', accept: 'application/json' },
+      body: JSON.stringify({
+        name: req.name,
+        provider: 'byom',
+        remoteUser: req.remoteUser,
+        hostId: req.hostId,
+        connection: { type: 'agent', agentPublicKey: req.agentPublicKey, hostPublicKey: req.hostPublicKey },
+      }),
+      signal: req.signal,
+    });
+  } catch (err) {
+    if (req.signal?.aborted) throw err;
+    const cause = (err as { cause?: { code?: string; message?: string } }).cause;
+    throw new RegistrationUnavailable(`cannot reach ${url}: ${cause?.code ?? cause?.message ?? (err as Error).message}`, { cause: err });
+  }
+  const text = await res.text();
+  const json = parseJson(text);
+  if (!res.ok) {
+    const body = ErrorSchema.safeParse(json);
+    const detail = (body.success && (body.data.detail ?? body.data.title)) || text.slice(0, 200) || res.statusText;
+    const message = `registering "${req.name}" at ${req.url} failed (${res.status}): ${detail}`;
+    if (res.status >= 400 && res.status < 500) throw new RegistrationRefused(res.status, message);
+    throw new RegistrationUnavailable(message);
+  }
+  const computer = ComputerSchema.safeParse(json);
+  if (!computer.success) throw new RegistrationRefused(res.status, `${url} answered ${res.status} without a computer in the body; is ${req.url} an agentplane control plane?`);
+  return { id: computer.data.id, relayAgentUrl: computer.data.relayAgentUrl ?? null };
+}
+
+function parseJson(text: string): unknown {
+  try {
+    return JSON.parse(text);
+  } catch {
+    return undefined;
+  }
+}
+
+/** `ssh://host:port` (IPv6 in brackets) to a host and port; port 22 when none is given. */
+export function parseGatewayUrl(relayAgentUrl: string): { host: string; port: number } {
+  let url: URL;
+  try {
+    url = new URL(relayAgentUrl);
+  } catch {
+    throw new Error(`the SSH gateway address ${JSON.stringify(relayAgentUrl)} is not a URL like ssh://host:port`);
+  }
+  if (url.protocol !== 'ssh:' || !url.hostname) throw new Error(`the SSH gateway address ${JSON.stringify(relayAgentUrl)} is not a URL like ssh://host:port`);
+  return { host: url.hostname.replace(/^\[(.*)\]$/, '$1'), port: url.port ? Number(url.port) : 22 };
+}

@@ -1,0 +1,93 @@
+import fs from 'node:fs';
+import type { Socket } from 'node:net';
+import os from 'node:os';
+import type { Duplex } from 'node:stream';
+import ssh2, { type AuthContext, type Connection, type Session } from 'ssh2';
+import { AGENT_SERVER_SOFTWARE } from '../provisioning/gateway/protocol.ts';
+import { runExecRequest, type RunningCommand } from './exec-request.ts';
+import { serveSftp } from './sftp-server.ts';
+
+export interface SessionServerOptions {
+  /** Private host key; the control plane pins its public half from registration. */
+  hostKey: string;
+  /** The only user name accepted: the user the agent runs as (the computer's remoteUser). */
+  username: string;
+  /** Environment of every command, before the session's `env` requests. */
+  env: NodeJS.ProcessEnv;
+  log: (line: string) => void;
+}
+
+export interface SessionServer {
+  /** Runs an SSH server session over `stream`, one tunnelled connection of the control plane. */
+  serve(stream: Duplex): void;
+}
+
+const ENV_NAME = /^[A-Za-z_][A-Za-z0-9_]*$/;
+
+/**
+ * The agent's in-process SSH server: what sshd is for a directly registered machine, reached only
+ * through the gateway tunnel. It offers `exec` and the `sftp` subsystem, as the agent's own user.
+ *
+ * Authentication: any method (ssh2 clients try `none` first) for the agent's own user name. The
+ * stream only ever comes from a `forwarded-tcpip` channel that the gateway opened over the
+ * agent's own outbound connection, and the agent accepted that connection only after the gateway
+ * proved the host key pinned in the state directory; so whoever speaks here is the control plane,
+ * already authenticated. A second credential would be handed out by that same control plane and
+ * add nothing against it. In the other direction, the control plane pins this server's host key
+ * (registered by the agent), so a session routed to the wrong machine fails there. The user name
+ * check catches a control plane that believes the machine runs as someone else.
+ */
+export function createSessionServer(opts: SessionServerOptions): SessionServer {
+  const server = new ssh2.Server({ hostKeys: [opts.hostKey], ident: AGENT_SERVER_SOFTWARE }, (client: Connection) => {
+    client.on('error', () => {});
+    client.on('authentication', (ctx: AuthContext) => {
+      if (ctx.username !== opts.username) {
+        opts.log(`refused a session for user "${ctx.username}": this agent runs as "${opts.username}"`);
+        return ctx.reject([]);
+      }
+      ctx.accept();
+    });
+    client.on('ready', () => {
+      client.on('session', (accept) => handleSession(accept(), opts));
+    });
+  });
+
+  return {
+    serve(stream) {
+      // ssh2 only reads, writes, pauses and ends the socket it is given; a channel stream does that.
+      server.injectSocket(stream as unknown as Socket);
+    },
+  };
+}
+
+/** The user's home directory from the password database; `/` if it does not exist, as with sshd. */
+function homeDirectory(): string {
+  const home = os.userInfo().homedir;
+  return fs.existsSync(home) ? home : '/';
+}
+
+function handleSession(session: Session, opts: SessionServerOptions): void {
+  const env: NodeJS.ProcessEnv = { ...opts.env };
+  const home = homeDirectory();
+  let running: RunningCommand | undefined;
+
+  session.on('env', (accept, reject, info) => {
+    if (!ENV_NAME.test(info.key)) return reject?.();
+    env[info.key] = info.val;
+    accept?.();
+  });
+  session.on('pty', (_accept, reject) => reject?.());
+  session.on('shell', (_accept, reject) => reject?.());
+  session.on('exec', (accept, _reject, info) => {
+    const channel = accept();
+    if (channel) running = runExecRequest(channel, info.command, env, home);
+  });
+  session.on('signal', (accept, _reject, info) => {
+    running?.kill(info.name);
+    accept?.();
+  });
+  session.on('sftp', (accept) => {
+    const sftp = accept();
+    if (sftp) serveSftp(sftp, home);
+  });
+}

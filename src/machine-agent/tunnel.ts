@@ -1,0 +1,178 @@
+import net from 'node:net';
+import type { Duplex } from 'node:stream';
+import { setTimeout as sleep } from 'node:timers/promises';
+import ssh2, { type TcpConnectionDetails } from 'ssh2';
+import { FORWARD_BIND_ADDRESS, FORWARD_BIND_PORT } from '../provisioning/gateway/protocol.ts';
+import { describeSocketError, formatAddress } from '../provisioning/ssh/errors.ts';
+import { describeHostKey, normalizeFingerprint } from '../provisioning/ssh/host-keys.ts';
+
+export interface TunnelOptions {
+  gateway: { host: string; port: number };
+  /** The agent authenticates as its computer: user name = computer id, key = its client key. */
+  computerId: string;
+  clientKey: string;
+  /** The gateway host key's fingerprint, if pinned; without one the first key seen is pinned. */
+  gatewayHostKey: string | undefined;
+  /** Persists the fingerprint pinned on first use. */
+  pinGatewayHostKey(fingerprint: string): Promise<void>;
+  /** Each stream is one SSH connection of the control plane to serve. */
+  onStream(stream: Duplex): void;
+  log(line: string): void;
+  /** Delay before reconnecting doubles from `initialMs` up to `maxMs`, with jitter. Default 0.5 s to 30 s. */
+  backoff?: { initialMs?: number; maxMs?: number };
+  /** Default 15 s x 3: a gateway silent for 45 s counts as gone. */
+  keepaliveIntervalMs?: number;
+  keepaliveCountMax?: number;
+  connectTimeoutMs?: number;
+  /** Called each time the gateway has accepted the forwarding (tests wait on it). */
+  onConnected?(): void;
+}
+
+/** Retrying cannot help: the gateway refused the agent's key, or presented a different host key. */
+export class TunnelRefused extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = 'TunnelRefused';
+  }
+}
+
+/**
+ * Keeps one outbound SSH connection to the gateway, asking it to forward the control plane's
+ * connections back; reconnects with backoff after every drop. Resolves when `signal` aborts;
+ * rejects with TunnelRefused when the gateway refuses the agent or its host key changed.
+ */
+export async function runTunnel(opts: TunnelOptions, signal: AbortSignal): Promise<void> {
+  const initialMs = opts.backoff?.initialMs ?? 500;
+  const maxMs = opts.backoff?.maxMs ?? 30_000;
+  const where = formatAddress(opts.gateway.host, opts.gateway.port);
+  const trust: Trust = { pinned: opts.gatewayHostKey ? normalizeFingerprint(opts.gatewayHostKey) : undefined };
+  let failures = 0;
+
+  while (!signal.aborted) {
+    const result = await connectOnce(opts, trust, signal);
+    if (signal.aborted) return;
+    // A connection that held for a while starts the backoff over; one dropped at once (another
+    // agent with the same key keeps replacing it, say) backs off like a failure.
+    failures = result.establishedMs >= STABLE_MS ? 0 : failures + 1;
+    const base = Math.min(maxMs, initialMs * 2 ** Math.min(Math.max(failures - 1, 0), 30));
+    // Jitter in [base/2, base]: after a gateway restart its agents must not all return at once.
+    const delay = Math.round(base / 2 + (Math.random() * base) / 2);
+    opts.log(`${result.established ? 'lost the connection to' : 'cannot connect to'} the SSH gateway at ${where}: ${result.reason}; retrying in ${(delay / 1000).toFixed(1)} s`);
+    await sleep(delay, undefined, { signal }).catch(() => {});
+  }
+}
+
+interface Attempt {
+  /** The gateway accepted the agent and its forwarding. */
+  established: boolean;
+  /** How long the connection was established; 0 if never. */
+  establishedMs: number;
+  reason: string;
+}
+
+const STABLE_MS = 10_000;
+
+/** The gateway host key pinned so far, shared by all attempts. */
+interface Trust {
+  pinned: string | undefined;
+}
+
+/** One connection, from dialling to its end. Rejects only with TunnelRefused. */
+function connectOnce(opts: TunnelOptions, trust: Trust, signal: AbortSignal): Promise<Attempt> {
+  const { host, port } = opts.gateway;
+  const where = formatAddress(host, port);
+  return new Promise<Attempt>((resolve, reject) => {
+    let established = false;
+    let establishedAt = 0;
+    let refused: TunnelRefused | undefined;
+    let lastError: Error | undefined;
+    let firstSeen: string | undefined;
+    const client = new ssh2.Client();
+    // Without TCP_NODELAY, Nagle holds back the small packets of every tunnelled request.
+    const sock = net.connect({ host, port, noDelay: true });
+    sock.on('error', () => {});
+
+    const onAbort = () => {
+      client.end();
+      // A gateway that no longer answers would keep a polite end() waiting.
+      setTimeout(() => sock.destroy(), 1_000).unref();
+    };
+    signal.addEventListener('abort', onAbort, { once: true });
+
+    client.on('ready', () => {
+      client.forwardIn(FORWARD_BIND_ADDRESS, FORWARD_BIND_PORT, async (err) => {
+        if (err) {
+          lastError = new Error(`the gateway refused forwarding: ${err.message}`);
+          client.end();
+          return;
+        }
+        // Trust on first use: pin the key of the first connection that fully worked.
+        if (firstSeen && !trust.pinned) {
+          try {
+            await opts.pinGatewayHostKey(firstSeen);
+          } catch (e) {
+            lastError = new Error(`cannot store the gateway host key: ${(e as Error).message}`);
+            client.end();
+            return;
+          }
+          trust.pinned = firstSeen;
+          opts.log(`pinned the SSH gateway's host key ${firstSeen}`);
+        }
+        established = true;
+        establishedAt = Date.now();
+        opts.log(`connected to the SSH gateway at ${where} as computer ${opts.computerId}`);
+        opts.onConnected?.();
+      });
+    });
+
+    client.on('tcp connection', (details: TcpConnectionDetails, accept, reject) => {
+      if (details.destIP !== FORWARD_BIND_ADDRESS) return reject();
+      const stream = accept();
+      opts.onStream(stream);
+    });
+
+    client.on('error', (err: Error & { level?: string }) => {
+      lastError = err;
+      if (err.level === 'client-timeout') sock.destroy();
+      if (err.level === 'client-authentication') {
+        refused = new TunnelRefused(
+          `the SSH gateway at ${where} refused this agent's key for computer ${opts.computerId}; ` +
+            'the computer was probably deleted: remove the agent state directory and run the agent again to register anew',
+        );
+      }
+    });
+
+    client.on('close', () => {
+      signal.removeEventListener('abort', onAbort);
+      sock.destroy();
+      if (refused) return reject(refused);
+      resolve({
+        established,
+        establishedMs: established ? Date.now() - establishedAt : 0,
+        reason: lastError ? describeSocketError(lastError) : 'closed by the gateway',
+      });
+    });
+
+    client.connect({
+      sock,
+      username: opts.computerId,
+      privateKey: opts.clientKey,
+      readyTimeout: opts.connectTimeoutMs ?? 20_000,
+      keepaliveInterval: opts.keepaliveIntervalMs ?? 15_000,
+      keepaliveCountMax: opts.keepaliveCountMax ?? 3,
+      hostVerifier: (blob: Buffer) => {
+        const presented = describeHostKey(blob).fingerprint;
+        if (!trust.pinned) {
+          firstSeen = presented;
+          return true;
+        }
+        if (presented === trust.pinned) return true;
+        refused = new TunnelRefused(
+          `the SSH gateway at ${where} presented host key ${presented}, but ${trust.pinned} is pinned; ` +
+            `if the control plane's gateway key was replaced on purpose, run the agent with --gateway-host-key ${presented}`,
+        );
+        return false;
+      },
+    });
+  });
+}

@@ -1,0 +1,93 @@
+import type { JobContext } from '../../jobs/job.ts';
+import { SshError } from '../../provisioning/ssh/index.ts';
+import { cloneRepo } from '../../provisioning/machine/index.ts';
+import { startInstallSession } from './install.ts';
+import type { ComputerJobDeps } from './job-deps.ts';
+import { targetFor } from './machines.ts';
+import { STEP, updateStep } from './steps.ts';
+
+/** Where byom set-up clones repositories, under the remote user's home. */
+export const WORKSPACE_DIR = 'workspace';
+
+/**
+ * The set-up of a registered computer, step by step. Idempotent: a retried run skips finished
+ * steps, and cloning into an existing clone fetches instead. While an agent machine has not
+ * dialled in yet, the run fails and is retried; the last attempt records why on the step.
+ */
+export async function runComputerSetup(deps: ComputerJobDeps, computerId: string, ctx: JobContext, retryLimit: number): Promise<void> {
+  const computer = await deps.db.computer.findFirst({ where: { id: computerId, deletedAt: null } });
+  if (!computer) return;
+  const steps = await deps.db.provisioningStep.findMany({ where: { computerId }, orderBy: { position: 'asc' } });
+  const pending = (id: string) => steps.find((s) => s.id === id && s.status !== 'completed');
+  const now = () => deps.clock.now();
+  const target = await targetFor(deps, computer);
+
+  const connect = pending(STEP.connect);
+  if (connect) {
+    await updateStep(deps.db, computerId, STEP.connect, { status: 'running', startedAt: connect.startedAt ?? now() });
+    try {
+      const machineHostId = await deps.ssh.machineId(target, { signal: ctx.signal });
+      if (!computer.hostId) await adoptHostId(deps, computer.id, computer.organizationId, computer.ownerId, machineHostId);
+    } catch (err) {
+      const last = ctx.attempt > retryLimit;
+      if (err instanceof SshError && !last) {
+        await updateStep(deps.db, computerId, STEP.connect, { status: 'running', error: `waiting for the machine: ${err.message}` });
+        throw err;
+      }
+      await updateStep(deps.db, computerId, STEP.connect, { status: 'failed', error: messageOf(err), completedAt: now() });
+      await skipRemaining(deps, computerId, 'the machine could not be reached');
+      return;
+    }
+    await updateStep(deps.db, computerId, STEP.connect, { status: 'completed', error: null, completedAt: now() });
+  }
+
+  const home = (await deps.ssh.exec(target, 'printf %s "$HOME"', { signal: ctx.signal, timeoutMs: 30_000 })).stdout.trim();
+  const verify = pending(STEP.verify);
+  if (verify) {
+    await updateStep(deps.db, computerId, STEP.verify, { status: 'completed', error: null, startedAt: verify.startedAt ?? now(), completedAt: now() });
+  }
+
+  const directories = new Set(computer.clonedRepoDirectories);
+  for (const [i, url] of computer.repos.entries()) {
+    const step = pending(STEP.clone(i + 1));
+    if (!step) continue;
+    await updateStep(deps.db, computerId, step.id, { status: 'running', error: null, startedAt: now() });
+    try {
+      const { directory } = await cloneRepo(deps.ssh, target, { url, workspaceDir: `${home}/${WORKSPACE_DIR}`, signal: ctx.signal });
+      directories.add(directory);
+      await deps.db.computer.update({ where: { id: computerId }, data: { clonedRepoDirectories: [...directories] } });
+      await updateStep(deps.db, computerId, step.id, { status: 'completed', completedAt: now() });
+    } catch (err) {
+      if (err instanceof SshError && err.kind !== 'host_key_mismatch' && ctx.attempt <= retryLimit) throw err;
+      await updateStep(deps.db, computerId, step.id, { status: 'failed', error: messageOf(err), completedAt: now() });
+    }
+  }
+
+  if (pending(STEP.installDeps)?.status === 'pending') {
+    await deps.db.$transaction(async (tx) => {
+      const fresh = await tx.computer.findUniqueOrThrow({ where: { id: computerId } });
+      if (fresh.clonedRepoDirectories.length === 0) {
+        await updateStep(tx, computerId, STEP.installDeps, { status: 'skipped', error: 'no repository was cloned', completedAt: now() });
+        return;
+      }
+      await startInstallSession(tx, ctx, fresh, now());
+    });
+  }
+}
+
+/** An agent machine reports its id only when it connects; a clash with a live sibling is left unset. */
+async function adoptHostId(deps: ComputerJobDeps, id: string, organizationId: string, ownerId: string, hostId: string) {
+  const clash = await deps.db.computer.findFirst({ where: { organizationId, ownerId, liveHostId: hostId }, select: { id: true } });
+  if (!clash) await deps.db.computer.update({ where: { id }, data: { hostId, liveHostId: hostId } });
+}
+
+async function skipRemaining(deps: ComputerJobDeps, computerId: string, reason: string) {
+  await deps.db.provisioningStep.updateMany({
+    where: { computerId, status: 'pending' },
+    data: { status: 'skipped', error: reason },
+  });
+}
+
+function messageOf(err: unknown): string {
+  return err instanceof Error ? err.message : String(err);
+}

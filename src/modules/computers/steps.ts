@@ -1,0 +1,44 @@
+import type { Db } from '../../db/client.ts';
+
+export type StepStatus = 'pending' | 'running' | 'completed' | 'failed' | 'skipped';
+
+export const STEP = {
+  connect: 'connect',
+  verify: 'verify',
+  clone: (n: number) => `clone-${n}`,
+  installDeps: 'install-deps',
+} as const;
+
+export interface NewStep {
+  id: string;
+  name: string;
+  status: StepStatus;
+  startedAt?: Date;
+  completedAt?: Date;
+}
+
+/**
+ * A byom computer's set-up: connect and verify (already done when the control plane dialled in
+ * at registration), one clone per repository, then dependencies when asked for.
+ */
+export function byomSteps(opts: { repos: string[]; autoInstallDeps: boolean; connectedAt?: Date }): NewStep[] {
+  const done = (id: string, name: string): NewStep =>
+    opts.connectedAt
+      ? { id, name, status: 'completed', startedAt: opts.connectedAt, completedAt: opts.connectedAt }
+      : { id, name, status: 'pending' };
+  return [
+    done(STEP.connect, 'Connecting to the machine'),
+    done(STEP.verify, 'Verifying the machine'),
+    ...opts.repos.map((url, i): NewStep => ({ id: STEP.clone(i + 1), name: `Cloning ${url}`, status: 'pending' })),
+    ...(opts.autoInstallDeps ? [{ id: STEP.installDeps, name: 'Installing dependencies', status: 'pending' as const }] : []),
+  ];
+}
+
+export async function updateStep(
+  db: Db,
+  computerId: string,
+  stepId: string,
+  patch: { status: StepStatus; error?: string | null; startedAt?: Date; completedAt?: Date | null; installSessionId?: string },
+): Promise<void> {
+  await db.provisioningStep.update({ where: { computerId_id: { computerId, id: stepId } }, data: patch });
+}

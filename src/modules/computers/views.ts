@@ -1,0 +1,48 @@
+import type { Computer, ProvisioningStep } from '../../generated/prisma/client.ts';
+import type { ComputerView } from './schemas.ts';
+
+type StoredSource =
+  | { kind: 'template' | 'execution-template'; templateId: string }
+  | { kind: 'computer'; sourceComputerId: string };
+
+const ms = (d: Date | null) => (d === null ? undefined : d.getTime());
+const opt = <T>(v: T | null) => (v === null ? undefined : v);
+
+function sourceView(source: unknown): ComputerView['computerSource'] {
+  if (!source || typeof source !== 'object') return undefined;
+  const s = source as StoredSource;
+  return s.kind === 'computer' ? { kind: 'computer', computerId: s.sourceComputerId } : { kind: s.kind, templateId: s.templateId };
+}
+
+export function stepView(step: ProvisioningStep) {
+  return {
+    id: step.id,
+    name: step.name,
+    status: step.status,
+    error: opt(step.error),
+    startedAt: ms(step.startedAt),
+    completedAt: ms(step.completedAt),
+    installSessionId: opt(step.installSessionId),
+  };
+}
+
+/** The wire shape; steps only when the caller asked for them. */
+export function computerView(c: Computer & { provisioningSteps?: ProvisioningStep[] }): ComputerView {
+  return {
+    id: c.id,
+    name: c.name,
+    providerType: c.providerType,
+    status: c.status,
+    createdAt: c.createdAt.getTime(),
+    hostId: opt(c.hostId),
+    isListed: c.isListed,
+    remoteUser: opt(c.remoteUser),
+    relayClientUrl: opt(c.relayClientUrl),
+    relayAgentUrl: opt(c.relayAgentUrl),
+    clonedRepoDirectories: c.clonedRepoDirectories,
+    ownerPrincipalKind: c.ownerKind === 'service' ? 'service' : 'human',
+    ownerId: c.ownerId,
+    computerSource: sourceView(c.source),
+    provisioningSteps: c.provisioningSteps?.map(stepView),
+  };
+}

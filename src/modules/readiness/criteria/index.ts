@@ -1,0 +1,18 @@
+export { agentInstructions } from './agent-instructions.ts';
+export { buildCommand } from './build-command.ts';
+export { ciWorkflows } from './ci-workflows.ts';
+export { codeOwners } from './code-owners.ts';
+export { dependencyUpdates } from './dependency-updates.ts';
+export { devEnvironment } from './dev-environment.ts';
+export { formatter } from './formatter.ts';
+export { gitignore } from './gitignore.ts';
+export { lintConfig } from './lint-config.ts';
+export { lockfile } from './lockfile.ts';
+export { preCommitHooks } from './pre-commit-hooks.ts';
+export { readme } from './readme.ts';
+export { secretsHygiene } from './secrets-hygiene.ts';
+export { setupDocs } from './setup-docs.ts';
+export { testsPresent } from './tests-present.ts';
+export { testsRunnable } from './tests-runnable.ts';
+export { typeCheck } from './type-check.ts';
+export type { Criterion, Level, Score } from './types.ts';

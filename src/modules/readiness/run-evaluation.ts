@@ -1,0 +1,95 @@
+import type { Principal } from '../../auth/principal.ts';
+import type { ReadinessEvaluation } from '../../generated/prisma/client.ts';
+import type { JobContext } from '../../jobs/job.ts';
+import { AppError } from '../../lib/errors.ts';
+import { newUuid } from '../../lib/ids.ts';
+import { CloneFailed, cloneRepository, evaluateCheckout } from './evaluator.ts';
+import type { EvaluateJobDeps } from './jobs.ts';
+import { createLocalScratchWorkspace } from './local-workspace.ts';
+import { repoKey, redactCredentials } from './repo-url.ts';
+import { createSshScratchWorkspace } from './ssh-workspace.ts';
+import type { ScratchWorkspace } from './workspace.ts';
+
+/** A failure no retry can fix: the evaluation fails at once with this message. */
+class FinalFailure extends Error {}
+
+async function openWorkspace(deps: EvaluateJobDeps, row: ReadinessEvaluation, signal: AbortSignal): Promise<ScratchWorkspace> {
+  if (!row.computerId) return createLocalScratchWorkspace(deps.scratchRoot);
+  if (!deps.computers) throw new FinalFailure('this server cannot reach computers, so it cannot evaluate on one; evaluate without computerId');
+  let target;
+  try {
+    target = await deps.computers.resolveTarget(row.requestedBy as Principal, row.computerId);
+  } catch (err) {
+    if (err instanceof AppError) throw new FinalFailure(`computer ${row.computerId} is not available: ${err.message}`);
+    throw err;
+  }
+  return createSshScratchWorkspace(deps.computers.ssh, target, { signal });
+}
+
+/**
+ * Runs one evaluation: marks it running, clones and scores the repository in a scratch workspace
+ * (always removed afterwards), then stores the report and marks the evaluation succeeded in one
+ * transaction. Clone failures and unusable computers fail it at once; other errors are retried
+ * by the queue and fail it on the last attempt.
+ */
+export async function runEvaluation(
+  deps: EvaluateJobDeps,
+  evaluationId: string,
+  ctx: Pick<JobContext, 'attempt' | 'signal' | 'log'> & { retryLimit: number },
+): Promise<void> {
+  const { prisma, clock } = deps;
+  const row = await prisma.readinessEvaluation.findUnique({ where: { id: evaluationId } });
+  if (!row || row.status === 'succeeded' || row.status === 'failed') {
+    ctx.log.info({ evaluationId, status: row?.status ?? 'missing' }, 'readiness evaluation already settled');
+    return;
+  }
+  await prisma.readinessEvaluation.updateMany({
+    where: { id: evaluationId, status: { in: ['queued', 'running'] } },
+    data: { status: 'running', startedAt: row.startedAt ?? clock.now() },
+  });
+  try {
+    const ws = await openWorkspace(deps, row, ctx.signal);
+    let result;
+    try {
+      const dir = await cloneRepository(ws, { repoUrl: row.repoUrl, branch: row.branch }, ctx.signal);
+      result = await evaluateCheckout(ws, dir, { signal: ctx.signal });
+    } finally {
+      await ws.dispose().catch((err: unknown) => ctx.log.warn({ err, evaluationId }, 'removing the scratch directory failed'));
+    }
+    const reportId = newUuid();
+    const now = clock.now();
+    await prisma.$transaction(async (tx) => {
+      await tx.readinessReport.create({
+        data: {
+          id: reportId,
+          organizationId: row.organizationId,
+          repoUrl: row.repoUrl,
+          repoKey: repoKey(row.repoUrl)!,
+          apps: result.apps,
+          report: result.report as object,
+          commitHash: result.commitHash,
+          branch: result.branch,
+          hasLocalChanges: result.hasLocalChanges,
+          hasNonRemoteCommits: result.hasNonRemoteCommits,
+          createdAt: now,
+        },
+      });
+      const settled = await tx.readinessEvaluation.updateMany({
+        where: { id: evaluationId, status: 'running' },
+        data: { status: 'succeeded', reportId, completedAt: now },
+      });
+      if (settled.count !== 1) throw new Error(`readiness evaluation ${evaluationId} was settled by another run`);
+    });
+    ctx.log.info({ evaluationId, reportId }, 'readiness evaluation succeeded');
+  } catch (err) {
+    const final = err instanceof FinalFailure || err instanceof CloneFailed;
+    if (!final && ctx.attempt <= ctx.retryLimit) throw err;
+    const message = redactCredentials(err instanceof Error ? err.message : String(err));
+    await prisma.readinessEvaluation.updateMany({
+      where: { id: evaluationId, status: 'running' },
+      data: { status: 'failed', error: message, completedAt: clock.now() },
+    });
+    ctx.log.warn({ evaluationId, reason: message }, 'readiness evaluation failed');
+    if (!final) throw err;
+  }
+}

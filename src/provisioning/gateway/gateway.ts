@@ -1,0 +1,250 @@
+import net from 'node:net';
+import type { Duplex } from 'node:stream';
+import ssh2, { type AuthContext, type Connection as AgentConnection, type ServerChannel } from 'ssh2';
+import type { Logger } from '../../lib/logger.ts';
+import { Unreachable } from '../ssh/errors.ts';
+import { describeHostKey, type PresentedHostKey } from '../ssh/host-keys.ts';
+import { FORWARD_BIND_PORT, GATEWAY_SOFTWARE } from './protocol.ts';
+
+/** The key an agent presented: OpenSSH public key line (`ssh-ed25519 AAAA...`), fingerprint, type. */
+export type PresentedAgentKey = PresentedHostKey;
+
+export interface SshGatewayOptions {
+  host: string;
+  /** 0 picks a free port; see address(). */
+  port: number;
+  /** The gateway's own host key (OpenSSH or PEM private key); agents pin it on first use. */
+  hostKey: string | Buffer;
+  /**
+   * Is `key` the agent key registered for this computer? Resolve false to refuse it: the agent
+   * then stops for good (e.g. the computer was deleted). Throw when the answer is unknown (the
+   * database is down): the connection is dropped without an authentication failure, so the
+   * agent retries later.
+   */
+  authorize(computerId: string, key: PresentedAgentKey): Promise<boolean>;
+  log: Logger;
+  /** Keepalive to agents; an agent is dropped after `keepaliveCountMax` unanswered ones. Default 15 s x 3. */
+  keepaliveIntervalMs?: number;
+  keepaliveCountMax?: number;
+  /** An agent must authenticate and ask for forwarding within this time. Default 30 s. */
+  handshakeTimeoutMs?: number;
+}
+
+export interface SshGateway {
+  address(): { host: string; port: number };
+  /**
+   * Opens a stream to the SSH server of the computer's agent, for SshTarget.dial. Fails with
+   * `Unreachable` when no agent of that computer is connected.
+   */
+  dial(computerId: string, signal?: AbortSignal): Promise<Duplex>;
+  isConnected(computerId: string): boolean;
+  /** Drops the computer's agent connection, if any (the agent reconnects unless it is refused). */
+  disconnect(computerId: string): boolean;
+  /** Stops listening and drops every agent. */
+  close(): Promise<void>;
+}
+
+/** One live agent: its connection and the forwarding it asked for. */
+interface Agent {
+  readonly computerId: string;
+  readonly connection: AgentConnection;
+  readonly socket: net.Socket;
+  readonly bindAddr: string;
+  readonly bindPort: number;
+}
+
+const MAX_AUTH_ATTEMPTS = 6;
+
+/**
+ * The control plane's SSH gateway: `agentplane agent` processes dial in, authenticate as their
+ * computer with their own key pair and ask for remote forwarding; the control plane then reaches
+ * each machine through `forwarded-tcpip` channels over that one outbound connection.
+ * The gateway offers agents nothing else: no sessions, no port forwarding to anywhere.
+ */
+export async function createSshGateway(opts: SshGatewayOptions): Promise<SshGateway> {
+  const log = opts.log.child({ component: 'ssh-gateway' });
+  const agents = new Map<string, Agent>();
+  const sockets = new Set<net.Socket>();
+  const handshakeTimeoutMs = opts.handshakeTimeoutMs ?? 30_000;
+  let closed = false;
+
+  const sshServer = new ssh2.Server({
+    hostKeys: [opts.hostKey],
+    ident: GATEWAY_SOFTWARE,
+    keepaliveInterval: opts.keepaliveIntervalMs ?? 15_000,
+    keepaliveCountMax: opts.keepaliveCountMax ?? 3,
+  });
+
+  const handshakeTimers = new WeakMap<net.Socket, NodeJS.Timeout>();
+  const tcp = net.createServer((socket) => {
+    if (closed) return socket.destroy();
+    // Without TCP_NODELAY Nagle holds back the small packets of every tunnelled command.
+    socket.setNoDelay(true);
+    sockets.add(socket);
+    const timer = setTimeout(() => {
+      log.warn({ remote: `${socket.remoteAddress}:${socket.remotePort}` }, 'agent did not finish its handshake in time; dropping it');
+      socket.destroy();
+    }, handshakeTimeoutMs);
+    timer.unref();
+    handshakeTimers.set(socket, timer);
+    socket.once('close', () => {
+      clearTimeout(timer);
+      sockets.delete(socket);
+    });
+    socket.on('error', () => {});
+    sshServer.injectSocket(socket);
+  });
+
+  sshServer.on('connection', (connection: AgentConnection) => {
+    // ssh2 (pinned 1.17.0) keeps the transport in a private field; a dead agent needs destroy().
+    const socket = (connection as unknown as { _sock: net.Socket })._sock;
+    handleAgent(connection, socket);
+  });
+
+  function handleAgent(connection: AgentConnection, socket: net.Socket): void {
+    const remote = `${socket.remoteAddress}:${socket.remotePort}`;
+    let computerId: string | undefined;
+    let agent: Agent | undefined;
+    let attempts = 0;
+    // One lookup per presented key and connection: a client asks about a key, then signs with it.
+    const verdicts = new Map<string, Promise<boolean>>();
+
+    connection.on('authentication', (ctx: AuthContext) => {
+      if (ctx.method !== 'publickey') return ctx.reject(['publickey']);
+      if (++attempts > MAX_AUTH_ATTEMPTS) return socket.destroy();
+      const key = describeHostKey(ctx.key.data);
+      const cacheKey = `${ctx.username}\n${key.fingerprint}`;
+      let verdict = verdicts.get(cacheKey);
+      if (!verdict) {
+        verdict = ctx.username.length > 0 && ctx.username.length <= 200 ? opts.authorize(ctx.username, key) : Promise.resolve(false);
+        verdicts.set(cacheKey, verdict);
+      }
+      verdict.then(
+        (ok) => {
+          if (!ok) {
+            log.info({ remote, computerId: ctx.username, fingerprint: key.fingerprint }, 'agent key refused');
+            return ctx.reject(['publickey']);
+          }
+          // Without a signature the client only asks whether the key would do.
+          if (!ctx.signature || !ctx.blob) return ctx.accept();
+          const parsed = ssh2.utils.parseKey(ctx.key.data);
+          if (parsed instanceof Error || Array.isArray(parsed) || parsed.verify(ctx.blob, ctx.signature, ctx.hashAlgo) !== true) {
+            return ctx.reject(['publickey']);
+          }
+          computerId = ctx.username;
+          ctx.accept();
+        },
+        (err: unknown) => {
+          log.error({ err, remote, computerId: ctx.username }, 'cannot check an agent key; dropping the connection so the agent retries');
+          socket.destroy();
+        },
+      );
+    });
+
+    connection.on('request', (accept, reject, name, info) => {
+      if (!computerId || (name !== 'tcpip-forward' && name !== 'cancel-tcpip-forward')) return reject?.();
+      if (name === 'cancel-tcpip-forward') {
+        if (agent && agents.get(agent.computerId) === agent) agents.delete(agent.computerId);
+        agent = undefined;
+        return accept?.();
+      }
+      const bindInfo = info as { bindAddr: string; bindPort: number };
+      const bindPort = bindInfo.bindPort || FORWARD_BIND_PORT;
+      agent = { computerId, connection, socket, bindAddr: bindInfo.bindAddr, bindPort };
+      const previous = agents.get(computerId);
+      agents.set(computerId, agent);
+      clearTimeout(handshakeTimers.get(socket));
+      accept?.(bindPort);
+      if (previous && previous.connection !== connection) {
+        log.info({ computerId }, 'a newer agent connection replaces the older one');
+        previous.socket.destroy();
+      }
+      log.info({ computerId, remote }, 'agent connected');
+    });
+
+    connection.on('error', (err: Error & { level?: string }) => {
+      // On keepalive timeout ssh2 only end()s a socket whose peer no longer answers.
+      if (err.level === 'client-timeout') socket.destroy();
+      log.debug({ err, remote, computerId }, 'agent connection error');
+    });
+
+    connection.on('close', () => {
+      if (agent && agents.get(agent.computerId) === agent) {
+        agents.delete(agent.computerId);
+        log.info({ computerId: agent.computerId, remote }, 'agent disconnected');
+      }
+    });
+  }
+
+  await new Promise<void>((resolve, reject) => {
+    tcp.once('error', reject);
+    tcp.listen(opts.port, opts.host, () => {
+      tcp.removeListener('error', reject);
+      resolve();
+    });
+  });
+  tcp.on('error', (err) => log.error({ err }, 'SSH gateway listener error'));
+
+  const address = (): { host: string; port: number } => {
+    const a = tcp.address() as net.AddressInfo;
+    return { host: a.address, port: a.port };
+  };
+  log.info(address(), 'SSH gateway listening');
+
+  return {
+    address,
+
+    dial(computerId, signal) {
+      const port = address().port;
+      const agent = agents.get(computerId);
+      if (!agent) {
+        return Promise.reject(
+          new Unreachable({
+            host: computerId,
+            port,
+            reason: 'the machine\'s agent is not connected to the SSH gateway; is "agentplane agent" running on it?',
+          }),
+        );
+      }
+      return new Promise<Duplex>((resolve, reject) => {
+        let settled = false;
+        const onAbort = () => {
+          if (settled) return;
+          settled = true;
+          reject(signal?.reason instanceof Error ? signal.reason : new Error('aborted'));
+        };
+        if (signal?.aborted) return onAbort();
+        signal?.addEventListener('abort', onAbort, { once: true });
+        agent.connection.forwardOut(agent.bindAddr, agent.bindPort, '127.0.0.1', 0, (err: Error | undefined, channel: ServerChannel) => {
+          signal?.removeEventListener('abort', onAbort);
+          if (settled) {
+            if (!err) channel.close();
+            return;
+          }
+          settled = true;
+          if (err) return reject(new Unreachable({ host: computerId, port, reason: `the agent refused the tunnel: ${err.message}`, cause: err }));
+          resolve(channel);
+        });
+      });
+    },
+
+    isConnected: (computerId) => agents.has(computerId),
+
+    disconnect(computerId) {
+      const agent = agents.get(computerId);
+      if (!agent) return false;
+      agents.delete(computerId);
+      agent.socket.destroy();
+      log.info({ computerId }, 'agent connection dropped on request');
+      return true;
+    },
+
+    async close() {
+      closed = true;
+      agents.clear();
+      const stopped = new Promise<void>((resolve) => tcp.close(() => resolve()));
+      for (const socket of sockets) socket.destroy();
+      await stopped;
+    },
+  };
+}

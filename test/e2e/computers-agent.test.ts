@@ -1,0 +1,143 @@
+import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { syncGitIntegrations } from '../../src/modules/computers/integrations.ts';
+import { hexToUuid } from '../../src/provisioning/ssh/index.ts';
+import { startTestApi, type TestApi } from '../support/api.ts';
+import { isRoot, TEST_USER } from '../support/sshd.ts';
+import { BACKENDS } from '../support/test-db.ts';
+
+/**
+ * `agentplane agent` registering a machine through the real API and serving the control plane
+ * through the real SSH gateway: no sshd and no inbound port on the machine. As root the agent runs
+ * as the unprivileged test user, as it would on a developer's machine.
+ */
+
+const BIN = path.resolve('bin/agentplane.js');
+
+function userEnv(): { uid?: number; gid?: number; home: string; username: string } {
+  if (!isRoot) return { home: os.homedir(), username: os.userInfo().username };
+  spawnSync('useradd', ['--create-home', '--shell', '/bin/bash', '--password', '*', TEST_USER]);
+  const [uid, gid, home] = spawnSync('sh', ['-c', `id -u ${TEST_USER}; id -g ${TEST_USER}; getent passwd ${TEST_USER} | cut -d: -f6`], {
+    encoding: 'utf8',
+  }).stdout.trim().split('\n');
+  return { uid: Number(uid), gid: Number(gid), home: home!, username: TEST_USER };
+}
+
+async function waitFor<T>(what: string, probe: () => Promise<T | undefined>, timeoutMs = 30_000): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const value = await probe();
+    if (value !== undefined) return value;
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await sleep(100);
+  }
+}
+
+describe.each(BACKENDS)('byom machines registered by `agentplane agent` on %s', (backend) => {
+  let api: TestApi;
+  let agent: ChildProcess;
+  let stderr = '';
+  let exited: Promise<number | null>;
+  const who = userEnv();
+  const stateDir = fs.mkdtempSync(path.join(os.tmpdir(), 'agentplane-agent-state-'));
+  const name = `laptop-${backend}`;
+
+  beforeAll(async () => {
+    api = await startTestApi(backend, { worker: true, gateway: true });
+    if (who.uid !== undefined) fs.chownSync(stateDir, who.uid, who.gid!);
+    agent = spawn(
+      process.execPath,
+      [BIN, 'agent', '--url', api.url, '--name', name, '--state-dir', path.join(stateDir, 'agent')],
+      {
+        uid: who.uid,
+        gid: who.gid,
+        cwd: '/',
+        env: { PATH: process.env.PATH, HOME: who.home, AGENTPLANE_API_KEY: api.acme.members.user.apiKey },
+        stdio: ['ignore', 'ignore', 'pipe'],
+      },
+    );
+    agent.stderr!.on('data', (d: Buffer) => (stderr += d.toString()));
+    exited = new Promise((resolve) => agent.once('exit', (code) => resolve(code)));
+  });
+  afterAll(async () => {
+    if (agent.exitCode === null && agent.signalCode === null) {
+      agent.kill('SIGTERM');
+      await exited;
+    }
+    await api?.close();
+    fs.rmSync(stateDir, { recursive: true, force: true });
+  });
+
+  const as = () => api.acme.members.user.apiKey;
+  const computerNamed = () => api.call('GET', `/api/v0/computers/name/${name}`, { as: as() });
+
+  it('registers the machine: active, its own host id and user, the gateway as relayAgentUrl', async () => {
+    const res = await waitFor('the registration', async () => {
+      const r = await computerNamed();
+      return r.status === 200 ? r : undefined;
+    });
+    expect(res.body).toMatchObject({
+      providerType: 'byom',
+      status: 'active',
+      remoteUser: who.username,
+      hostId: hexToUuid(fs.readFileSync('/etc/machine-id', 'utf8').trim()),
+      relayAgentUrl: `ssh://127.0.0.1:${api.machines.gateway!.port}`,
+      ownerId: api.acme.members.user.userId,
+    });
+    const stored = await api.db.prisma.computer.findUniqueOrThrow({ where: { id: res.body.id } });
+    expect(stored.connectionType).toBe('agent');
+    expect(stored.agentPublicKey).toMatch(/^ssh-ed25519 /);
+    expect(stored.hostKeyFingerprint).toMatch(/^SHA256:/);
+    // The API key was only for registering: it is in no file of the agent's state.
+    const files = fs.readdirSync(path.join(stateDir, 'agent'));
+    for (const f of files) expect(fs.readFileSync(path.join(stateDir, 'agent', f), 'utf8')).not.toContain(as());
+  });
+
+  it('connects through the tunnel: the set-up job completes connect and verify', async () => {
+    const { body } = await computerNamed();
+    const steps = await waitFor('connect and verify', async () => {
+      const r = await api.call('GET', `/api/v0/computers/${body.id}`, { as: as() });
+      const s = r.body.provisioningSteps as { id: string; status: string }[];
+      return s.every((x) => x.status === 'completed') ? s : undefined;
+    });
+    expect(steps.map((s) => s.id)).toEqual(['connect', 'verify']);
+  });
+
+  it('runs metrics and refresh on the machine through the agent, as the agent’s user', async () => {
+    const { body } = await computerNamed();
+    const metrics = await api.call('GET', `/api/v0/computers/${body.id}/metrics`, { as: as() });
+    expect(metrics.status).toBe(200);
+    expect(metrics.body[0].cpuCount).toBe(os.cpus().length);
+    if (!isRoot) return;
+    await syncGitIntegrations(api.db.prisma, api.machines.secrets, [
+      { organization: api.acme.id, host: 'git.agent.example', username: 'bot', token: 'agent-token-1' },
+    ]);
+    const refreshed = await api.call('POST', `/api/v0/computers/${body.id}/refresh`, { as: as() });
+    expect(refreshed.status).toBe(200);
+    expect(refreshed.body).toEqual({ configured: 1 });
+    const file = path.join(who.home, '.config/agentplane/git-credentials');
+    expect(fs.readFileSync(file, 'utf8')).toContain('agent-token-1');
+    expect(fs.statSync(file).uid).toBe(who.uid);
+    expect(fs.statSync(file).mode & 0o777).toBe(0o600);
+    await syncGitIntegrations(api.db.prisma, api.machines.secrets, []);
+    await api.call('POST', `/api/v0/computers/${body.id}/refresh`, { as: as() });
+  });
+
+  it('another organization cannot reach it', async () => {
+    const { body } = await computerNamed();
+    const res = await api.call('GET', `/api/v0/computers/${body.id}/metrics`, { as: api.globex.members.owner.apiKey });
+    expect(res.status).toBe(404);
+  });
+
+  it('deleting the computer drops the tunnel and the gateway refuses the agent from then on', async () => {
+    const { body } = await computerNamed();
+    expect((await api.call('DELETE', `/api/v0/computers/${body.id}`, { as: as() })).status).toBe(204);
+    const code = await Promise.race([exited, sleep(20_000).then(() => 'still running')]);
+    expect(code).toBe(1);
+    expect(stderr).toMatch(/refused|deleted/i);
+  });
+});
