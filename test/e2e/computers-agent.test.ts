@@ -9,6 +9,7 @@ import { hexToUuid } from '../../src/provisioning/ssh/index.ts';
 import { startTestApi, type TestApi } from '../support/api.ts';
 import { isRoot, TEST_USER } from '../support/sshd.ts';
 import { BACKENDS } from '../support/test-db.ts';
+import { waitFor } from '../support/wait.ts';
 
 /**
  * `agentplane agent` registering a machine through the real API and serving the control plane
@@ -27,15 +28,6 @@ function userEnv(): { uid?: number; gid?: number; home: string; username: string
   return { uid: Number(uid), gid: Number(gid), home: home!, username: TEST_USER };
 }
 
-async function waitFor<T>(what: string, probe: () => Promise<T | undefined>, timeoutMs = 30_000): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const value = await probe();
-    if (value !== undefined) return value;
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await sleep(100);
-  }
-}
 
 describe.each(BACKENDS)('byom machines registered by `agentplane agent` on %s', (backend) => {
   let api: TestApi;

@@ -9,20 +9,12 @@ import { hexToUuid } from '../../src/provisioning/ssh/index.ts';
 import { startTestApi, type TestApi } from '../support/api.ts';
 import { isRoot, sshdMissing, startSshd, TEST_USER, type TestSshd } from '../support/sshd.ts';
 import { BACKENDS } from '../support/test-db.ts';
+import { waitFor } from '../support/wait.ts';
 
 const missing = sshdMissing();
 const skip = missing !== undefined && process.env.CI !== 'true';
 if (skip) console.warn(`skipping the computers e2e tests: ${missing}`);
 
-async function waitFor<T>(what: string, probe: () => Promise<T | undefined>, timeoutMs = 60_000): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const value = await probe();
-    if (value !== undefined) return value;
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await sleep(200);
-  }
-}
 
 /** A git repository on the machine (this host), owned by the user the sshd logs in as. */
 function fixtureRepo(name: string, files: Record<string, string>): string {

@@ -12,6 +12,7 @@ import { createLogger } from '../../src/lib/logger.ts';
 import { createSshGateway, parsePublicKeyLine, type SshGateway } from '../../src/provisioning/gateway/index.ts';
 import { createSshClient, generateKeyPair, hexToUuid, SshError, type SshClient, type SshTarget } from '../../src/provisioning/ssh/index.ts';
 import { listenOnFreePort } from '../support/http.ts';
+import { waitFor } from '../support/wait.ts';
 
 /**
  * `agentplane agent` as its own process (runAgentCommand, as the CLI calls it), registering with a
@@ -96,13 +97,6 @@ function spawnAgent(opts: { name: string; stateDir: string; apiKey?: string; run
   return { child, stderr: () => stderr, exited };
 }
 
-async function waitFor(what: string | (() => string), check: () => boolean | Promise<boolean>, timeoutMs = 15_000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!(await check())) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${typeof what === 'string' ? what : what()}`);
-    await new Promise((r) => setTimeout(r, 20));
-  }
-}
 
 /** A zombie counts as dead: killed, only waiting for its reaper. */
 function alive(pid: number): boolean {

@@ -11,6 +11,7 @@ import { TunnelRefused } from '../../src/machine-agent/tunnel.ts';
 import { createLogger } from '../../src/lib/logger.ts';
 import { createSshGateway, type SshGateway } from '../../src/provisioning/gateway/index.ts';
 import { createSshClient, generateKeyPair, SshError, type SshClient, type SshTarget } from '../../src/provisioning/ssh/index.ts';
+import { waitFor } from '../support/wait.ts';
 
 /**
  * The SSH gateway and the agent, in this process, over real TCP on loopback: the control plane's
@@ -77,13 +78,6 @@ async function startAgent(computerId: string, opts: { state?: AgentStateDir; reg
   return agent;
 }
 
-async function waitFor(what: string, check: () => boolean | Promise<boolean>, timeoutMs = 10_000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!(await check())) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 20));
-  }
-}
 
 function targetOf(agent: RunningAgent): SshTarget {
   return {

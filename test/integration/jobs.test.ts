@@ -6,20 +6,10 @@ import { defineJob, type JobDefinition } from '../../src/jobs/job.ts';
 import { createJobQueue, failedQueueName, type JobQueue } from '../../src/jobs/queue.ts';
 import { createLogger } from '../../src/lib/logger.ts';
 import { BACKENDS, openTestDatabase } from '../support/test-db.ts';
+import { waitFor } from '../support/wait.ts';
 
 const log = createLogger({ level: process.env.TEST_LOG_LEVEL ?? 'silent' });
 
-type Probe<T> = () => T | undefined | Promise<T | undefined>;
-
-async function waitFor<T>(what: string, probe: Probe<T>, timeoutMs = 15_000): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const value = await probe();
-    if (value !== undefined && value !== false) return value;
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await sleep(50);
-  }
-}
 
 // Fast maintenance and polling so retries, expiry and key release show up within a test's budget.
 const TUNING = { maintenanceIntervalSeconds: 1, pollingIntervalSeconds: 0.5 };

@@ -4,6 +4,7 @@ import { Cancelled, ConnectionLost, SshTimeout, type SshError } from './errors.t
 import { serverHonoursSignals, withContext, withStdinWatchdog } from './command.ts';
 import { abortedError, openChannel, type ConnectionPool } from './pool.ts';
 import { portOf, type SshTarget } from './target.ts';
+import { OutputTail } from './output-tail.ts';
 
 export interface ExecOptions {
   /** Directory to run in; the command fails with exit code 1 if it does not exist. */
@@ -57,39 +58,6 @@ function sendSignal(channel: ClientChannel, name: string): void {
   ch._client?._protocol?.signal(ch.outgoing.id, name);
 }
 
-/** Keeps the last `limit` bytes written. */
-class Tail {
-  readonly #chunks: Buffer[] = [];
-  #size = 0;
-  readonly limit: number;
-  truncated = false;
-
-  constructor(limit: number) {
-    this.limit = limit;
-  }
-
-  push(chunk: Buffer): void {
-    this.#chunks.push(chunk);
-    this.#size += chunk.length;
-    while (this.#size > this.limit && this.#chunks.length > 0) {
-      const first = this.#chunks[0]!;
-      const excess = this.#size - this.limit;
-      this.truncated = true;
-      if (first.length <= excess) {
-        this.#chunks.shift();
-        this.#size -= first.length;
-      } else {
-        this.#chunks[0] = first.subarray(excess);
-        this.#size -= excess;
-      }
-    }
-  }
-
-  toString(): string {
-    return Buffer.concat(this.#chunks).toString('utf8');
-  }
-}
-
 export async function exec(
   pool: ConnectionPool,
   remoteKill: RemoteKill,
@@ -121,8 +89,8 @@ function run(
   const stdin = opts.stdin === undefined ? undefined : Buffer.from(opts.stdin);
   const remoteCommand = watchdog ? withStdinWatchdog(script, stdin?.length ?? 0) : script;
   const limit = opts.maxOutputBytes ?? DEFAULT_MAX_OUTPUT;
-  const stdout = new Tail(limit);
-  const stderr = new Tail(limit);
+  const stdout = new OutputTail(limit);
+  const stderr = new OutputTail(limit);
 
   return new Promise<ExecResult>((resolve, reject) => {
     let channel: ClientChannel | undefined;

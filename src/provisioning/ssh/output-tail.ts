@@ -1,8 +1,9 @@
-/** Keeps the last `limit` bytes written, so a long install's output costs bounded memory. */
+/** Keeps the last `limit` bytes written, so long output costs bounded memory. */
 export class OutputTail {
   readonly #chunks: Buffer[] = [];
   #size = 0;
   readonly limit: number;
+  truncated = false;
 
   constructor(limit: number) {
     this.limit = limit;
@@ -11,9 +12,10 @@ export class OutputTail {
   push(chunk: Buffer): void {
     this.#chunks.push(chunk);
     this.#size += chunk.length;
-    while (this.#size > this.limit) {
+    while (this.#size > this.limit && this.#chunks.length > 0) {
       const first = this.#chunks[0]!;
       const excess = this.#size - this.limit;
+      this.truncated = true;
       if (first.length <= excess) {
         this.#chunks.shift();
         this.#size -= first.length;
