@@ -15,8 +15,12 @@ export function computerOperations(deps: ComputersDeps) {
   // interleave, so this process runs them one after another per computer.
   const refreshing = new Map<string, Promise<unknown>>();
   const oneAtATime = <T>(key: string, work: () => Promise<T>): Promise<T> => {
-    const run = (refreshing.get(key) ?? Promise.resolve()).catch(() => undefined).then(work);
-    const settled = run.finally(() => {
+    const run = (refreshing.get(key) ?? Promise.resolve()).then(work);
+    // The queue entry never rejects: the caller handles `run`'s error, the next caller only waits.
+    const settled = run.then(
+      () => undefined,
+      () => undefined,
+    ).finally(() => {
       if (refreshing.get(key) === settled) refreshing.delete(key);
     });
     refreshing.set(key, settled);
