@@ -1,7 +1,9 @@
 import type { Db } from '../db/client.ts';
+import { readsThroughPrisma, type ReadRows } from '../db/reads.ts';
 import type { Clock } from '../lib/clock.ts';
 import { Unauthorized } from '../lib/errors.ts';
 import { hashApiKey, hashesEqual, looksLikeApiKey } from './api-keys.ts';
+import { API_KEY_BY_HASH, USER_BY_IDP_ID, type ApiKeyRow, type IdentityRow } from './credential-lookup.ts';
 import type { JwtVerifier } from './jwt.ts';
 import type { Principal } from './principal.ts';
 
@@ -10,19 +12,32 @@ export type Authenticate = (authorization: string | undefined) => Promise<Princi
 /** Sign-in times are refreshed at most this often, so a busy client does not write on every call. */
 const SIGN_IN_REFRESH_MS = 5 * 60_000;
 
+interface Deps {
+  db: Db;
+  clock: Clock;
+  reads: ReadRows;
+}
+
 /**
- * Turns an `Authorization: Bearer ...` header into a principal. Every request re-reads the key
- * from the database, so a revocation takes effect at once on every replica.
+ * Turns an `Authorization: Bearer ...` header into a principal. Every request re-reads the
+ * credential from the database in one statement, so a revocation takes effect at once on every
+ * replica. `reads` defaults to Prisma raw queries; `preparedReads` (src/db/reads.ts) is faster.
  */
-export function createAuthenticator(deps: { db: Db; clock: Clock; verifyJwt?: JwtVerifier }): Authenticate {
+export function createAuthenticator(options: {
+  db: Db;
+  clock: Clock;
+  verifyJwt?: JwtVerifier;
+  reads?: ReadRows;
+}): Authenticate {
+  const deps: Deps = { db: options.db, clock: options.clock, reads: options.reads ?? readsThroughPrisma(options.db) };
   return async (authorization) => {
     const credential = parseBearer(authorization);
     if (looksLikeApiKey(credential)) return fromApiKey(deps, credential);
     if (credential.split('.').length === 3) {
-      if (!deps.verifyJwt) {
+      if (!options.verifyJwt) {
         throw new Unauthorized('JWT access tokens are not enabled on this deployment; use an API key');
       }
-      return fromJwt(deps, await deps.verifyJwt(credential));
+      return fromJwt(deps, await options.verifyJwt(credential));
     }
     throw new Unauthorized('The credential is neither an agentplane API key nor a JWT access token');
   };
@@ -35,12 +50,9 @@ function parseBearer(header: string | undefined): string {
   return match[1]!;
 }
 
-async function fromApiKey(deps: { db: Db; clock: Clock }, value: string): Promise<Principal> {
+async function fromApiKey(deps: Deps, value: string): Promise<Principal> {
   const secretHash = hashApiKey(value);
-  const key = await deps.db.apiKey.findUnique({
-    where: { secretHash },
-    include: { serviceAccount: true, user: { include: { memberships: true } } },
-  });
+  const [key] = await deps.reads<ApiKeyRow>(API_KEY_BY_HASH, [secretHash]);
   if (!key || !hashesEqual(key.secretHash, secretHash)) throw new Unauthorized('The API key is not valid');
   const now = deps.clock.now();
   if (key.revokedAt && !(key.validUntil && key.validUntil > now)) {
@@ -48,49 +60,23 @@ async function fromApiKey(deps: { db: Db; clock: Clock }, value: string): Promis
   }
   if (key.expiresAt && key.expiresAt <= now) throw new Unauthorized('The API key has expired; create a new key');
   const base = { organizationId: key.organizationId, credential: 'api_key' as const, apiKeyId: key.id };
-  if (key.serviceAccount) {
-    if (key.serviceAccount.status !== 'active') {
-      throw new Unauthorized(`The service account behind this API key is ${key.serviceAccount.status}`);
+  if (key.serviceAccountId) {
+    if (key.serviceAccountStatus !== 'active') {
+      throw new Unauthorized(`The service account behind this API key is ${key.serviceAccountStatus}`);
     }
-    return { ...base, kind: 'service_account', serviceAccountId: key.serviceAccount.id, role: 'user' };
+    return { ...base, kind: 'service_account', serviceAccountId: key.serviceAccountId, role: 'user' };
   }
-  const membership = key.user?.memberships.find((m) => m.organizationId === key.organizationId);
-  if (!key.user || membership?.status !== 'active') {
+  if (!key.userId || key.membershipStatus !== 'active') {
     throw new Unauthorized('The owner of this API key is no longer an active member of the organization');
   }
-  return { ...base, kind: 'user', userId: key.user.id, email: key.user.email, role: membership.role };
+  return { ...base, kind: 'user', userId: key.userId, email: key.email!, role: key.role! };
 }
 
-async function fromJwt(
-  deps: { db: Db; clock: Clock },
-  claims: { sub: string; email?: string; orgId: string },
-): Promise<Principal> {
+async function fromJwt(deps: Deps, claims: { sub: string; email?: string; orgId: string }): Promise<Principal> {
   const now = deps.clock.now();
-  const known = await deps.db.user.findUnique({
-    where: { idpUserId: claims.sub },
-    include: { memberships: { where: { organizationId: claims.orgId } } },
-  });
-  let user = known;
-  let membership = known?.memberships[0];
-  if (!known && claims.email) {
-    // A first sign-in: link the identity to the invited or bootstrapped member with that email.
-    const candidate = await deps.db.user.findUnique({
-      where: { email: claims.email.toLowerCase() },
-      include: { memberships: { where: { organizationId: claims.orgId } } },
-    });
-    if (candidate && candidate.idpUserId === null && candidate.memberships[0]) {
-      user = await deps.db.user.update({
-        where: { id: candidate.id },
-        data: { idpUserId: claims.sub, lastSignInAt: now },
-        include: { memberships: { where: { organizationId: claims.orgId } } },
-      });
-      membership = await deps.db.membership.update({
-        where: { id: candidate.memberships[0].id },
-        data: { status: 'active' },
-      });
-    }
-  }
-  if (!user || membership?.status !== 'active') {
+  let user: IdentityRow | undefined = (await deps.reads<IdentityRow>(USER_BY_IDP_ID, [claims.sub, claims.orgId]))[0];
+  if (!user && claims.email) user = await linkFirstSignIn(deps.db, { ...claims, email: claims.email }, now);
+  if (!user || user.membershipStatus !== 'active') {
     throw new Unauthorized('This identity is not an active member of the organization named in the token');
   }
   if (!user.lastSignInAt || now.getTime() - user.lastSignInAt.getTime() > SIGN_IN_REFRESH_MS) {
@@ -102,6 +88,37 @@ async function fromJwt(
     kind: 'user',
     userId: user.id,
     email: user.email,
+    role: user.role!,
+  };
+}
+
+/**
+ * A first sign-in: links the identity to the invited or bootstrapped member with that email and
+ * activates the membership. Undefined when there is no such unlinked member.
+ */
+async function linkFirstSignIn(
+  db: Db,
+  claims: { sub: string; email: string; orgId: string },
+  now: Date,
+): Promise<IdentityRow | undefined> {
+  const candidate = await db.user.findUnique({
+    where: { email: claims.email.toLowerCase() },
+    include: { memberships: { where: { organizationId: claims.orgId } } },
+  });
+  if (!candidate || candidate.idpUserId !== null || !candidate.memberships[0]) return undefined;
+  const user = await db.user.update({
+    where: { id: candidate.id },
+    data: { idpUserId: claims.sub, lastSignInAt: now },
+  });
+  const membership = await db.membership.update({
+    where: { id: candidate.memberships[0].id },
+    data: { status: 'active' },
+  });
+  return {
+    id: user.id,
+    email: user.email,
+    lastSignInAt: user.lastSignInAt,
     role: membership.role,
+    membershipStatus: membership.status,
   };
 }

@@ -1,6 +1,7 @@
 import type { Principal } from '../../auth/principal.ts';
 import { isUniqueViolation } from '../../db/errors.ts';
 import type { Db } from '../../db/client.ts';
+import { readsThroughPrisma } from '../../db/reads.ts';
 import type { ServiceAccount } from '../../generated/prisma/client.ts';
 import { Conflict } from '../../lib/errors.ts';
 import { newId } from '../../lib/ids.ts';
@@ -13,11 +14,10 @@ import {
   AUDIT_SOURCE,
   requireServiceAccountsPlan,
 } from './access.ts';
+import { accountRowOf, LISTED_ACCOUNTS, type ListedAccountsRow } from './reads.ts';
 import type { CreateServiceAccountInput, UpdateServiceAccountInput } from './schemas.ts';
 import type { ServiceAccountsDeps } from './service.ts';
 import { serviceAccountView } from './views.ts';
-
-const NEWEST_FIRST = [{ createdAt: 'desc' as const }, { id: 'desc' as const }];
 
 function deletedConflict(id: string): Conflict {
   return new Conflict(`Service account ${id} is deleted and cannot be changed; create a new service account instead`);
@@ -34,7 +34,7 @@ function nameTaken(name: string, holder?: { id: string; status: string }): Confl
   );
 }
 
-export function accountOperations({ db, clock }: ServiceAccountsDeps) {
+export function accountOperations({ db, clock, reads = readsThroughPrisma(db) }: ServiceAccountsDeps) {
   async function find(tx: Db, organizationId: string, id: string): Promise<ServiceAccount> {
     const row = await tx.serviceAccount.findFirst({ where: { id, organizationId } });
     if (!row) throw accountNotFound(id);
@@ -42,16 +42,13 @@ export function accountOperations({ db, clock }: ServiceAccountsDeps) {
   }
 
   return {
-    // Reads fetch the plan and the rows in one Prisma call: on a busy server every round trip counts.
+    // Reads fetch the plan and the rows in one round trip: on a busy server every round trip counts.
 
     /** Accounts that are not deleted, newest first. */
     async list(actor: Principal) {
-      const org = await db.organization.findUnique({
-        where: { id: actor.organizationId },
-        select: { entitlements: true, serviceAccounts: { where: { status: { not: 'deleted' } }, orderBy: NEWEST_FIRST } },
-      });
+      const org = (await reads<ListedAccountsRow>(LISTED_ACCOUNTS, [actor.organizationId]))[0] ?? null;
       assertServiceAccountsPlan(org);
-      return org.serviceAccounts.map(serviceAccountView);
+      return org.accounts.map((listed) => serviceAccountView(accountRowOf(listed)));
     },
 
     /** One account, deleted ones included (status `deleted`), so a client can confirm a deletion. */

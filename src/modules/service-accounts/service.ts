@@ -1,4 +1,5 @@
 import type { PrismaClient } from '../../db/client.ts';
+import type { ReadRows } from '../../db/reads.ts';
 import type { Clock } from '../../lib/clock.ts';
 import { accountOperations } from './accounts.ts';
 import { apiKeyOperations } from './api-keys.ts';
@@ -6,6 +7,8 @@ import { apiKeyOperations } from './api-keys.ts';
 export interface ServiceAccountsDeps {
   db: PrismaClient;
   clock: Clock;
+  /** How hot reads run (the list); Prisma raw queries unless the server passes prepared statements. */
+  reads?: ReadRows;
 }
 
 /** Service accounts and their API keys: the rules of spec 4.3, free of HTTP. */
