@@ -23,13 +23,15 @@ import { createSystemService } from './modules/system/service.ts';
 import type { JobQueue } from './jobs/queue.ts';
 import type { SecretBox } from './lib/secret-box.ts';
 import { computerTargets, type AgentDialer } from './modules/computers/machines.ts';
+import { sessionRoutes } from './modules/sessions/routes.ts';
+import { createSessionsService } from './modules/sessions/service.ts';
 import { readinessRoutes } from './modules/readiness/routes.ts';
 import { createReadinessService } from './modules/readiness/service.ts';
 import type { ProviderRegistry } from './provisioning/providers/registry.ts';
 import type { SshClient } from './provisioning/ssh/index.ts';
 
 export interface AppDeps {
-  config: Pick<Config, 'bodyLimit' | 'jwt' | 'sessionsOrgs' | 'appUrl'>;
+  config: Pick<Config, 'bodyLimit' | 'jwt' | 'sessionsOrgs' | 'appUrl' | 'sessions'>;
   prisma: PrismaClient;
   log: Logger;
   clock: Clock;
@@ -67,6 +69,16 @@ export function createApp(deps: AppDeps) {
         resolveComputerTarget: computerTargets({ db: deps.prisma, ...deps.machines }),
       }),
       { appUrl: deps.config.appUrl },
+    ),
+    ...sessionRoutes(
+      createSessionsService({
+        db: deps.prisma,
+        clock: deps.clock,
+        queue: deps.queue,
+        machines: { db: deps.prisma, ...deps.machines },
+        limits: deps.config.sessions,
+      }),
+      { sessionsOrgs: deps.config.sessionsOrgs },
     ),
   );
 

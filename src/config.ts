@@ -30,6 +30,8 @@ const EnvSchema = z.object({
   AGENTPLANE_SSH_GATEWAY_HOST: z.string().min(1).optional(),
   AGENTPLANE_GIT_INTEGRATIONS: z.string().optional(),
   AGENTPLANE_APP_URL: z.url().optional(),
+  AGENTPLANE_MAX_CONCURRENT_SESSIONS: z.coerce.number().int().min(1).default(10),
+  AGENTPLANE_SESSION_RETENTION_DAYS: z.coerce.number().int().min(0).default(30),
 });
 
 /** Source-control integrations from configuration (until an API exists): written onto computers by `refresh`. */
@@ -104,5 +106,11 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env) {
         : { port: e.AGENTPLANE_SSH_GATEWAY_PORT, advertisedHost: e.AGENTPLANE_SSH_GATEWAY_HOST },
     gitIntegrations: parseGitIntegrations(e.AGENTPLANE_GIT_INTEGRATIONS),
     appUrl: e.AGENTPLANE_APP_URL,
+    sessions: {
+      // Per owner: sessions pending or running at once; creating one more answers 429.
+      maxConcurrentSessions: e.AGENTPLANE_MAX_CONCURRENT_SESSIONS,
+      // Days a deleted session stays restorable before the purge job removes it.
+      retentionDays: e.AGENTPLANE_SESSION_RETENTION_DAYS,
+    },
   };
 }

@@ -1,0 +1,79 @@
+import path from 'node:path/posix';
+import { z } from 'zod';
+import { Cancelled, SshError, SshTimeout, type SshClient, type SshTarget } from '../../../provisioning/ssh/index.ts';
+
+/** What autonomy levels gate: reading never changes the computer, writing changes files, shell can do anything. */
+export type ToolKind = 'read' | 'write' | 'shell';
+
+export interface ToolResult {
+  output: string;
+  isError: boolean;
+}
+
+export interface ToolContext {
+  ssh: SshClient;
+  target: SshTarget;
+  /** Absolute working directory of the session on its computer. */
+  cwd: string;
+  signal?: AbortSignal;
+}
+
+export interface AgentTool {
+  name: string;
+  description: string;
+  kind: ToolKind;
+  inputSchema: z.ZodType;
+  /** JSON schema of the input for the model, derived from `inputSchema`. */
+  jsonSchema: Record<string, unknown>;
+  /** Validates `input` and runs the tool; never throws: failures are `isError` results. */
+  run(ssh: SshClient, target: SshTarget, cwd: string, input: unknown, signal?: AbortSignal): Promise<ToolResult>;
+}
+
+/** Longest tool output handed to the model; longer output keeps its head and says so. */
+export const MAX_TOOL_OUTPUT_CHARS = 30_000;
+
+export function capOutput(text: string, max = MAX_TOOL_OUTPUT_CHARS): string {
+  if (text.length <= max) return text;
+  return `${text.slice(0, max)}\n[output truncated: ${text.length - max} more characters not shown]`;
+}
+
+/** Paths from the model are relative to the session's cwd unless absolute. */
+export function resolvePath(cwd: string, p: string): string {
+  return path.resolve(cwd, p);
+}
+
+export function describeError(err: unknown, signal?: AbortSignal): string {
+  if (err instanceof Cancelled || signal?.aborted) return 'Interrupted: the tool was stopped before it finished.';
+  if (err instanceof SshTimeout) return `Timed out: ${err.message}`;
+  if (err instanceof SshError) return err.message;
+  if (err instanceof Error) return err.message;
+  return String(err);
+}
+
+export function defineTool<S extends z.ZodType>(def: {
+  name: string;
+  description: string;
+  kind: ToolKind;
+  input: S;
+  execute(ctx: ToolContext, input: z.output<S>): Promise<ToolResult>;
+}): AgentTool {
+  const { $schema: _ignored, ...jsonSchema } = z.toJSONSchema(def.input) as Record<string, unknown>;
+  return {
+    name: def.name,
+    description: def.description,
+    kind: def.kind,
+    inputSchema: def.input,
+    jsonSchema,
+    async run(ssh, target, cwd, input, signal) {
+      const parsed = def.input.safeParse(input);
+      if (!parsed.success) return { isError: true, output: `Invalid input for ${def.name}:\n${z.prettifyError(parsed.error)}` };
+      if (signal?.aborted) return { isError: true, output: describeError(undefined, signal) };
+      try {
+        const result = await def.execute({ ssh, target, cwd, signal }, parsed.data);
+        return { isError: result.isError, output: capOutput(result.output) };
+      } catch (err) {
+        return { isError: true, output: describeError(err, signal) };
+      }
+    },
+  };
+}

@@ -1,0 +1,33 @@
+import { z } from 'zod';
+import { defineTool } from './tool-definition.ts';
+
+const DEFAULT_TIMEOUT_MS = 120_000;
+const MAX_TIMEOUT_MS = 600_000;
+/** Per stream; exec keeps the last bytes, where errors and summaries usually are. */
+const MAX_STREAM_BYTES = 14_000;
+
+export const runCommandTool = defineTool({
+  name: 'run_command',
+  description:
+    'Run a shell command on the computer in the session working directory and return its stdout, stderr and exit code. ' +
+    'Long output keeps its last bytes. The command is killed when it times out or the user interrupts.',
+  kind: 'shell',
+  input: z.object({
+    command: z.string().min(1).describe('The shell command line (POSIX sh syntax).'),
+    timeoutMs: z.number().int().positive().max(MAX_TIMEOUT_MS).optional().describe(`Kill the command after this many milliseconds (default ${DEFAULT_TIMEOUT_MS}).`),
+  }),
+  async execute({ ssh, target, cwd, signal }, input) {
+    const res = await ssh.exec(target, input.command, {
+      cwd,
+      timeoutMs: input.timeoutMs ?? DEFAULT_TIMEOUT_MS,
+      signal,
+      maxOutputBytes: MAX_STREAM_BYTES,
+    });
+    const parts: string[] = [];
+    if (res.stdout) parts.push(res.stdout.replace(/\n$/, ''));
+    if (res.stderr) parts.push(`[stderr]\n${res.stderr.replace(/\n$/, '')}`);
+    if (res.truncated) parts.push(`[output truncated: only the last ${MAX_STREAM_BYTES} bytes of each stream are shown]`);
+    parts.push(res.exitCode === null ? `[killed by ${res.signal ?? 'a signal'}]` : `[exit code ${res.exitCode}]`);
+    return { isError: res.exitCode !== 0, output: parts.join('\n') };
+  },
+});

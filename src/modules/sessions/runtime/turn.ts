@@ -1,0 +1,105 @@
+import type { SshClient, SshTarget } from '../../../provisioning/ssh/index.ts';
+import { needsApprovalMessage, runsWithoutApproval, type AutonomyLevel } from './autonomy.ts';
+import type { RuntimeMessage, ToolResultBlock, ToolUseBlock } from './content.ts';
+import { addUsage, zeroUsage, type ModelClient, type ModelDelta, type Usage } from './model-client.ts';
+import type { AgentTool } from './tool-definition.ts';
+import { toolSpecs } from './tools.ts';
+
+export const DEFAULT_MAX_STEPS = 50;
+
+export interface TurnOptions {
+  model: ModelClient;
+  tools: readonly AgentTool[];
+  ssh: SshClient;
+  target: SshTarget;
+  cwd: string;
+  autonomyLevel: AutonomyLevel;
+  /** The conversation so far, ending with the user's new message(s). */
+  history: readonly RuntimeMessage[];
+  system: string;
+  /** Aborting interrupts: the model call and the running tool stop, what exists is emitted. */
+  signal: AbortSignal;
+  /** Model calls per turn before the turn stops with `max_steps`. Default 50. */
+  maxSteps?: number;
+  /** Each assistant message and each tool message, in order, as it completes; awaited, so the caller can persist it. */
+  onMessage(message: RuntimeMessage): Promise<void>;
+  /** Usage of each model call, interrupted ones included. */
+  onUsage?(usage: Usage): Promise<void> | void;
+  onDelta?(delta: ModelDelta): void;
+  /** Each tool call after it ran (or was refused), for analytics. */
+  onToolCall?(call: { toolUse: ToolUseBlock; result: ToolResultBlock; durationMs: number }): Promise<void> | void;
+}
+
+export type TurnStopReason = 'end_turn' | 'interrupted' | 'max_steps' | 'error';
+
+export interface TurnResult {
+  stopReason: TurnStopReason;
+  /** Set with `error`: what failed, to show the user. */
+  error?: string;
+  /** Sum over the turn's model calls. */
+  usage: Usage;
+  /** Model calls made. */
+  steps: number;
+}
+
+const INTERRUPTED_TOOL = 'Interrupted by the user before this tool call finished.';
+
+/**
+ * One turn of the agent: model, then the tools it called, then the model again with their
+ * results, until it answers without tool calls. Model and tool failures end the turn as results,
+ * never as exceptions; an exception from `onMessage` / `onUsage` (the caller's storage) propagates.
+ */
+export async function runTurn(opts: TurnOptions): Promise<TurnResult> {
+  const maxSteps = opts.maxSteps ?? DEFAULT_MAX_STEPS;
+  const specs = toolSpecs(opts.tools);
+  const byName = new Map(opts.tools.map((t) => [t.name, t]));
+  const messages: RuntimeMessage[] = [...opts.history];
+  let usage = zeroUsage();
+  let steps = 0;
+  const done = (stopReason: TurnStopReason, error?: string): TurnResult => ({ stopReason, usage, steps, ...(error === undefined ? {} : { error }) });
+  const emit = async (message: RuntimeMessage) => {
+    messages.push(message);
+    await opts.onMessage(message);
+  };
+
+  while (steps < maxSteps) {
+    if (opts.signal.aborted) return done('interrupted');
+    steps++;
+    let completion;
+    try {
+      completion = await opts.model.complete({ system: opts.system, messages, tools: specs, signal: opts.signal, onDelta: opts.onDelta });
+    } catch (err) {
+      if (opts.signal.aborted) return done('interrupted');
+      return done('error', err instanceof Error ? err.message : String(err));
+    }
+    usage = addUsage(usage, completion.usage);
+    await opts.onUsage?.(completion.usage);
+    if (completion.content.length > 0) await emit({ role: 'assistant', content: completion.content });
+    if (completion.interrupted) return done('interrupted');
+
+    const calls = completion.content.filter((b): b is ToolUseBlock => b.type === 'tool_use');
+    if (calls.length === 0) return done('end_turn');
+
+    // Every tool_use gets its tool_result, even when interrupted: providers reject a history where one is missing.
+    const results: ToolResultBlock[] = [];
+    for (const call of calls) {
+      const started = Date.now();
+      const result = await runToolCall(opts, byName, call);
+      results.push(result);
+      await opts.onToolCall?.({ toolUse: call, result, durationMs: Date.now() - started });
+    }
+    await emit({ role: 'tool', content: results });
+    if (opts.signal.aborted) return done('interrupted');
+  }
+  return done('max_steps');
+}
+
+async function runToolCall(opts: TurnOptions, byName: Map<string, AgentTool>, call: ToolUseBlock): Promise<ToolResultBlock> {
+  const result = (output: string, isError: boolean): ToolResultBlock => ({ type: 'tool_result', toolUseId: call.id, content: output, isError });
+  if (opts.signal.aborted) return result(INTERRUPTED_TOOL, true);
+  const tool = byName.get(call.name);
+  if (!tool) return result(`Unknown tool "${call.name}". Available tools: ${[...byName.keys()].join(', ')}.`, true);
+  if (!runsWithoutApproval(opts.autonomyLevel, tool.kind)) return result(needsApprovalMessage(opts.autonomyLevel, tool.name), true);
+  const out = await tool.run(opts.ssh, opts.target, opts.cwd, call.input, opts.signal);
+  return result(out.output, out.isError);
+}

@@ -1,0 +1,346 @@
+import { setTimeout as sleep } from 'node:timers/promises';
+import { z } from 'zod';
+import type { Principal } from '../../auth/principal.ts';
+import type { Db, Prisma, PrismaClient } from '../../db/client.ts';
+import type { Session } from '../../generated/prisma/client.ts';
+import { decodeOpaqueCursor, encodeOpaqueCursor, pageQuery, toPage } from '../../http/pagination.ts';
+import type { JobQueue } from '../../jobs/queue.ts';
+import type { Clock } from '../../lib/clock.ts';
+import { BadRequest, GatewayTimeout, NotFound, TooManyRequests } from '../../lib/errors.ts';
+import { newId } from '../../lib/ids.ts';
+import { recordEvents } from '../analytics/events.ts';
+import { recordAudit } from '../audit/record.ts';
+import { ownerOf, reachableComputer } from '../computers/access.ts';
+import { machineUnavailable, targetFor, type MachineDeps } from '../computers/machines.ts';
+import { reachableSession } from './access.ts';
+import { recordCheckpoints } from './checkpoints.ts';
+import { sessionTurnJob } from './jobs.ts';
+import { knownModel } from './models.ts';
+import {
+  DEFAULT_WAIT_MS,
+  SessionSettingsInputSchema,
+  type CheckpointsInput,
+  type ContentBlock,
+  type CreateSessionInput,
+  type PostMessageInput,
+  type SessionSettingsInput,
+} from './schemas.ts';
+import { mergeSettings, organizationDefaults, type StoredSettings } from './settings.ts';
+import { appendMessage } from './store.ts';
+import { messageView, sessionView, storedSettings } from './views.ts';
+
+export interface SessionsDeps {
+  db: PrismaClient;
+  clock: Clock;
+  queue: Pick<JobQueue, 'send'>;
+  machines: MachineDeps;
+  limits: { maxConcurrentSessions: number; retentionDays: number };
+  /** How often a waiting add-message call looks at the session; default 100 ms. */
+  waitPollMs?: number;
+}
+
+const SOURCE = 'public_api_v0';
+const DAY_MS = 86_400_000;
+
+function cwdError(cwd: string, problem: string): BadRequest {
+  return new BadRequest(`cwd ${JSON.stringify(cwd)} ${problem} on the computer; pass an existing directory`, {
+    metadata: { errors: [{ field: 'cwd', message: problem }], cwd },
+  });
+}
+
+async function organizationSettings(db: Db, organizationId: string): Promise<unknown> {
+  const org = await db.organization.findUnique({ where: { id: organizationId }, select: { enterpriseSettings: true } });
+  return org?.enterpriseSettings ?? {};
+}
+
+/** The organization's session defaults, keeping only fields that are valid session settings. */
+function validDefaults(enterpriseSettings: unknown): SessionSettingsInput {
+  const shape = SessionSettingsInputSchema.shape;
+  const out: Record<string, unknown> = {};
+  for (const [key, value] of Object.entries(organizationDefaults(enterpriseSettings))) {
+    if (key === 'archivedAt' || !(key in shape)) continue;
+    const parsed = shape[key as keyof typeof shape].safeParse(value);
+    if (parsed.success && parsed.data !== undefined) out[key] = parsed.data;
+  }
+  return out as SessionSettingsInput;
+}
+
+function checkModels(settings: StoredSettings, enterpriseSettings: unknown): void {
+  for (const field of ['model', 'specModeModel'] as const) {
+    const id = settings[field];
+    if (id !== undefined && !knownModel(id, { enterpriseSettings })) {
+      throw new BadRequest(
+        `sessionSettings.${field} ${JSON.stringify(id)} is not a known model; use a model of the models file or a custom:<name> model of the organization`,
+        { metadata: { errors: [{ field: `sessionSettings.${field}`, message: 'unknown model' }] } },
+      );
+    }
+  }
+}
+
+function titleOf(text: string): string {
+  const line = text.trim().split('\n')[0]!.trim();
+  return line.length > 120 ? `${line.slice(0, 119)}…` : line;
+}
+
+const SeqCursorSchema = z.object({ s: z.string().regex(/^\d+$/) });
+
+export function createSessionsService(deps: SessionsDeps) {
+  const { db, clock } = deps;
+
+  /** An active computer the principal may reach, and `cwd` (default: the remote user's home) checked on it. */
+  async function checkComputer(principal: Principal, computerId: string, cwd: string | undefined) {
+    const computer = await reachableComputer(db, principal, computerId);
+    if (computer.status !== 'active') {
+      throw new BadRequest(`Computer ${computerId} is ${computer.status}, not active; wait until it is active or pick another computer`, {
+        metadata: { errors: [{ field: 'computerId', message: `computer is ${computer.status}` }] },
+      });
+    }
+    try {
+      const target = await targetFor(deps.machines, computer);
+      if (cwd === undefined) {
+        const home = await deps.machines.ssh.exec(target, 'printf %s "$HOME"', { timeoutMs: 15_000 });
+        return { computer, cwd: home.stdout.trim() || '/' };
+      }
+      const stat = await deps.machines.ssh.stat(target, cwd, { signal: AbortSignal.timeout(15_000) });
+      if (!stat) throw cwdError(cwd, 'does not exist');
+      if (!stat.isDirectory) throw cwdError(cwd, 'is not a directory');
+      return { computer, cwd };
+    } catch (err) {
+      throw machineUnavailable(computer, err);
+    }
+  }
+
+  async function childrenOf(sessions: Session[]) {
+    if (sessions.length === 0) return new Map<string, Session[]>();
+    const children = await db.session.findMany({
+      where: { parentSessionId: { in: sessions.map((s) => s.id) }, deletedAt: null },
+    });
+    const byParent = new Map<string, Session[]>();
+    for (const c of children) byParent.set(c.parentSessionId!, [...(byParent.get(c.parentSessionId!) ?? []), c]);
+    return byParent;
+  }
+
+  async function view(session: Session) {
+    return sessionView(session, (await childrenOf([session])).get(session.id));
+  }
+
+  return {
+    async create(principal: Principal, input: CreateSessionInput) {
+      const owner = ownerOf(principal);
+      const enterprise = await organizationSettings(db, principal.organizationId);
+      const settings = mergeSettings(validDefaults(enterprise), input.sessionSettings ?? {});
+      if (!settings.model) {
+        throw new BadRequest('sessionSettings.model is required (the organization sets no default model)', {
+          metadata: { errors: [{ field: 'sessionSettings.model', message: 'required' }] },
+        });
+      }
+      checkModels(settings, enterprise);
+      const busy = await db.session.count({
+        where: { organizationId: principal.organizationId, ownerKind: owner.kind, ownerId: owner.id, deletedAt: null, status: { not: 'idle' } },
+      });
+      const limit = deps.limits.maxConcurrentSessions;
+      if (busy >= limit) {
+        throw new TooManyRequests(
+          `You have ${busy} sessions pending or running, the limit is ${limit}; wait for one to finish or interrupt one`,
+          { headers: { 'Retry-After': '30' }, metadata: { limit, active: busy } },
+        );
+      }
+      const { computer, cwd } = await checkComputer(principal, input.computerId, input.cwd);
+      const now = clock.now();
+      const session = await db.$transaction(async (tx) => {
+        const created = await tx.session.create({
+          data: {
+            id: newId('sess'),
+            organizationId: principal.organizationId,
+            ownerKind: owner.kind,
+            ownerId: owner.id,
+            computerId: computer.id,
+            cwd,
+            settings: settings as Prisma.InputJsonObject,
+            archivedAt: input.sessionSettings?.archivedAt ? new Date(input.sessionSettings.archivedAt) : null,
+            createdAt: now,
+            updatedAt: now,
+          },
+        });
+        await recordEvents(tx, [{ kind: 'session_started', organizationId: principal.organizationId, userId: owner.id, occurredAt: now, sessionId: created.id }]);
+        return created;
+      });
+      return sessionView(session);
+    },
+
+    async list(principal: Principal, query: { limit: number; cursor?: string; computerId?: string }) {
+      const owner = ownerOf(principal);
+      const page = pageQuery(query);
+      const rows = await db.session.findMany({
+        where: {
+          organizationId: principal.organizationId,
+          ownerKind: owner.kind,
+          ownerId: owner.id,
+          deletedAt: null,
+          parentSessionId: null,
+          ...(query.computerId ? { computerId: query.computerId } : {}),
+          ...page.where,
+        },
+        orderBy: page.orderBy,
+        take: page.take,
+      });
+      const { items, pagination } = toPage(rows, query);
+      const children = await childrenOf(items);
+      return { sessions: items.map((s) => sessionView(s, children.get(s.id))), pagination };
+    },
+
+    async get(principal: Principal, sessionId: string, computerId?: string) {
+      return view(await reachableSession(db, principal, sessionId, { computerId }));
+    },
+
+    async update(principal: Principal, sessionId: string, change: SessionSettingsInput) {
+      const session = await reachableSession(db, principal, sessionId);
+      const settings = mergeSettings(storedSettings(session), change);
+      checkModels(
+        { model: change.model, specModeModel: change.specModeModel },
+        await organizationSettings(db, principal.organizationId),
+      );
+      const archivedAt = change.archivedAt === undefined ? session.archivedAt : change.archivedAt === null ? null : new Date(change.archivedAt);
+      const updated = await db.session.update({
+        where: { id: session.id },
+        data: { settings: settings as Prisma.InputJsonObject, archivedAt, updatedAt: clock.now() },
+      });
+      return view(updated);
+    },
+
+    async remove(principal: Principal, sessionId: string, computerId?: string) {
+      const session = await reachableSession(db, principal, sessionId, { computerId });
+      const now = clock.now();
+      const purgeAfter = new Date(now.getTime() + deps.limits.retentionDays * DAY_MS);
+      await db.$transaction(async (tx) => {
+        await tx.session.update({
+          where: { id: session.id },
+          // A running turn stops: the runtime treats a deleted session as interrupted.
+          data: { deletedAt: now, purgeAfter, ...(session.status !== 'idle' ? { interruptRequestedAt: now } : {}) },
+        });
+        await recordAudit(tx, {
+          organizationId: principal.organizationId,
+          eventType: 'session_change',
+          source: SOURCE,
+          actor: principal,
+          target: { sessionId: session.id },
+          payload: { action: 'deleted', purgeAfter: purgeAfter.toISOString() },
+          at: now,
+        });
+      });
+    },
+
+    async restore(principal: Principal, sessionId: string) {
+      const session = await reachableSession(db, principal, sessionId, { includeDeleted: true });
+      if (!session.deletedAt) return view(session);
+      const now = clock.now();
+      if (!session.purgeAfter || session.purgeAfter <= now) {
+        throw new NotFound(`Session ${sessionId} was deleted more than ${deps.limits.retentionDays} days ago and can no longer be restored`);
+      }
+      const restored = await db.$transaction(async (tx) => {
+        const row = await tx.session.update({ where: { id: session.id }, data: { deletedAt: null, purgeAfter: null, updatedAt: now } });
+        await recordAudit(tx, {
+          organizationId: principal.organizationId,
+          eventType: 'session_change',
+          source: SOURCE,
+          actor: principal,
+          target: { sessionId: session.id },
+          payload: { action: 'restored' },
+          at: now,
+        });
+        return row;
+      });
+      return view(restored);
+    },
+
+    async interrupt(principal: Principal, sessionId: string) {
+      const session = await reachableSession(db, principal, sessionId);
+      if (session.status === 'idle') return { status: session.status };
+      await db.session.updateMany({
+        where: { id: session.id, status: { not: 'idle' }, interruptRequestedAt: null },
+        data: { interruptRequestedAt: clock.now() },
+      });
+      const current = await db.session.findUniqueOrThrow({ where: { id: session.id }, select: { status: true } });
+      return { status: current.status };
+    },
+
+    async listMessages(principal: Principal, sessionId: string, query: { limit: number; cursor?: string; computerId?: string; role?: string }) {
+      const session = await reachableSession(db, principal, sessionId, { computerId: query.computerId });
+      const before = query.cursor ? BigInt(decodeOpaqueCursor(query.cursor, SeqCursorSchema).s) : undefined;
+      // Newest first; the cursor pages backwards through (session_id, seq).
+      const rows = await db.sessionMessage.findMany({
+        where: { sessionId: session.id, ...(query.role ? { role: query.role } : {}), ...(before !== undefined ? { seq: { lt: before } } : {}) },
+        orderBy: { seq: 'desc' },
+        take: query.limit + 1,
+      });
+      const items = rows.slice(0, query.limit);
+      const hasMore = rows.length > query.limit;
+      return {
+        messages: items.map(messageView),
+        pagination: { hasMore, nextCursor: hasMore ? encodeOpaqueCursor({ s: items[items.length - 1]!.seq.toString() }) : null },
+      };
+    },
+
+    async getMessage(principal: Principal, sessionId: string, messageId: string, computerId?: string) {
+      const session = await reachableSession(db, principal, sessionId, { computerId });
+      const message = await db.sessionMessage.findFirst({ where: { id: messageId, sessionId: session.id } });
+      if (!message) throw new NotFound(`Message ${messageId} not found in session ${sessionId}`);
+      return messageView(message);
+    },
+
+    async postMessage(principal: Principal, sessionId: string, input: PostMessageInput) {
+      let session = await reachableSession(db, principal, sessionId);
+      const switchTo = input.computerId !== undefined && input.computerId !== session.computerId ? input.computerId : undefined;
+      if (switchTo) await checkComputer(principal, switchTo, session.cwd);
+      const content: ContentBlock[] = [
+        { type: 'text', text: input.text },
+        ...(input.images ?? []).map((source) => ({ type: 'image' as const, source })),
+        ...(input.files ?? []).map((source) => ({ type: 'document' as const, source })),
+      ];
+      const now = clock.now();
+      const message = await db.$transaction(async (tx) => {
+        const row = await appendMessage(
+          tx,
+          session.id,
+          { role: 'user', content, queueStatus: 'queued', userMessageSource: 'sessions_api', computerId: switchTo ?? session.computerId },
+          now,
+        );
+        // Leaving idle clears an interrupt left over from a turn that ended before it was read.
+        await tx.session.updateMany({ where: { id: session.id, status: 'idle' }, data: { status: 'pending', interruptRequestedAt: null } });
+        await tx.session.updateMany({
+          where: { id: session.id },
+          data: { ...(switchTo ? { computerId: switchTo } : {}), ...(session.title ? {} : { title: titleOf(input.text) }) },
+        });
+        await recordEvents(tx, [
+          { kind: 'message', role: 'user', organizationId: principal.organizationId, userId: session.ownerId, occurredAt: now, sessionId: session.id },
+        ]);
+        await deps.queue.send(sessionTurnJob, { sessionId: session.id }, { tx });
+        return row;
+      });
+      session = await db.session.findUniqueOrThrow({ where: { id: session.id } });
+      if (!input.waitForCompletion) return { messageId: message.id, status: session.status };
+
+      const timeoutMs = input.waitTimeoutMs ?? DEFAULT_WAIT_MS;
+      const deadline = Date.now() + timeoutMs;
+      for (;;) {
+        const current = await db.session.findUnique({ where: { id: session.id }, select: { status: true, deletedAt: true } });
+        if (!current || current.deletedAt) throw new NotFound(`Session ${sessionId} was deleted while waiting for the agent`);
+        if (current.status === 'idle') return { messageId: message.id, status: current.status };
+        if (Date.now() >= deadline) {
+          throw new GatewayTimeout(
+            `The agent did not finish within waitTimeoutMs=${timeoutMs}; the turn continues. Message ${message.id} is stored: poll GET /api/v0/sessions/${session.id} until status is idle`,
+            { metadata: { messageId: message.id, status: current.status, waitTimeoutMs: timeoutMs } },
+          );
+        }
+        await sleep(Math.min(deps.waitPollMs ?? 100, Math.max(1, deadline - Date.now())));
+      }
+    },
+
+    async addCheckpoints(principal: Principal, sessionId: string, input: CheckpointsInput) {
+      const session = await reachableSession(db, principal, sessionId);
+      return { checkpointIds: await recordCheckpoints(db, session, input, clock.now()) };
+    },
+  };
+}
+
+export type SessionsService = ReturnType<typeof createSessionsService>;
