@@ -13,6 +13,7 @@ import { scheduleMetricsSampling } from './modules/computers/jobs.ts';
 import { syncGitIntegrations } from './modules/computers/integrations.ts';
 import { startMachineAccess } from './modules/computers/machine-access.ts';
 import { bootstrapOrganization, hasAnyOrganization } from './modules/organization/bootstrap.ts';
+import { scheduleSessionJobs } from './modules/sessions/jobs.ts';
 import { managedProviders } from './provisioning/providers/index.ts';
 import { createProviderRegistry } from './provisioning/providers/registry.ts';
 
@@ -38,6 +39,7 @@ export async function startServer(config: Config, log: Logger): Promise<RunningS
   const queue = createJobQueue(db, { log, jobs: jobsFor({ prisma: db.prisma, clock: systemClock, dataDir: config.dataDir, ...machines }) });
   await queue.start();
   await scheduleMetricsSampling(queue);
+  await scheduleSessionJobs(queue);
   // The nightly roll-up is a stored cron schedule; catching up covers days missed while stopped.
   await scheduleAnalyticsRollup(queue, { catchUp: true });
   if (config.runWorker) await queue.work();

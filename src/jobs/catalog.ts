@@ -6,6 +6,7 @@ import { analyticsRollupJob } from '../modules/analytics/jobs.ts';
 import { computerJobs } from '../modules/computers/jobs.ts';
 import { computerTargets, type AgentDialer } from '../modules/computers/machines.ts';
 import { readinessEvaluateJob } from '../modules/readiness/jobs.ts';
+import { sessionJobs } from '../modules/sessions/jobs.ts';
 import type { SshClient } from '../provisioning/ssh/index.ts';
 import type { JobDefinition } from './job.ts';
 
@@ -35,5 +36,6 @@ export function jobsFor(deps: JobDeps): JobDefinition[] {
       scratchRoot: path.join(deps.dataDir, 'readiness'),
       computers: { ssh: deps.ssh, resolveTarget: computerTargets(machines) },
     }),
+    ...sessionJobs({ db: deps.prisma, clock: deps.clock, machines: { ssh: deps.ssh, secrets: deps.secrets, gateway: deps.gateway } }),
   ];
 }

@@ -4,6 +4,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { recordEvents } from '../../src/modules/analytics/events.ts';
 import { syncGitIntegrations } from '../../src/modules/computers/integrations.ts';
 import { hexToUuid } from '../../src/provisioning/ssh/index.ts';
 import { startTestApi, type TestApi } from '../support/api.ts';
@@ -174,9 +175,9 @@ describe.skipIf(skip).each(BACKENDS)('computers API on %s', (backend) => {
     it('answers 402 when the owner has used up their credits limit this month', async () => {
       const user = api.globex.members.manager;
       await api.db.prisma.organization.update({ where: { id: api.globex.id }, data: { creditLimit: 1_000_000n } });
-      await api.db.prisma.analyticsEvent.create({
-        data: { organizationId: api.globex.id, userId: user.userId, occurredAt: new Date(), kind: 'tokens', inputTokens: 1_000_000n },
-      });
+      await recordEvents(api.db.prisma, [
+        { kind: 'token_usage', organizationId: api.globex.id, userId: user.userId, occurredAt: new Date(), model: 'm', modelTier: 'standard', inputTokens: 1_000_000, outputTokens: 0 },
+      ]);
       const res = await api.call('POST', '/api/v0/computers', {
         as: user.apiKey,
         body: { name: 'over', provider: 'byom', remoteUser: 'x', connection: { host: '127.0.0.1', port: 1 } },

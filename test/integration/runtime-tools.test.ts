@@ -56,8 +56,10 @@ describe.skipIf(skip)('agent tools on a real sshd computer', () => {
 
   it('writes a file relative to cwd (creating parents) and reads it back, with line ranges', async () => {
     const w = await writeFileTool.run(ssh, target, cwd, { path: 'a/b/c.txt', content: 'one\ntwo\nthree\n' });
-    expect(w).toEqual({ isError: false, output: `Wrote 14 bytes to ${cwd}/a/b/c.txt` });
+    expect(w).toEqual({ isError: false, output: `Wrote 14 bytes to ${cwd}/a/b/c.txt`, effects: { filesCreated: [`${cwd}/a/b/c.txt`] } });
     expect(await remoteText(`${cwd}/a/b/c.txt`)).toBe('one\ntwo\nthree\n');
+    const again = await writeFileTool.run(ssh, target, cwd, { path: 'a/b/c.txt', content: 'one\ntwo\nthree\n' });
+    expect(again.effects).toEqual({ filesEdited: [`${cwd}/a/b/c.txt`] });
 
     expect(await readFileTool.run(ssh, target, cwd, { path: 'a/b/c.txt' })).toEqual({ isError: false, output: 'one\ntwo\nthree\n' });
     expect(await readFileTool.run(ssh, target, `${cwd}/a`, { path: 'b/c.txt', offset: 2, limit: 1 })).toEqual({ isError: false, output: 'two\n[lines 2-2 of 3]' });
@@ -89,11 +91,13 @@ describe.skipIf(skip)('agent tools on a real sshd computer', () => {
     expect(await editFileTool.run(ssh, target, cwd, { path: 'edit.txt', oldString: 'alpha beta', newString: 'alpha $& BETA' })).toEqual({
       isError: false,
       output: `Replaced 1 occurrence in ${cwd}/edit.txt`,
+      effects: { filesEdited: [`${cwd}/edit.txt`] },
     });
     expect(await remoteText(`${cwd}/edit.txt`)).toBe('alpha $& BETA\nbeta gamma\n');
     expect(await editFileTool.run(ssh, target, cwd, { path: 'edit.txt', oldString: 'a', newString: 'A', replaceAll: true })).toEqual({
       isError: false,
       output: `Replaced 5 occurrences in ${cwd}/edit.txt`,
+      effects: { filesEdited: [`${cwd}/edit.txt`] },
     });
     expect(await remoteText(`${cwd}/edit.txt`)).toBe('AlphA $& BETA\nbetA gAmmA\n');
   });

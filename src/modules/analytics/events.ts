@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import type { Db } from '../../db/client.ts';
-import { AUTONOMY_LEVELS, CLIENTS, MODEL_TIERS } from './metrics.ts';
+import { AUTONOMY_LEVELS, billableTokens, CLIENTS, MODEL_TIERS } from './metrics.ts';
 
 const count = z.number().int().nonnegative();
 const label = z.string().min(1).max(200);
@@ -26,6 +26,8 @@ export const AnalyticsEventSchema = z.discriminatedUnion('kind', [
     outputTokens: count,
     cacheReadTokens: count.default(0),
     cacheWriteTokens: count.default(0),
+    /** Credits the call cost (the model's pricing); default: its billable tokens, one credit each. */
+    serviceCredits: z.number().nonnegative().optional(),
   }),
   z.object({
     ...base,
@@ -60,7 +62,13 @@ const COLUMNS = [
   'organization_id', 'user_id', 'occurred_at', 'kind', 'session_id', 'client', 'model', 'model_tier',
   'input_tokens', 'output_tokens', 'cache_read_tokens', 'cache_write_tokens', 'tool', 'mcp_server',
   'autonomy_level', 'name', 'hook_event', 'hook_matcher', 'hook_command', 'role', 'extension', 'language',
+  'service_credits',
 ] as const;
+
+function creditsOf(e: ParsedEvent): number {
+  if (e.kind !== 'token_usage') return 0;
+  return e.serviceCredits ?? billableTokens({ input: e.inputTokens, output: e.outputTokens, cacheRead: e.cacheReadTokens, cacheWrite: e.cacheWriteTokens });
+}
 
 function toRow(e: ParsedEvent): unknown[] {
   const v = e as Partial<Record<string, unknown>> & ParsedEvent;
@@ -69,11 +77,13 @@ function toRow(e: ParsedEvent): unknown[] {
     v.model ?? null, v.modelTier ?? null, v.inputTokens ?? 0, v.outputTokens ?? 0, v.cacheReadTokens ?? 0,
     v.cacheWriteTokens ?? 0, v.tool ?? null, v.mcpServer ?? null, v.autonomyLevel ?? null, v.name ?? null,
     v.hookEvent ?? null, v.hookMatcher ?? null, v.hookCommand ?? null, v.role ?? null, v.extension ?? null,
-    v.language ?? null,
+    v.language ?? null, creditsOf(e),
   ];
 }
 
-const COLUMN_TYPES = COLUMNS.map((_, j) => (j === 2 ? 'timestamptz' : j >= 8 && j <= 11 ? 'bigint' : 'text'));
+const COLUMN_TYPES = COLUMNS.map((name) =>
+  name === 'occurred_at' ? 'timestamptz' : name.endsWith('_tokens') ? 'bigint' : name === 'service_credits' ? 'float8' : 'text',
+);
 const ROWS_PER_INSERT = 20_000;
 
 /**

@@ -3,7 +3,7 @@ import type { PrismaClient } from '../../db/client.ts';
 import { NotFound, BadRequest } from '../../lib/errors.ts';
 import { ANALYTICS_EPOCH, addDays, dayStart, daysBetween } from './dates.ts';
 import { insertEventRows } from './events.ts';
-import type { AutonomyLevel, Client, ModelTier } from './metrics.ts';
+import { billableTokens, type AutonomyLevel, type Client, type ModelTier } from './metrics.ts';
 import { rollupDays } from './rollup.ts';
 
 /** Deterministic pseudo-random numbers (mulberry32): the same seed writes the same events. */
@@ -98,6 +98,7 @@ function userDay(r: Rng, org: string, p: Profile, day: string, rows: unknown[][]
         org, p.userId, at(), kind, sessionId, client, f.model ?? null, f.tier ?? null, f.input ?? 0, f.output ?? 0,
         f.cacheRead ?? 0, f.cacheWrite ?? 0, f.tool ?? null, f.mcp ?? null, f.level ?? null, f.name ?? null,
         f.hookEvent ?? null, f.hookMatcher ?? null, f.hookCommand ?? null, f.role ?? null, f.extension ?? null, f.language ?? null,
+        f.credits ?? 0,
       ]);
     ev('session_started');
     if (r.chance(0.3)) ev('hook', { hookEvent: HOOKS[2][0], hookMatcher: HOOKS[2][1], hookCommand: HOOKS[2][2] });
@@ -124,9 +125,8 @@ function userDay(r: Rng, org: string, p: Profile, day: string, rows: unknown[][]
         }
       }
       const [model, tier] = r.chance(0.85) ? p.model : r.weighted(MODELS);
-      ev('token_usage', {
-        model, tier, input: r.int(500, 20_000), output: r.int(200, 6_000), cacheRead: r.int(0, 80_000), cacheWrite: r.int(0, 8_000),
-      });
+      const tokens = { input: r.int(500, 20_000), output: r.int(200, 6_000), cacheRead: r.int(0, 80_000), cacheWrite: r.int(0, 8_000) };
+      ev('token_usage', { model, tier, ...tokens, credits: billableTokens(tokens) });
       ev('message', { role: 'assistant' });
     }
     if (r.chance(0.4)) ev('git_commit');

@@ -1,21 +1,24 @@
 import { z } from 'zod';
-import type { Db } from '../../db/client.ts';
-import { defineJob, defineJobKind } from '../../jobs/job.ts';
+import type { Db, PrismaClient } from '../../db/client.ts';
+import { defineJob, defineJobKind, type JobDefinition } from '../../jobs/job.ts';
 import type { JobQueue } from '../../jobs/queue.ts';
 import type { Clock } from '../../lib/clock.ts';
+import { reapStuckTurns } from './reaper.ts';
+import { runSessionTurn, type TurnRunnerDeps } from './turn-runner.ts';
 
 /**
- * One agent turn of a session, run by the agent runtime (which adds the handler with `handledBy`).
- * Serialized per session: turns of one session never overlap. Every added message sends one; a
- * run that finds no queued message has nothing to do.
+ * One agent turn of a session. Serialized per session: turns of one session never overlap. Every
+ * added message sends one; a run that finds no queued message has nothing to do. A worker that
+ * dies mid-turn stops heartbeating; after `heartbeatSeconds` the job runs again and continues
+ * the turn.
  */
 export const sessionTurnJob = defineJobKind({
   name: 'sessions.turn',
   payload: z.object({ sessionId: z.string().min(1) }),
   retryLimit: 2,
-  retryDelaySeconds: 5,
+  retryDelaySeconds: 1,
   expireInSeconds: 3 * 3600,
-  heartbeatSeconds: 30,
+  heartbeatSeconds: 10,
   concurrency: 8,
   serializeBy: (p) => p.sessionId,
 });
@@ -23,6 +26,9 @@ export const sessionTurnJob = defineJobKind({
 export const SESSION_PURGE_JOB = 'sessions.purge';
 /** Hourly: deleted sessions go for good soon after their retention ends. */
 export const SESSION_PURGE_CRON = '7 * * * *';
+
+export const SESSION_REAP_JOB = 'sessions.reap';
+export const SESSION_REAP_CRON = '* * * * *';
 
 /**
  * Removes sessions whose retention after a soft delete has passed, with their messages and
@@ -33,21 +39,35 @@ export async function purgeExpiredSessions(deps: { db: Db; clock: Clock }): Prom
   return count;
 }
 
-export function sessionPurgeJob(deps: { db: Db; clock: Clock }) {
-  return defineJob({
-    name: SESSION_PURGE_JOB,
-    payload: z.object({}),
-    retryLimit: 3,
-    retryDelaySeconds: 60,
-    expireInSeconds: 3600,
-    handler: async (_payload, ctx) => {
-      const purged = await purgeExpiredSessions(deps);
-      ctx.log.info({ purged }, 'purged deleted sessions past their retention');
-    },
-  });
+export function sessionJobs(deps: TurnRunnerDeps & { db: PrismaClient }): JobDefinition[] {
+  return [
+    sessionTurnJob.handledBy((p, ctx) => runSessionTurn(deps, p.sessionId, ctx, ctx.attempt > sessionTurnJob.retryLimit)),
+    defineJob({
+      name: SESSION_PURGE_JOB,
+      payload: z.object({}),
+      retryLimit: 3,
+      retryDelaySeconds: 60,
+      expireInSeconds: 3600,
+      handler: async (_payload, ctx) => {
+        const purged = await purgeExpiredSessions(deps);
+        ctx.log.info({ purged }, 'purged deleted sessions past their retention');
+      },
+    }),
+    defineJob({
+      name: SESSION_REAP_JOB,
+      payload: z.object({}),
+      retryLimit: 0,
+      expireInSeconds: 300,
+      handler: async (_payload, ctx) => {
+        const reaped = await reapStuckTurns(deps, (sessionId) => ctx.send(sessionTurnJob, { sessionId }));
+        if (reaped.ended + reaped.resent > 0) ctx.log.warn(reaped, 'reaped agent turns whose worker stopped');
+      },
+    }),
+  ] as JobDefinition[];
 }
 
-/** Registers the hourly purge schedule (an upsert: every replica may call it). */
-export async function scheduleSessionPurge(queue: JobQueue): Promise<void> {
+/** Registers the purge and reaper schedules (upserts: every replica may call it). */
+export async function scheduleSessionJobs(queue: JobQueue): Promise<void> {
   await queue.boss.schedule(SESSION_PURGE_JOB, SESSION_PURGE_CRON, {}, { tz: 'UTC' });
+  await queue.boss.schedule(SESSION_REAP_JOB, SESSION_REAP_CRON, {}, { tz: 'UTC' });
 }

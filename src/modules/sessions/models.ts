@@ -1,5 +1,7 @@
 import fs from 'node:fs';
 import { z } from 'zod';
+import type { ModelConfig } from './runtime/model-client.ts';
+import { ModelPricingSchema, type ModelPricing } from './runtime/pricing.ts';
 
 /** One model from the models file (`AGENTPLANE_MODELS_FILE`). */
 const FileModelSchema = z.object({
@@ -103,4 +105,40 @@ export function knownModel(
   }
   const model = fileModels(opts.file ?? process.env.AGENTPLANE_MODELS_FILE).find((m) => m.id === id);
   return model ? { source: 'file', ...model } : undefined;
+}
+
+/** A model ready to call: its client configuration and, for models-file models, its pricing. */
+export interface ResolvedModel {
+  config: ModelConfig;
+  pricing?: ModelPricing;
+}
+
+/**
+ * What a turn needs to call `id`. Throws an Error whose message tells the session's user what is
+ * wrong (unknown model, key not configured) and who can fix it.
+ */
+export function resolveModel(id: string, enterpriseSettings: unknown, env: NodeJS.ProcessEnv = process.env): ResolvedModel {
+  const entry = knownModel(id, { enterpriseSettings });
+  if (!entry) throw new Error(`Model ${JSON.stringify(id)} is not configured any more; pick another model with PATCH sessionSettings.model`);
+  if (entry.source === 'file') {
+    const apiKey = env[entry.apiKeyEnv];
+    if (!apiKey) throw new Error(`Model ${id} cannot be called: the server's environment variable ${entry.apiKeyEnv} (its API key) is not set; ask an operator`);
+    const pricing = entry.pricing ? ModelPricingSchema.safeParse({ inputPerMTok: 0, outputPerMTok: 0, ...entry.pricing }) : undefined;
+    return {
+      config: { id, provider: entry.provider, baseUrl: entry.baseUrl, apiKey, upstreamModel: entry.upstreamModel },
+      ...(pricing?.success ? { pricing: pricing.data } : {}),
+    };
+  }
+  if (!entry.baseUrl) throw new Error(`Custom model ${id} has no baseUrl in the organization's customModels; ask an owner to set one`);
+  return {
+    config: {
+      id,
+      provider: entry.provider === 'anthropic' ? 'anthropic' : 'openai-compatible',
+      baseUrl: entry.baseUrl,
+      // Local OpenAI-compatible servers often need no key; the SDKs insist on one.
+      apiKey: entry.apiKey ?? 'none',
+      upstreamModel: entry.upstreamModel,
+      maxOutputTokens: entry.settings.maxOutputTokens,
+    },
+  };
 }

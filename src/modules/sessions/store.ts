@@ -67,16 +67,22 @@ export async function appendMessage(db: Db, sessionId: string, message: NewMessa
 
 /**
  * Marks the queued user messages consumed and returns them, oldest first: a turn takes every
- * message that arrived before it started; later ones wait for the next turn.
+ * message that arrived before it started; later ones wait for the next turn. A message queued
+ * while the previous turn ran is moved to the end of the history (a new `seq`), so the history
+ * reads in the order the agent saw it and a tool call is never separated from its result.
  */
 export async function takeQueuedMessages(db: Db, sessionId: string, now: Date): Promise<SessionMessage[]> {
   const queued = await db.sessionMessage.findMany({ where: { sessionId, queueStatus: 'queued' }, orderBy: { seq: 'asc' } });
-  if (queued.length === 0) return [];
-  await db.sessionMessage.updateMany({
-    where: { id: { in: queued.map((m) => m.id) }, queueStatus: 'queued' },
-    data: { queueStatus: 'consumed', updatedAt: now },
-  });
-  return queued;
+  const taken: SessionMessage[] = [];
+  // One at a time, in order: nextval() in one multi-row UPDATE would not keep their order.
+  for (const m of queued) {
+    const [row] = await db.$queryRaw<{ seq: bigint }[]>`
+      UPDATE session_messages SET queue_status = 'consumed', updated_at = ${now},
+        seq = nextval(pg_get_serial_sequence('session_messages', 'seq'))
+      WHERE id = ${m.id} AND queue_status = 'queued' RETURNING seq`;
+    if (row) taken.push({ ...m, seq: row.seq, queueStatus: 'consumed', updatedAt: now });
+  }
+  return taken;
 }
 
 export async function hasQueuedMessages(db: Db, sessionId: string): Promise<boolean> {
@@ -141,15 +147,4 @@ export async function addUsage(
     });
     id = row.parentSessionId;
   }
-}
-
-/** True while an interrupt asked through the API has not been handled. */
-export async function interruptRequested(db: Db, sessionId: string): Promise<boolean> {
-  const row = await db.session.findUnique({ where: { id: sessionId }, select: { interruptRequestedAt: true, deletedAt: true } });
-  return !row || row.deletedAt !== null || row.interruptRequestedAt !== null;
-}
-
-/** Called by the runtime once it has stopped the turn an interrupt asked for. */
-export async function clearInterrupt(db: Db, sessionId: string): Promise<void> {
-  await db.session.updateMany({ where: { id: sessionId }, data: { interruptRequestedAt: null } });
 }

@@ -5,9 +5,16 @@ import { Cancelled, SshError, SshTimeout, type SshClient, type SshTarget } from 
 /** What autonomy levels gate: reading never changes the computer, writing changes files, shell can do anything. */
 export type ToolKind = 'read' | 'write' | 'shell';
 
+/** What a tool changed on the computer, for analytics (absolute paths). */
+export interface ToolEffects {
+  filesCreated?: string[];
+  filesEdited?: string[];
+}
+
 export interface ToolResult {
   output: string;
   isError: boolean;
+  effects?: ToolEffects;
 }
 
 export interface ToolContext {
@@ -70,7 +77,7 @@ export function defineTool<S extends z.ZodType>(def: {
       if (signal?.aborted) return { isError: true, output: describeError(undefined, signal) };
       try {
         const result = await def.execute({ ssh, target, cwd, signal }, parsed.data);
-        return { isError: result.isError, output: capOutput(result.output) };
+        return { ...result, output: capOutput(result.output) };
       } catch (err) {
         return { isError: true, output: describeError(err, signal) };
       }

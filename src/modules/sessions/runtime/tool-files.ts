@@ -50,9 +50,14 @@ export const writeFileTool = defineTool({
   }),
   async execute(ctx, input) {
     const file = resolvePath(ctx.cwd, input.path);
+    const existed = (await ctx.ssh.stat(ctx.target, file, { signal: ctx.signal })) !== null;
     await ctx.ssh.mkdirp(ctx.target, path.dirname(file), { signal: ctx.signal });
     await ctx.ssh.writeFile(ctx.target, file, input.content, { signal: ctx.signal });
-    return { isError: false, output: `Wrote ${Buffer.byteLength(input.content)} bytes to ${file}` };
+    return {
+      isError: false,
+      output: `Wrote ${Buffer.byteLength(input.content)} bytes to ${file}`,
+      effects: existed ? { filesEdited: [file] } : { filesCreated: [file] },
+    };
   },
 });
 
@@ -84,6 +89,10 @@ export const editFileTool = defineTool({
     }
     const next = input.replaceAll ? text.split(input.oldString).join(input.newString) : text.replace(input.oldString, () => input.newString);
     await ctx.ssh.writeFile(ctx.target, file, next, { signal: ctx.signal });
-    return { isError: false, output: `Replaced ${input.replaceAll ? count : 1} occurrence${count > 1 && input.replaceAll ? 's' : ''} in ${file}` };
+    return {
+      isError: false,
+      output: `Replaced ${input.replaceAll ? count : 1} occurrence${count > 1 && input.replaceAll ? 's' : ''} in ${file}`,
+      effects: { filesEdited: [file] },
+    };
   },
 });

@@ -2,7 +2,7 @@ import type { SshClient, SshTarget } from '../../../provisioning/ssh/index.ts';
 import { needsApprovalMessage, runsWithoutApproval, type AutonomyLevel } from './autonomy.ts';
 import type { RuntimeMessage, ToolResultBlock, ToolUseBlock } from './content.ts';
 import { addUsage, zeroUsage, type ModelClient, type ModelDelta, type Usage } from './model-client.ts';
-import type { AgentTool } from './tool-definition.ts';
+import type { AgentTool, ToolEffects } from './tool-definition.ts';
 import { toolSpecs } from './tools.ts';
 
 export const DEFAULT_MAX_STEPS = 50;
@@ -27,7 +27,7 @@ export interface TurnOptions {
   onUsage?(usage: Usage): Promise<void> | void;
   onDelta?(delta: ModelDelta): void;
   /** Each tool call after it ran (or was refused), for analytics. */
-  onToolCall?(call: { toolUse: ToolUseBlock; result: ToolResultBlock; durationMs: number }): Promise<void> | void;
+  onToolCall?(call: { toolUse: ToolUseBlock; result: ToolResultBlock; effects?: ToolEffects; durationMs: number }): Promise<void> | void;
 }
 
 export type TurnStopReason = 'end_turn' | 'interrupted' | 'max_steps' | 'error';
@@ -42,7 +42,7 @@ export interface TurnResult {
   steps: number;
 }
 
-const INTERRUPTED_TOOL = 'Interrupted by the user before this tool call finished.';
+const INTERRUPTED_TOOL = 'Interrupted before this tool call ran.';
 
 /**
  * One turn of the agent: model, then the tools it called, then the model again with their
@@ -84,9 +84,9 @@ export async function runTurn(opts: TurnOptions): Promise<TurnResult> {
     const results: ToolResultBlock[] = [];
     for (const call of calls) {
       const started = Date.now();
-      const result = await runToolCall(opts, byName, call);
-      results.push(result);
-      await opts.onToolCall?.({ toolUse: call, result, durationMs: Date.now() - started });
+      const { block, effects } = await runToolCall(opts, byName, call);
+      results.push(block);
+      await opts.onToolCall?.({ toolUse: call, result: block, effects, durationMs: Date.now() - started });
     }
     await emit({ role: 'tool', content: results });
     if (opts.signal.aborted) return done('interrupted');
@@ -94,12 +94,19 @@ export async function runTurn(opts: TurnOptions): Promise<TurnResult> {
   return done('max_steps');
 }
 
-async function runToolCall(opts: TurnOptions, byName: Map<string, AgentTool>, call: ToolUseBlock): Promise<ToolResultBlock> {
-  const result = (output: string, isError: boolean): ToolResultBlock => ({ type: 'tool_result', toolUseId: call.id, content: output, isError });
+async function runToolCall(
+  opts: TurnOptions,
+  byName: Map<string, AgentTool>,
+  call: ToolUseBlock,
+): Promise<{ block: ToolResultBlock; effects?: ToolEffects }> {
+  const result = (output: string, isError: boolean, effects?: ToolEffects) => ({
+    block: { type: 'tool_result' as const, toolUseId: call.id, content: output, isError },
+    ...(effects ? { effects } : {}),
+  });
   if (opts.signal.aborted) return result(INTERRUPTED_TOOL, true);
   const tool = byName.get(call.name);
   if (!tool) return result(`Unknown tool "${call.name}". Available tools: ${[...byName.keys()].join(', ')}.`, true);
   if (!runsWithoutApproval(opts.autonomyLevel, tool.kind)) return result(needsApprovalMessage(opts.autonomyLevel, tool.name), true);
   const out = await tool.run(opts.ssh, opts.target, opts.cwd, call.input, opts.signal);
-  return result(out.output, out.isError);
+  return result(out.output, out.isError, out.effects);
 }

@@ -1,0 +1,117 @@
+import type { PrismaClient } from '../../db/client.ts';
+import type { Session, SessionMessage } from '../../generated/prisma/client.ts';
+import type { Clock } from '../../lib/clock.ts';
+import type { SshClient, SshTarget } from '../../provisioning/ssh/index.ts';
+import { recordEvents } from '../analytics/events.ts';
+import {
+  creditsFor,
+  runTurn,
+  type AgentTool,
+  type AutonomyLevel,
+  type ModelClient,
+  type ModelPricing,
+  type RuntimeMessage,
+  type TurnResult,
+} from './runtime/index.ts';
+import type { ContentBlock } from './schemas.ts';
+import type { StoredSettings } from './settings.ts';
+import { addUsage, appendMessage } from './store.ts';
+import { turnEvents } from './turn-events.ts';
+
+/** What every turn of one job shares: the model, the computer and the storage. */
+export interface TurnEnvironment {
+  db: PrismaClient;
+  clock: Clock;
+  ssh: SshClient;
+  target: SshTarget;
+  model: ModelClient;
+  pricing?: ModelPricing;
+  system: string;
+}
+
+/** Stored messages as the runtime reads them. */
+export function runtimeHistory(rows: Pick<SessionMessage, 'role' | 'content'>[]): RuntimeMessage[] {
+  return rows.map((m) => ({ role: m.role as RuntimeMessage['role'], content: m.content as ContentBlock[] }));
+}
+
+/** Spec mode only looks: its tools run as if autonomy were off. */
+export function effectiveAutonomy(settings: StoredSettings): AutonomyLevel {
+  if (settings.interactionMode === 'spec') return 'off';
+  return settings.autonomyLevel ?? 'off';
+}
+
+/**
+ * Runs one turn of `session` and stores it as it goes: each assistant and tool message when it
+ * completes, each model call's usage (on the session and up its parent chain) with its credits,
+ * and the analytics events of every message, call and tool call, each in one transaction with
+ * what it describes. A crash loses at most the message being produced.
+ */
+export async function runPersistedTurn(
+  env: TurnEnvironment,
+  session: Pick<Session, 'id' | 'organizationId' | 'ownerId' | 'cwd'>,
+  settings: StoredSettings,
+  opts: { history: RuntimeMessage[]; tools: readonly AgentTool[]; signal: AbortSignal },
+): Promise<TurnResult & { emitted: RuntimeMessage[] }> {
+  const events = turnEvents(session, settings);
+  const emitted: RuntimeMessage[] = [];
+  const { db, clock } = env;
+  const started = Date.now();
+  const result = await runTurn({
+    model: env.model,
+    tools: opts.tools,
+    ssh: env.ssh,
+    target: env.target,
+    cwd: session.cwd,
+    autonomyLevel: effectiveAutonomy(settings),
+    history: opts.history,
+    system: env.system,
+    signal: opts.signal,
+    onMessage: async (message) => {
+      emitted.push(message);
+      const now = clock.now();
+      await db.$transaction(async (tx) => {
+        await appendMessage(
+          tx,
+          session.id,
+          {
+            role: message.role,
+            content: message.content,
+            ...(message.role === 'assistant' ? { modelId: env.model.model.id, reasoningEffort: settings.reasoningEffort } : {}),
+          },
+          now,
+        );
+        if (message.role === 'assistant') await recordEvents(tx, [events.assistantMessage(now)]);
+      });
+    },
+    onUsage: async (usage) => {
+      const now = clock.now();
+      const credits = creditsFor(usage, env.pricing);
+      await db.$transaction(async (tx) => {
+        await addUsage(tx, session.id, {
+          inputTokens: usage.inputTokens,
+          outputTokens: usage.outputTokens,
+          cacheCreationTokens: usage.cacheWriteTokens,
+          cacheReadTokens: usage.cacheReadTokens,
+          serviceCredits: credits,
+        });
+        await recordEvents(tx, [events.usage(now, env.model.model.id, usage, credits)]);
+      });
+    },
+    onToolCall: async (call) => {
+      await recordEvents(db, events.toolCall(clock.now(), call));
+    },
+  });
+  await addUsage(db, session.id, { assistantActiveTimeMs: Date.now() - started });
+  return { ...result, emitted };
+}
+
+/** The text an assistant message ends with, e.g. a subagent's answer. */
+export function finalText(messages: readonly RuntimeMessage[]): string {
+  for (let i = messages.length - 1; i >= 0; i--) {
+    const m = messages[i]!;
+    if (m.role !== 'assistant') continue;
+    const text = m.content.flatMap((b) => (b.type === 'text' ? [b.text] : [])).join('');
+    if (text) return text;
+  }
+  return '';
+}

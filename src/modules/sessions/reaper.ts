@@ -1,0 +1,47 @@
+import type { PrismaClient } from '../../db/client.ts';
+import type { Clock } from '../../lib/clock.ts';
+import { appendMessage, hasQueuedMessages } from './store.ts';
+
+/**
+ * A running turn beats every few seconds; a crashed worker's turn is retried within about
+ * twenty seconds. A session silent for this long has no worker left: every retry is spent.
+ */
+export const STUCK_AFTER_MS = 3 * 60_000;
+
+export const STOPPED_TURN = 'The agent stopped unexpectedly: the worker running this turn stopped responding and could not be restarted. Send a message to continue.';
+
+/**
+ * Ends turns no worker runs any more (status running, heartbeat stale: subagent sessions, whose
+ * parent died, included) with an error note, and re-sends the turn job of sessions pending for
+ * as long (their job was lost), so no session stays running or pending for good.
+ */
+export async function reapStuckTurns(
+  deps: { db: PrismaClient; clock: Clock },
+  resend: (sessionId: string) => Promise<unknown>,
+): Promise<{ ended: number; resent: number }> {
+  const now = deps.clock.now();
+  const cutoff = new Date(now.getTime() - STUCK_AFTER_MS);
+  const stale = { OR: [{ turnHeartbeatAt: { lt: cutoff } }, { turnHeartbeatAt: null, updatedAt: { lt: cutoff } }] };
+  const running = await deps.db.session.findMany({ where: { status: 'running', ...stale }, select: { id: true, turnHeartbeatAt: true } });
+  let ended = 0;
+  for (const s of running) {
+    const done = await deps.db.$transaction(async (tx) => {
+      // Compare-and-set on the heartbeat: a worker that came back meanwhile keeps its turn.
+      const claimed = await tx.session.updateMany({
+        where: { id: s.id, status: 'running', turnHeartbeatAt: s.turnHeartbeatAt },
+        data: { status: 'idle', turnHeartbeatAt: null, interruptRequestedAt: null, completedAt: now, updatedAt: now },
+      });
+      if (claimed.count === 0) return false;
+      await appendMessage(tx, s.id, { role: 'assistant', content: [{ type: 'text', text: STOPPED_TURN }], isError: true }, now);
+      if (await hasQueuedMessages(tx, s.id)) await tx.session.update({ where: { id: s.id }, data: { status: 'pending', completedAt: null } });
+      return true;
+    });
+    if (done) ended++;
+  }
+  const pending = await deps.db.session.findMany({ where: { status: 'pending', deletedAt: null, updatedAt: { lt: cutoff } }, select: { id: true } });
+  for (const s of pending) {
+    await deps.db.session.update({ where: { id: s.id }, data: { updatedAt: now } });
+    await resend(s.id);
+  }
+  return { ended, resent: pending.length };
+}

@@ -1,0 +1,195 @@
+import type { PrismaClient } from '../../db/client.ts';
+import type { Session } from '../../generated/prisma/client.ts';
+import type { JobContext } from '../../jobs/job.ts';
+import type { Clock } from '../../lib/clock.ts';
+import { recordEvents } from '../analytics/events.ts';
+import { machineUnavailable, targetFor, type MachineDeps } from '../computers/machines.ts';
+import { creditsExhausted, creditStanding } from '../organization/credit-usage.ts';
+import { resolveModel } from './models.ts';
+import { runPersistedTurn, runtimeHistory, type TurnEnvironment } from './persisted-turn.ts';
+import { createModelClient, type ContentBlock, type TurnResult } from './runtime/index.ts';
+import { sessionTools } from './session-tools.ts';
+import type { StoredSettings } from './settings.ts';
+import { appendMessage, hasQueuedMessages, loadHistory, takeQueuedMessages } from './store.ts';
+import { subagentTool } from './subagent.ts';
+import { systemPrompt } from './system-prompt.ts';
+import { turnEvents } from './turn-events.ts';
+import { watchTurn } from './turn-watch.ts';
+import { storedSettings } from './views.ts';
+
+export interface TurnRunnerDeps {
+  db: PrismaClient;
+  clock: Clock;
+  machines: Omit<MachineDeps, 'db'>;
+  /** How often a running turn looks for an interrupt (default 250 ms). */
+  watchIntervalMs?: number;
+  /** Where models-file API keys are read (default process.env). */
+  env?: NodeJS.ProcessEnv;
+}
+
+/** Said in the history where a worker died with tool calls unanswered. */
+export const CRASHED_TOOL = 'The control plane restarted while this tool call ran; it may or may not have finished. Check its effects before relying on them.';
+
+/** A problem that ends the turn with a message to the user; retrying would not help. */
+class TurnRefused extends Error {}
+
+type Start = { kind: 'new' } | { kind: 'continue' };
+
+/**
+ * One `sessions.turn` job: runs the session's queued user messages as one agent turn, or
+ * continues a turn its previous worker left running (a crash or a shutdown), then leaves the
+ * session idle, or pending when more messages arrived meanwhile (their own jobs come next; jobs
+ * of one session run one at a time). Expected problems (model not configured, computer
+ * unreachable, credits used up) end the turn with an `isError` assistant message. Unexpected
+ * failures are retried, and the retry continues the turn; the last attempt ends it with a
+ * message instead, so a session never stays running.
+ */
+export async function runSessionTurn(deps: TurnRunnerDeps, sessionId: string, ctx: JobContext, lastAttempt: boolean): Promise<void> {
+  const start = await beginTurn(deps, sessionId);
+  if (!start) return;
+  const session = await deps.db.session.findUniqueOrThrow({ where: { id: sessionId } });
+  try {
+    const result = await executeTurn(deps, session, ctx);
+    if (result === 'shutdown') throw new Error('the worker is stopping; the next attempt continues the turn');
+    await finishTurn(deps, session, result);
+  } catch (err) {
+    if (!(err instanceof TurnRefused) && !lastAttempt) throw err;
+    await finishTurn(deps, session, { stopReason: 'error', error: err instanceof Error ? err.message : String(err) });
+    if (!(err instanceof TurnRefused)) ctx.log.error({ err, sessionId }, 'agent turn failed on its last attempt');
+  }
+}
+
+/**
+ * Takes the queued messages and marks the session running, or finds a turn to continue.
+ * Undefined when there is nothing to run.
+ */
+async function beginTurn(deps: TurnRunnerDeps, sessionId: string): Promise<Start | undefined> {
+  const now = deps.clock.now();
+  return deps.db.$transaction(async (tx) => {
+    const session = await tx.session.findFirst({ where: { id: sessionId, deletedAt: null } });
+    if (!session) return undefined;
+    if (session.status === 'running') {
+      await answerDanglingToolCalls(tx, session.id, now);
+      await tx.session.update({ where: { id: session.id }, data: { turnHeartbeatAt: now } });
+      return { kind: 'continue' };
+    }
+    const interruptedBeforeStart = session.status === 'pending' && session.interruptRequestedAt !== null;
+    const queued = await takeQueuedMessages(tx, session.id, now);
+    if (queued.length === 0 || interruptedBeforeStart) {
+      // Interrupted before its turn began: the messages stay in the history, unanswered.
+      await tx.session.updateMany({
+        where: { id: session.id, status: { not: 'running' } },
+        data: { status: 'idle', interruptRequestedAt: null, ...(session.status === 'pending' ? { completedAt: now, updatedAt: now } : {}) },
+      });
+      return undefined;
+    }
+    await tx.session.update({ where: { id: session.id }, data: { status: 'running', turnHeartbeatAt: now, updatedAt: now } });
+    await recordEvents(tx, [turnEvents(session, storedSettings(session)).userTurn(now)]);
+    return { kind: 'new' };
+  });
+}
+
+/** Tool calls of the last assistant message that have no result: their worker died mid-call. */
+async function answerDanglingToolCalls(tx: Parameters<Parameters<PrismaClient['$transaction']>[0]>[0], sessionId: string, now: Date) {
+  const last = await tx.sessionMessage.findFirst({
+    where: { sessionId, OR: [{ queueStatus: null }, { queueStatus: { not: 'queued' } }] },
+    orderBy: { seq: 'desc' },
+  });
+  if (last?.role !== 'assistant') return;
+  const calls = (last.content as ContentBlock[]).filter((b) => b.type === 'tool_use');
+  if (calls.length === 0) return;
+  await appendMessage(
+    tx,
+    sessionId,
+    { role: 'tool', content: calls.map((c) => ({ type: 'tool_result' as const, toolUseId: c.id, content: CRASHED_TOOL, isError: true })) },
+    now,
+  );
+}
+
+async function executeTurn(deps: TurnRunnerDeps, session: Session, ctx: JobContext): Promise<TurnResult | 'shutdown'> {
+  const settings = storedSettings(session);
+  const env = await environment(deps, session, settings);
+  const history = await loadHistory(deps.db, session.id);
+  // A continued turn whose model had already answered has nothing left to do.
+  const last = history.filter((m) => m.queueStatus !== 'queued').at(-1);
+  if (last?.role === 'assistant' && !(last.content as ContentBlock[]).some((b) => b.type === 'tool_use')) {
+    return { stopReason: 'end_turn', usage: { inputTokens: 0, outputTokens: 0, cacheReadTokens: 0, cacheWriteTokens: 0 }, steps: 0 };
+  }
+  const baseTools = sessionTools(settings);
+  const tools = sessionTools(settings, [subagentTool(env, session, settings, baseTools)]);
+  const watch = watchTurn(deps.db, deps.clock, session.id, ctx.signal, deps.watchIntervalMs);
+  try {
+    const result = await runPersistedTurn(env, session, settings, {
+      // Messages still queued arrived after this turn began: they belong to the next one.
+      history: runtimeHistory(history.filter((m) => m.queueStatus !== 'queued')),
+      tools,
+      signal: watch.signal,
+    });
+    return watch.cause() === 'shutdown' ? 'shutdown' : result;
+  } finally {
+    watch.stop();
+  }
+}
+
+/** The model and the computer of a turn; a TurnRefused names what is missing. */
+async function environment(deps: TurnRunnerDeps, session: Session, settings: StoredSettings): Promise<TurnEnvironment> {
+  const [org, computer] = await Promise.all([
+    deps.db.organization.findUniqueOrThrow({ where: { id: session.organizationId }, select: { enterpriseSettings: true } }),
+    deps.db.computer.findFirst({ where: { id: session.computerId, deletedAt: null } }),
+  ]);
+  if (!computer) throw new TurnRefused(`Computer ${session.computerId} was deleted; send the next message with another computerId`);
+  if (computer.status !== 'active') throw new TurnRefused(`Computer "${computer.name}" is ${computer.status}; wait until it is active`);
+  if (session.ownerKind === 'human') {
+    const exhausted = creditsExhausted(await creditStanding(deps.db, session.organizationId, session.ownerId, deps.clock.now()));
+    if (exhausted) throw new TurnRefused(exhausted);
+  }
+  const modelId = (settings.interactionMode === 'spec' && settings.specModeModel) || settings.model;
+  if (!modelId) throw new TurnRefused('The session has no model; set sessionSettings.model with PATCH');
+  let resolved;
+  try {
+    resolved = resolveModel(modelId, org.enterpriseSettings, deps.env);
+  } catch (err) {
+    throw new TurnRefused((err as Error).message);
+  }
+  let target;
+  try {
+    target = await targetFor({ db: deps.db, ...deps.machines }, computer);
+  } catch (err) {
+    const reported = machineUnavailable(computer, err);
+    throw new TurnRefused(reported instanceof Error ? reported.message : String(reported));
+  }
+  return {
+    db: deps.db,
+    clock: deps.clock,
+    ssh: deps.machines.ssh,
+    target,
+    model: createModelClient(resolved.config),
+    pricing: resolved.pricing,
+    system: systemPrompt(computer, session.cwd, settings),
+  };
+}
+
+const STOP_NOTES: Partial<Record<TurnResult['stopReason'], (r: Pick<TurnResult, 'error' | 'steps'>) => string>> = {
+  error: (r) => `The turn failed: ${r.error ?? 'unknown error'}`,
+  max_steps: (r) => `The turn stopped after ${r.steps} model calls, the limit for one turn. Send a message to let the agent continue.`,
+};
+
+/** Ends the turn: a note for failures, the interrupt cleared, idle (or pending for queued messages). */
+async function finishTurn(deps: TurnRunnerDeps, session: Session, result: Pick<TurnResult, 'stopReason' | 'error'> & { steps?: number }) {
+  const now = deps.clock.now();
+  const note = STOP_NOTES[result.stopReason]?.({ error: result.error, steps: result.steps ?? 0 });
+  await deps.db.$transaction(async (tx) => {
+    if (note) await appendMessage(tx, session.id, { role: 'assistant', content: [{ type: 'text', text: note }], isError: true }, now);
+    const queued = await hasQueuedMessages(tx, session.id);
+    await tx.session.updateMany({
+      where: { id: session.id, status: 'running' },
+      data: {
+        status: queued ? 'pending' : 'idle',
+        turnHeartbeatAt: null,
+        interruptRequestedAt: null,
+        updatedAt: now,
+        ...(queued ? {} : { completedAt: now }),
+      },
+    });
+  });
+}
