@@ -1,11 +1,14 @@
 /**
- * Message-list latency on a session with 100,000 messages, on PostgreSQL, through HTTP: the first
- * page, a deep page (about 90% of the way back) and a role-filtered deep page, against two floors
- * (an unauthenticated bare route and the one-row session detail). Run on demand:
+ * Two figures of issue #6, on PostgreSQL, run on demand:
  *
- *   node bench/sessions.ts [--messages 100000] [--runs 21]
+ *   node bench/sessions.ts [--messages 100000] [--runs 21] [--calls 50]
  *
- * Goal: p50 under 10 ms for the first and the deep page.
+ * 1. Message-list latency through HTTP on a session with 100,000 messages: the first page, a deep
+ *    page (about 90% of the way back) and a role-filtered deep page, against two floors (an
+ *    unauthenticated bare route and the one-row session detail). Goal: p50 under 10 ms.
+ * 2. Control-plane overhead per tool call: a turn of `--calls` `run_command true` calls against the
+ *    scripted model server and a real sshd, stored as the worker stores it, against the same model
+ *    calls and commands made back to back with nothing stored (the baseline). Goal: under 15 ms.
  */
 import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -27,12 +30,21 @@ import { startMachineAccess } from '../src/modules/computers/machine-access.ts';
 import { createProviderRegistry } from '../src/provisioning/providers/registry.ts';
 import { listenOnFreePort } from '../test/support/http.ts';
 import { startPostgres } from '../test/support/postgres-server.ts';
+import { startModelServer } from '../test/support/model-server.ts';
+import { startSshd } from '../test/support/sshd.ts';
+import type { PrismaClient } from '../src/db/client.ts';
+import type { MachineAccess } from '../src/modules/computers/machine-access.ts';
+import { runPersistedTurn, type TurnEnvironment } from '../src/modules/sessions/persisted-turn.ts';
+import { createModelClient, defaultTools, toolSpecs, type RuntimeMessage } from '../src/modules/sessions/runtime/index.ts';
+import { watchTurn } from '../src/modules/sessions/turn-watch.ts';
+import type { SshTarget } from '../src/provisioning/ssh/index.ts';
 
 const { values: args } = parseArgs({
-  options: { messages: { type: 'string', default: '100000' }, runs: { type: 'string', default: '21' } },
+  options: { messages: { type: 'string', default: '100000' }, runs: { type: 'string', default: '21' }, calls: { type: 'string', default: '50' } },
 });
 const MESSAGES = Number(args.messages);
 const RUNS = Number(args.runs);
+const CALLS = Number(args.calls);
 
 const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
 const p90 = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length * 0.9)]!;
@@ -128,9 +140,78 @@ try {
   );
   console.log(`\ndeep-page plan:\n${plan.map((r) => `  ${r['QUERY PLAN']}`).join('\n')}`);
   await api.close();
+  await toolCallOverhead(prisma, { organizationId: org.id, userId: user.id, machines });
   await queue.stop({ timeoutMs: 5_000 });
   await machines.close();
   await db.close();
 } finally {
   server.stop();
+}
+
+/**
+ * Median over 5 runs of (stored turn - bare calls) / CALLS. Both sides make the same CALLS + 1
+ * model calls to the same scripted server and run the same CALLS commands on the same pooled
+ * connection, so the difference is what the control plane adds: tool dispatch and validation,
+ * storing each message and its usage, analytics events, the interrupt watch.
+ */
+async function toolCallOverhead(prisma: PrismaClient, ids: { organizationId: string; userId: string; machines: MachineAccess }) {
+  const [sshd, model] = await Promise.all([startSshd(), startModelServer()]);
+  try {
+    const target: SshTarget = { host: sshd.host, port: sshd.port, username: sshd.username, privateKey: sshd.privateKey, hostKeyFingerprint: sshd.hostKeyFingerprint };
+    const client = createModelClient({ id: 'bench', provider: 'openai-compatible', baseUrl: model.baseUrl, apiKey: model.apiKey });
+    const script = () => {
+      for (let i = 0; i < CALLS; i++) model.enqueue({ toolCalls: [{ name: 'run_command', arguments: { command: 'true' } }] });
+      model.enqueue({ text: 'done' });
+    };
+    const env: TurnEnvironment = { db: prisma, clock: systemClock, ssh: ids.machines.ssh, target, model: client, system: 'bench' };
+    const bare = async () => {
+      script();
+      const messages: RuntimeMessage[] = [{ role: 'user', content: [{ type: 'text', text: 'go' }] }];
+      const t0 = performance.now();
+      for (let i = 0; i <= CALLS; i++) {
+        const completion = await client.complete({ system: 'bench', messages, tools: toolSpecs(defaultTools) });
+        messages.push({ role: 'assistant', content: completion.content });
+        const call = completion.content.find((b) => b.type === 'tool_use');
+        if (!call) break;
+        const res = await ids.machines.ssh.exec(target, 'true', { cwd: '/tmp', maxOutputBytes: 14_000, timeoutMs: 120_000 });
+        messages.push({ role: 'tool', content: [{ type: 'tool_result', toolUseId: call.id, content: `[exit code ${res.exitCode}]`, isError: false }] });
+      }
+      return performance.now() - t0;
+    };
+    const stored = async () => {
+      script();
+      const now = new Date();
+      const session = await prisma.session.create({
+        data: { id: newId('sess'), organizationId: ids.organizationId, ownerKind: 'human', ownerId: ids.userId, computerId: 'cmp_bench', cwd: '/tmp', status: 'running', createdAt: now, updatedAt: now },
+      });
+      const watch = watchTurn(prisma, systemClock, session.id, new AbortController().signal);
+      const t0 = performance.now();
+      const result = await runPersistedTurn(env, session, { autonomyLevel: 'high' }, {
+        history: [{ role: 'user', content: [{ type: 'text', text: 'go' }] }],
+        tools: defaultTools,
+        signal: watch.signal,
+      });
+      const elapsed = performance.now() - t0;
+      watch.stop();
+      if (result.stopReason !== 'end_turn' || result.steps !== CALLS + 1) throw new Error(`turn ended ${result.stopReason} after ${result.steps} calls`);
+      return elapsed;
+    };
+    await bare();
+    await stored();
+    const bareRuns: number[] = [];
+    const storedRuns: number[] = [];
+    for (let i = 0; i < 5; i++) {
+      bareRuns.push(await bare());
+      storedRuns.push(await stored());
+    }
+    const b = median(bareRuns);
+    const st = median(storedRuns);
+    console.log(`\nper tool call, ${CALLS} run_command calls per turn, median of 5 (goal overhead < 15 ms)`);
+    console.log(`  baseline: model call + command, nothing stored   ${ms(b / CALLS).padStart(10)} per call`);
+    console.log(`  stored turn (runPersistedTurn + interrupt watch) ${ms(st / CALLS).padStart(10)} per call`);
+    console.log(`  control-plane overhead                           ${ms((st - b) / CALLS).padStart(10)} per call`);
+  } finally {
+    await model.close();
+    await sshd.stop();
+  }
 }

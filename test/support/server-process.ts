@@ -35,7 +35,11 @@ export async function startServerProcess(
   child.stderr!.on('data', (d: Buffer) => (out += d.toString()));
   const exited = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)));
   const url = await new Promise<string>((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error(`server did not start in time:\n${out}`)), 60_000);
+    const timer = setTimeout(() => {
+      // A server that never said it is serving must not outlive the test that started it.
+      child.kill('SIGKILL');
+      reject(new Error(`server did not start in time:\n${out}`));
+    }, 60_000);
     const check = () => {
       const m = /"url":"(http:\/\/[^"]+)".*"msg":"agentplane is serving"/.exec(out);
       if (m) {

@@ -2,7 +2,7 @@ import type { PrismaClient } from '../../db/client.ts';
 import type { Session, SessionMessage } from '../../generated/prisma/client.ts';
 import type { Clock } from '../../lib/clock.ts';
 import type { SshClient, SshTarget } from '../../provisioning/ssh/index.ts';
-import { recordEvents } from '../analytics/events.ts';
+import { recordEvents, type AnalyticsEvent } from '../analytics/events.ts';
 import {
   creditsFor,
   runTurn,
@@ -54,6 +54,8 @@ export async function runPersistedTurn(
 ): Promise<TurnResult & { emitted: RuntimeMessage[] }> {
   const events = turnEvents(session, settings);
   const emitted: RuntimeMessage[] = [];
+  // A batch's tool-call events are stored with the tool message that carries its results.
+  let toolCallEvents: AnalyticsEvent[] = [];
   const { db, clock } = env;
   const started = Date.now();
   const result = await runTurn({
@@ -81,7 +83,9 @@ export async function runPersistedTurn(
           now,
         );
         if (message.role === 'assistant') await recordEvents(tx, [events.assistantMessage(now)]);
+        if (message.role === 'tool') await recordEvents(tx, toolCallEvents);
       });
+      if (message.role === 'tool') toolCallEvents = [];
     },
     onUsage: async (usage) => {
       const now = clock.now();
@@ -97,8 +101,8 @@ export async function runPersistedTurn(
         await recordEvents(tx, [events.usage(now, env.model.model.id, usage, credits)]);
       });
     },
-    onToolCall: async (call) => {
-      await recordEvents(db, events.toolCall(clock.now(), call));
+    onToolCall: (call) => {
+      toolCallEvents.push(...events.toolCall(clock.now(), call));
     },
   });
   await addUsage(db, session.id, { assistantActiveTimeMs: Date.now() - started });

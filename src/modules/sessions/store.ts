@@ -109,7 +109,7 @@ export async function setSessionStatus(
 
 /**
  * Adds one turn's usage to the session and to the inclusive usage of the session and of every
- * ancestor (subagent usage rolls up to the top-level session).
+ * ancestor (subagent usage rolls up to the top-level session): one update per session.
  */
 export async function addUsage(
   db: Db,
@@ -117,7 +117,15 @@ export async function addUsage(
   usage: Partial<TokenUsage> & { assistantActiveTimeMs?: number },
 ): Promise<void> {
   const n = (v: number | undefined) => BigInt(Math.round(v ?? 0));
-  await db.session.update({
+  const inclusive = {
+    inclInputTokens: { increment: n(usage.inputTokens) },
+    inclOutputTokens: { increment: n(usage.outputTokens) },
+    inclCacheCreation: { increment: n(usage.cacheCreationTokens) },
+    inclCacheRead: { increment: n(usage.cacheReadTokens) },
+    inclThinkingTokens: { increment: n(usage.thinkingTokens) },
+    inclServiceCredits: { increment: usage.serviceCredits ?? 0 },
+  };
+  const own: { parentSessionId: string | null } = await db.session.update({
     where: { id: sessionId },
     data: {
       inputTokens: { increment: n(usage.inputTokens) },
@@ -127,24 +135,15 @@ export async function addUsage(
       thinkingTokens: { increment: n(usage.thinkingTokens) },
       serviceCredits: { increment: usage.serviceCredits ?? 0 },
       assistantActiveMs: { increment: n(usage.assistantActiveTimeMs) },
+      ...inclusive,
     },
+    select: { parentSessionId: true },
   });
-  const seen = new Set<string>();
-  let id: string | null = sessionId;
+  const seen = new Set<string>([sessionId]);
+  let id = own.parentSessionId;
   while (id && !seen.has(id)) {
     seen.add(id);
-    const row: { parentSessionId: string | null } = await db.session.update({
-      where: { id },
-      data: {
-        inclInputTokens: { increment: n(usage.inputTokens) },
-        inclOutputTokens: { increment: n(usage.outputTokens) },
-        inclCacheCreation: { increment: n(usage.cacheCreationTokens) },
-        inclCacheRead: { increment: n(usage.cacheReadTokens) },
-        inclThinkingTokens: { increment: n(usage.thinkingTokens) },
-        inclServiceCredits: { increment: usage.serviceCredits ?? 0 },
-      },
-      select: { parentSessionId: true },
-    });
+    const row: { parentSessionId: string | null } = await db.session.update({ where: { id }, data: inclusive, select: { parentSessionId: true } });
     id = row.parentSessionId;
   }
 }
