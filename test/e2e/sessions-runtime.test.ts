@@ -267,6 +267,22 @@ describe.skipIf(skipMachineTests).each(BACKENDS)('agent turns through the API on
     expect(model.requests[0]!.body.messages.at(-1)).toMatchObject({ role: 'tool', tool_call_id: 'call_dead', content: CRASHED_TOOL });
   });
 
+  it("calls an organization's custom:<id> model with its upstream name, base URL and key", async () => {
+    const put = await api.call('PUT', '/api/v0/organization/enterprise-controls', {
+      as: api.acme.members.owner.apiKey,
+      body: { settings: { customModels: [{ id: 'house', model: 'house-llm-7b', baseUrl: model.baseUrl, apiKey: model.apiKey }] } },
+    });
+    expect(put.status, put.body.detail).toBe(200);
+    const id = await newSession({ model: 'custom:house' });
+    model.enqueue({ text: 'Hello from the house model.' });
+    expect((await send(id, { text: 'hi', waitForCompletion: true, waitTimeoutMs: 20_000 })).body.status).toBe('idle');
+    expect(model.requests[0]!.body.model).toBe('house-llm-7b');
+    expect(model.requests[0]!.headers.authorization).toBe(`Bearer ${model.apiKey}`);
+    expect((await history(id)).at(-1)).toMatchObject({ modelId: 'custom:house', content: [{ text: 'Hello from the house model.' }] });
+    // Without pricing a call costs its billable tokens: 100 input + 10 output.
+    expect((await session(id)).sessionSettings.tokenUsage.serviceCredits).toBe(110);
+  });
+
   it('reaps a turn whose worker stopped beating and re-sends the job of a session left pending', async () => {
     const stuck = await newSession();
     const waiting = await newSession();
