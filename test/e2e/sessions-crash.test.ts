@@ -6,7 +6,7 @@ import { CRASHED_TOOL } from '../../src/modules/sessions/turn-runner.ts';
 import { createTestDatabase } from '../support/databases.ts';
 import { skipMachineTests, startMachine, type TestMachine } from '../support/machine.ts';
 import { startModelServer, type ModelServer } from '../support/model-server.ts';
-import { writeModelsFile } from '../support/models-file.ts';
+import { CODER_KEY_ENV, coderModel, writeModelsFile } from '../support/models-file.ts';
 import { startServerProcess, type ServerProcess } from '../support/server-process.ts';
 import { BACKENDS } from '../support/test-db.ts';
 import { waitFor } from '../support/wait.ts';
@@ -27,7 +27,7 @@ describe.skipIf(skipMachineTests).each(BACKENDS)('a control-plane crash mid-turn
 
   beforeAll(async () => {
     [machine, model] = await Promise.all([startMachine(), startModelServer()]);
-    models = writeModelsFile(model);
+    models = writeModelsFile([coderModel(model)], { [CODER_KEY_ENV]: model.apiKey });
     env = { ...models.env, AGENTPLANE_DATA_DIR: dataDir };
     if (backend === 'postgres') {
       const created = await createTestDatabase();

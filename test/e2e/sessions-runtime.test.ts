@@ -8,7 +8,7 @@ import { CRASHED_TOOL } from '../../src/modules/sessions/turn-runner.ts';
 import { startTestApi, type TestApi } from '../support/api.ts';
 import { GIT_COMMIT, skipMachineTests, startMachine, type TestMachine } from '../support/machine.ts';
 import { startModelServer, type ModelServer } from '../support/model-server.ts';
-import { writeModelsFile } from '../support/models-file.ts';
+import { CODER_KEY_ENV, coderModel, writeModelsFile } from '../support/models-file.ts';
 import { BACKENDS } from '../support/test-db.ts';
 import { waitFor } from '../support/wait.ts';
 
@@ -29,7 +29,7 @@ describe.skipIf(skipMachineTests).each(BACKENDS)('agent turns through the API on
 
   beforeAll(async () => {
     [machine, model] = await Promise.all([startMachine(), startModelServer()]);
-    models = writeModelsFile(model);
+    models = writeModelsFile([coderModel(model)], { [CODER_KEY_ENV]: model.apiKey });
     Object.assign(process.env, models.env);
     api = await startTestApi(backend, { worker: true });
     user = api.acme.members.user.apiKey;

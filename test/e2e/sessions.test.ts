@@ -14,6 +14,7 @@ import { knownModel } from '../../src/modules/sessions/models.ts';
 import { addUsage, appendMessage, setSessionStatus, takeQueuedMessages } from '../../src/modules/sessions/store.ts';
 import { JWT_SECRET, startTestApi, type TestApi } from '../support/api.ts';
 import { listenOnFreePort } from '../support/http.ts';
+import { writeModelsFile } from '../support/models-file.ts';
 import { isRoot, sshdMissing, startSshd, TEST_USER, type TestSshd } from '../support/sshd.ts';
 import { BACKENDS } from '../support/test-db.ts';
 
@@ -21,18 +22,13 @@ const missing = sshdMissing();
 const skip = missing !== undefined && process.env.CI !== 'true';
 if (skip) console.warn(`skipping the sessions e2e tests: ${missing}`);
 
-const MODELS_DIR = fs.mkdtempSync(path.join(os.tmpdir(), 'agentplane-models-'));
-const MODELS_FILE = path.join(MODELS_DIR, 'models.json');
-fs.writeFileSync(
-  MODELS_FILE,
-  JSON.stringify({
-    models: [
-      { id: 'test-model', provider: 'openai-compatible', baseUrl: 'http://127.0.0.1:9/v1', apiKeyEnv: 'TEST_MODEL_KEY', pricing: { inputPerMTok: 1 } },
-      { id: 'other-model', provider: 'anthropic', baseUrl: 'http://127.0.0.1:9', apiKeyEnv: 'OTHER_KEY' },
-    ],
-  }),
+Object.assign(
+  process.env,
+  writeModelsFile([
+    { id: 'test-model', provider: 'openai-compatible', baseUrl: 'http://127.0.0.1:9/v1', apiKeyEnv: 'TEST_MODEL_KEY', pricing: { inputPerMTok: 1 } },
+    { id: 'other-model', provider: 'anthropic', baseUrl: 'http://127.0.0.1:9', apiKeyEnv: 'OTHER_KEY' },
+  ]).env,
 );
-process.env.AGENTPLANE_MODELS_FILE = MODELS_FILE;
 
 describe('knownModel', () => {
   it('knows file models and the organization custom models, nothing else', () => {
