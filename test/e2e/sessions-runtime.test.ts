@@ -283,6 +283,20 @@ describe.skipIf(skipMachineTests).each(BACKENDS)('agent turns through the API on
     expect((await session(id)).sessionSettings.tokenUsage.serviceCredits).toBe(110);
   });
 
+  it('an interrupt that arrives before the turn starts cancels it, leaving the message unanswered', async () => {
+    const id = await newSession();
+    const now = new Date();
+    await appendMessage(api.db.prisma, id, { role: 'user', content: [{ type: 'text', text: 'never mind' }], queueStatus: 'queued' }, now);
+    await api.db.prisma.session.update({ where: { id }, data: { status: 'pending', interruptRequestedAt: now } });
+    await api.queue.send(sessionTurnJob, { sessionId: id });
+    await until(id, 'idle');
+    expect(model.requests).toHaveLength(0);
+    expect((await history(id)).map((m) => m.role)).toEqual(['user']);
+    const stored = await api.db.prisma.session.findUniqueOrThrow({ where: { id } });
+    expect(stored.interruptRequestedAt).toBeNull();
+    expect(await api.db.prisma.sessionMessage.count({ where: { sessionId: id, queueStatus: 'queued' } })).toBe(0);
+  });
+
   it('reaps a turn whose worker stopped beating and re-sends the job of a session left pending', async () => {
     const stuck = await newSession();
     const waiting = await newSession();

@@ -33,8 +33,6 @@ export const CRASHED_TOOL = 'The control plane restarted while this tool call ra
 /** A problem that ends the turn with a message to the user; retrying would not help. */
 class TurnRefused extends Error {}
 
-type Start = { kind: 'new' } | { kind: 'continue' };
-
 /**
  * One `sessions.turn` job: runs the session's queued user messages as one agent turn, or
  * continues a turn its previous worker left running (a crash or a shutdown), then leaves the
@@ -45,12 +43,11 @@ type Start = { kind: 'new' } | { kind: 'continue' };
  * message instead, so a session never stays running.
  */
 export async function runSessionTurn(deps: TurnRunnerDeps, sessionId: string, ctx: JobContext, lastAttempt: boolean): Promise<void> {
-  const start = await beginTurn(deps, sessionId);
-  if (!start) return;
+  if (!(await beginTurn(deps, sessionId))) return;
   const session = await deps.db.session.findUniqueOrThrow({ where: { id: sessionId } });
   try {
     const result = await executeTurn(deps, session, ctx);
-    if (result === 'shutdown') throw new Error('the worker is stopping; the next attempt continues the turn');
+    if (result === 'shutdown') throw new Error('the control plane stopped during the turn');
     await finishTurn(deps, session, result);
   } catch (err) {
     if (!(err instanceof TurnRefused) && !lastAttempt) throw err;
@@ -60,18 +57,18 @@ export async function runSessionTurn(deps: TurnRunnerDeps, sessionId: string, ct
 }
 
 /**
- * Takes the queued messages and marks the session running, or finds a turn to continue.
- * Undefined when there is nothing to run.
+ * Takes the queued messages and marks the session running, or finds a turn to continue (the
+ * session is still running: its worker died). False when there is nothing to run.
  */
-async function beginTurn(deps: TurnRunnerDeps, sessionId: string): Promise<Start | undefined> {
+async function beginTurn(deps: TurnRunnerDeps, sessionId: string): Promise<boolean> {
   const now = deps.clock.now();
   return deps.db.$transaction(async (tx) => {
     const session = await tx.session.findFirst({ where: { id: sessionId, deletedAt: null } });
-    if (!session) return undefined;
+    if (!session) return false;
     if (session.status === 'running') {
       await answerDanglingToolCalls(tx, session.id, now);
       await tx.session.update({ where: { id: session.id }, data: { turnHeartbeatAt: now } });
-      return { kind: 'continue' };
+      return true;
     }
     const interruptedBeforeStart = session.status === 'pending' && session.interruptRequestedAt !== null;
     const queued = await takeQueuedMessages(tx, session.id, now);
@@ -81,11 +78,11 @@ async function beginTurn(deps: TurnRunnerDeps, sessionId: string): Promise<Start
         where: { id: session.id, status: { not: 'running' } },
         data: { status: 'idle', interruptRequestedAt: null, ...(session.status === 'pending' ? { completedAt: now, updatedAt: now } : {}) },
       });
-      return undefined;
+      return false;
     }
     await tx.session.update({ where: { id: session.id }, data: { status: 'running', turnHeartbeatAt: now, updatedAt: now } });
     await recordEvents(tx, [turnEvents(session, storedSettings(session)).userTurn(now)]);
-    return { kind: 'new' };
+    return true;
   });
 }
 
