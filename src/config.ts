@@ -1,9 +1,13 @@
 import path from 'node:path';
 import { z } from 'zod';
+import { dnsLabel, dnsSubdomain } from './lib/kubernetes-names.ts';
 
 const bool = z
   .enum(['true', 'false', '1', '0'])
   .transform((v) => v === 'true' || v === '1');
+
+// Share of a computer's limit it requests (what the scheduler reserves): above 0, at most 1.
+const fraction = z.coerce.number().gt(0, 'must be above 0').max(1, 'must be at most 1 (the limit itself)');
 
 const EnvSchema = z.object({
   PORT: z.coerce.number().int().min(0).max(65535).default(8080),
@@ -32,6 +36,17 @@ const EnvSchema = z.object({
   AGENTPLANE_APP_URL: z.url().optional(),
   AGENTPLANE_MAX_CONCURRENT_SESSIONS: z.coerce.number().int().min(1).default(10),
   AGENTPLANE_SESSION_RETENTION_DAYS: z.coerce.number().int().min(0).default(30),
+  // The `kubernetes` managed-computer provider. The deploy program sets the namespace (its Role reaches only that one).
+  AGENTPLANE_COMPUTERS_NAMESPACE: dnsLabel.default('agentplane-computers'),
+  AGENTPLANE_K8S_COMPUTER_IMAGE: z
+    .string()
+    .regex(/^\S+$/, 'must be an image reference such as registry.example.com/agentplane-computer:0.1.0')
+    .default('agentplane-computer:latest'),
+  AGENTPLANE_K8S_IMAGE_PULL_POLICY: z.enum(['Always', 'IfNotPresent', 'Never']).default('IfNotPresent'),
+  AGENTPLANE_K8S_STORAGE_CLASS: dnsSubdomain.optional(),
+  AGENTPLANE_K8S_CPU_REQUEST_FRACTION: fraction.default(0.25),
+  AGENTPLANE_K8S_MEMORY_REQUEST_FRACTION: fraction.default(1),
+  AGENTPLANE_K8S_CONTEXT: z.string().min(1).optional(),
 });
 
 /** Source-control integrations from configuration (until an API exists): written onto computers by `refresh`. */
@@ -111,6 +126,17 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env) {
       maxConcurrentSessions: e.AGENTPLANE_MAX_CONCURRENT_SESSIONS,
       // Days a deleted session stays restorable before the purge job removes it.
       retentionDays: e.AGENTPLANE_SESSION_RETENTION_DAYS,
+    },
+    kubernetes: {
+      namespace: e.AGENTPLANE_COMPUTERS_NAMESPACE,
+      image: e.AGENTPLANE_K8S_COMPUTER_IMAGE,
+      imagePullPolicy: e.AGENTPLANE_K8S_IMAGE_PULL_POLICY,
+      // Unset: the cluster's default StorageClass.
+      storageClassName: e.AGENTPLANE_K8S_STORAGE_CLASS,
+      cpuRequestFraction: e.AGENTPLANE_K8S_CPU_REQUEST_FRACTION,
+      memoryRequestFraction: e.AGENTPLANE_K8S_MEMORY_REQUEST_FRACTION,
+      // Unset: the kubeconfig's current context (or the in-cluster service account).
+      context: e.AGENTPLANE_K8S_CONTEXT,
     },
   };
 }
