@@ -100,8 +100,9 @@ describe.skipIf(!kubeconfig)('kubernetes provider on a real cluster (KUBECONFIG)
       forward?.kill();
 
       await computer.destroy();
-      const left = kubectl('-n', namespace, 'get', 'statefulsets,services,secrets,persistentvolumeclaims,pods', '-l', `agentplane.dev/computer-id=${input.computerId}`, '-o', 'name');
-      expect(left).toBe('');
+      // The claim is not waited on (skipAwait): it goes once the pod has, moments later.
+      const objects = ['statefulsets,services,secrets,persistentvolumeclaims,pods', '-l', `agentplane.dev/computer-id=${input.computerId}`];
+      await waitFor(() => `nothing left: ${kubectl('-n', namespace, 'get', ...objects, '-o', 'name')}`, () => kubectl('-n', namespace, 'get', ...objects, '-o', 'name') === '', 120_000, 2000);
     } finally {
       forward?.kill();
       await ssh.close();

@@ -84,12 +84,16 @@ describe('kubernetes computer program', async () => {
     expect(svc.inputs.spec.ports).toEqual([{ name: 'ssh', port: 22, targetPort: 'ssh', protocol: 'TCP' }]);
     expect(container(sts).ports).toEqual([{ name: 'ssh', containerPort: IMAGE.sshPort, protocol: 'TCP' }]);
     expect(sts.inputs.spec.serviceName).toBe(svc.inputs.metadata.name);
+    // Not waited on: a paused computer has no endpoints, and none exist before the pod does.
+    expect(svc.inputs.metadata.annotations['pulumi.com/skipAwait']).toBe('true');
   });
 
   it('puts the home on a claim of the requested size in the configured StorageClass', () => {
     expect(pvc.inputs.spec.resources.requests.storage).toBe('30Gi');
     expect(pvc.inputs.spec.storageClassName).toBe('fast-ssd');
     expect(pvc.inputs.spec.accessModes).toEqual(['ReadWriteOnce']);
+    // Not waited on: a WaitForFirstConsumer claim binds only once the StatefulSet's pod exists.
+    expect(pvc.inputs.metadata.annotations['pulumi.com/skipAwait']).toBe('true');
     expect(podSpec(sts).volumes).toContainEqual({ name: 'home', persistentVolumeClaim: { claimName: pvc.inputs.metadata.name } });
     expect(container(sts).volumeMounts).toContainEqual({ name: 'home', mountPath: IMAGE.home });
     expect(sts.dependencies).toContain(pvc.urn);
@@ -167,6 +171,15 @@ describe('kubernetes computer program: pause, keys and settings', () => {
     expect(container(sts).image).toBe('agentplane-computer:latest');
     expect(sts.inputs.metadata.namespace).toBe('agentplane-computers');
     expect(one(resources, K.pvc).inputs.spec.storageClassName).toBeUndefined();
+  });
+
+  it('takes a key line with a trailing newline as it is, and refuses two keys', async () => {
+    const { resources } = await run({ ...input, authorizedPublicKey: `${clientKey.publicKey}\n` });
+    expect(secretValue(one(resources, K.secret).inputs.stringData)[IMAGE.authorizedKeysFile]).toBe(`${clientKey.publicKey}\n`);
+    const two = `${clientKey.publicKey}\n${generateKeyPair().publicKey}`;
+    await expect(kubernetesComputerProgram(settings, hostKeySecret)({ ...input, authorizedPublicKey: two })).rejects.toThrow(
+      /authorizedPublicKey: must be one OpenSSH public key line/,
+    );
   });
 
   it('rejects bad input, naming each field, before declaring anything', async () => {

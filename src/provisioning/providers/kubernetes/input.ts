@@ -15,7 +15,7 @@ const InputSchema = z.object({
     .max(52, 'must be at most 52 characters'),
   name: z.string().min(1, 'must not be empty'),
   organizationId: labelValue,
-  authorizedPublicKey: z.string().refine(isPublicKeyLine, 'must be one OpenSSH public key line, e.g. "ssh-ed25519 AAAA..."'),
+  authorizedPublicKey: z.string().trim().refine(isPublicKeyLine, 'must be one OpenSSH public key line, e.g. "ssh-ed25519 AAAA..."'),
   resources: z.object({
     cpus: z.number().min(0.001, 'must be at least 0.001 (one millicore)'),
     memoryMiB: z.number().int('must be a whole number of MiB').min(16, 'must be at least 16'),
@@ -41,7 +41,7 @@ export function parseComputerInput(input: ComputerProgramInput): ComputerProgram
 }
 
 function isPublicKeyLine(line: string): boolean {
-  if (/[\r\n]/.test(line.trim())) return false;
-  const key = ssh2.utils.parseKey(line.trim());
+  if (/[\r\n]/.test(line)) return false;
+  const key = ssh2.utils.parseKey(line);
   return !(key instanceof Error) && !Array.isArray(key) && !key.isPrivateKey();
 }

@@ -9,6 +9,8 @@ import { podTemplate } from './pod.ts';
 import { containerResources, storageRequest } from './resources.ts';
 import type { KubernetesSettings } from './settings.ts';
 
+const SKIP_AWAIT = { 'pulumi.com/skipAwait': 'true' };
+
 /**
  * The inline program for one computer's stack: a Secret with its keys, a volume for its home, a
  * StatefulSet of one pod (none while paused) and a ClusterIP Service on port 22. Everything lives
@@ -24,7 +26,12 @@ export function kubernetesComputerProgram(settings: KubernetesSettings, hostKeyS
     const namespace = settings.namespace;
     const labels = computerLabels(input);
     const annotations = { [ANNOTATIONS.computerName]: input.name };
-    const metadata = (objectNameSuffix = '') => ({ name: `${name}${objectNameSuffix}`, namespace, labels, annotations });
+    const metadata = (suffix = '', extra: Record<string, string> = {}) => ({
+      name: `${name}${suffix}`,
+      namespace,
+      labels,
+      annotations: { ...annotations, ...extra },
+    });
     const hostKey = deriveHostKey(hostKeySecret, input.computerId);
 
     // Explicit, so `context` applies and every object of the stack names the provider it came from.
@@ -37,7 +44,7 @@ export function kubernetesComputerProgram(settings: KubernetesSettings, hostKeyS
         metadata: metadata('-ssh'),
         type: 'Opaque',
         stringData: pulumi.secret({
-          [IMAGE.authorizedKeysFile]: `${input.authorizedPublicKey.trim()}\n`,
+          [IMAGE.authorizedKeysFile]: `${input.authorizedPublicKey}\n`,
           [IMAGE.hostKeyFile]: hostKey.privateKey,
         }),
       },
@@ -50,7 +57,10 @@ export function kubernetesComputerProgram(settings: KubernetesSettings, hostKeyS
     const home = new k8s.core.v1.PersistentVolumeClaim(
       `${name}-home`,
       {
-        metadata: metadata('-home'),
+        // A WaitForFirstConsumer class binds the claim only once the pod exists, and Pulumi can
+        // tell that apart only by reading the StorageClass, which the namespaced Role cannot:
+        // waiting here would deadlock. The StatefulSet's wait for a ready pod covers the volume.
+        metadata: metadata('-home', SKIP_AWAIT),
         spec: {
           accessModes: ['ReadWriteOnce'],
           storageClassName: settings.storageClassName,
@@ -63,7 +73,9 @@ export function kubernetesComputerProgram(settings: KubernetesSettings, hostKeyS
     const service = new k8s.core.v1.Service(
       name,
       {
-        metadata: metadata(),
+        // Pulumi would wait for endpoints, which a paused computer never has, nor a new one before
+        // its pod exists. The StatefulSet's wait and the provisioner's SSH check cover readiness.
+        metadata: metadata('', SKIP_AWAIT),
         spec: {
           type: 'ClusterIP',
           selector: selectorLabels(input),
@@ -86,7 +98,7 @@ export function kubernetesComputerProgram(settings: KubernetesSettings, hostKeyS
             labels,
             settings,
             resources: containerResources(input.resources, settings),
-            authorizedPublicKey: input.authorizedPublicKey.trim(),
+            authorizedPublicKey: input.authorizedPublicKey,
             homeClaimName: home.metadata.name,
             sshSecretName: secret.metadata.name,
           }),
