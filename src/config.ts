@@ -29,13 +29,6 @@ const EnvSchema = z.object({
   AGENTPLANE_BOOTSTRAP_ORG: z.string().min(1).default('default'),
   AGENTPLANE_BOOTSTRAP_EMAIL: z.email().default('owner@agentplane.local'),
   AGENTPLANE_PULUMI_HOME: z.string().optional(),
-  AGENTPLANE_ENCRYPTION_KEY: z.string().optional(),
-  AGENTPLANE_SSH_GATEWAY_PORT: z.coerce.number().int().min(0).max(65535).optional(),
-  AGENTPLANE_SSH_GATEWAY_HOST: z.string().min(1).optional(),
-  AGENTPLANE_GIT_INTEGRATIONS: z.string().optional(),
-  AGENTPLANE_APP_URL: z.url().optional(),
-  AGENTPLANE_MAX_CONCURRENT_SESSIONS: z.coerce.number().int().min(1).default(10),
-  AGENTPLANE_SESSION_RETENTION_DAYS: z.coerce.number().int().min(0).default(30),
   // The `kubernetes` managed-computer provider. The deploy program sets the namespace (its Role reaches only that one).
   AGENTPLANE_COMPUTERS_NAMESPACE: dnsLabel.default('agentplane-computers'),
   AGENTPLANE_K8S_COMPUTER_IMAGE: z
@@ -47,6 +40,13 @@ const EnvSchema = z.object({
   AGENTPLANE_K8S_CPU_REQUEST_FRACTION: fraction.default(0.25),
   AGENTPLANE_K8S_MEMORY_REQUEST_FRACTION: fraction.default(1),
   AGENTPLANE_K8S_CONTEXT: z.string().min(1).optional(),
+  AGENTPLANE_ENCRYPTION_KEY: z.string().optional(),
+  AGENTPLANE_SSH_GATEWAY_PORT: z.coerce.number().int().min(0).max(65535).optional(),
+  AGENTPLANE_SSH_GATEWAY_HOST: z.string().min(1).optional(),
+  AGENTPLANE_GIT_INTEGRATIONS: z.string().optional(),
+  AGENTPLANE_APP_URL: z.url().optional(),
+  AGENTPLANE_MAX_CONCURRENT_SESSIONS: z.coerce.number().int().min(1).default(10),
+  AGENTPLANE_SESSION_RETENTION_DAYS: z.coerce.number().int().min(0).default(30),
 });
 
 /** Source-control integrations from configuration (until an API exists): written onto computers by `refresh`. */
@@ -113,6 +113,17 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env) {
     runWorker: e.AGENTPLANE_WORKER,
     bootstrap: { org: e.AGENTPLANE_BOOTSTRAP_ORG, email: e.AGENTPLANE_BOOTSTRAP_EMAIL },
     pulumiHome: e.AGENTPLANE_PULUMI_HOME,
+    kubernetes: {
+      namespace: e.AGENTPLANE_COMPUTERS_NAMESPACE,
+      image: e.AGENTPLANE_K8S_COMPUTER_IMAGE,
+      imagePullPolicy: e.AGENTPLANE_K8S_IMAGE_PULL_POLICY,
+      // Unset: the cluster's default StorageClass.
+      storageClassName: e.AGENTPLANE_K8S_STORAGE_CLASS,
+      cpuRequestFraction: e.AGENTPLANE_K8S_CPU_REQUEST_FRACTION,
+      memoryRequestFraction: e.AGENTPLANE_K8S_MEMORY_REQUEST_FRACTION,
+      // Unset: the kubeconfig's current context (or the in-cluster service account).
+      context: e.AGENTPLANE_K8S_CONTEXT,
+    },
     encryptionKey: e.AGENTPLANE_ENCRYPTION_KEY,
     // Unset: no gateway, so `agentplane agent` registrations are refused with a clear 400.
     sshGateway:
@@ -126,17 +137,6 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env) {
       maxConcurrentSessions: e.AGENTPLANE_MAX_CONCURRENT_SESSIONS,
       // Days a deleted session stays restorable before the purge job removes it.
       retentionDays: e.AGENTPLANE_SESSION_RETENTION_DAYS,
-    },
-    kubernetes: {
-      namespace: e.AGENTPLANE_COMPUTERS_NAMESPACE,
-      image: e.AGENTPLANE_K8S_COMPUTER_IMAGE,
-      imagePullPolicy: e.AGENTPLANE_K8S_IMAGE_PULL_POLICY,
-      // Unset: the cluster's default StorageClass.
-      storageClassName: e.AGENTPLANE_K8S_STORAGE_CLASS,
-      cpuRequestFraction: e.AGENTPLANE_K8S_CPU_REQUEST_FRACTION,
-      memoryRequestFraction: e.AGENTPLANE_K8S_MEMORY_REQUEST_FRACTION,
-      // Unset: the kubeconfig's current context (or the in-cluster service account).
-      context: e.AGENTPLANE_K8S_CONTEXT,
     },
   };
 }
