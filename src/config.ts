@@ -1,9 +1,13 @@
 import path from 'node:path';
 import { z } from 'zod';
+import { dnsLabel, dnsSubdomain } from './lib/kubernetes-names.ts';
 
 const bool = z
   .enum(['true', 'false', '1', '0'])
   .transform((v) => v === 'true' || v === '1');
+
+// Share of a computer's limit it requests (what the scheduler reserves): above 0, at most 1.
+const fraction = z.coerce.number().gt(0, 'must be above 0').max(1, 'must be at most 1 (the limit itself)');
 
 const EnvSchema = z.object({
   PORT: z.coerce.number().int().min(0).max(65535).default(8080),
@@ -25,6 +29,17 @@ const EnvSchema = z.object({
   AGENTPLANE_BOOTSTRAP_ORG: z.string().min(1).default('default'),
   AGENTPLANE_BOOTSTRAP_EMAIL: z.email().default('owner@agentplane.local'),
   AGENTPLANE_PULUMI_HOME: z.string().optional(),
+  // The `kubernetes` managed-computer provider. The deploy program sets the namespace (its Role reaches only that one).
+  AGENTPLANE_COMPUTERS_NAMESPACE: dnsLabel.default('agentplane-computers'),
+  AGENTPLANE_K8S_COMPUTER_IMAGE: z
+    .string()
+    .regex(/^\S+$/, 'must be an image reference such as registry.example.com/agentplane-computer:0.1.0')
+    .default('agentplane-computer:latest'),
+  AGENTPLANE_K8S_IMAGE_PULL_POLICY: z.enum(['Always', 'IfNotPresent', 'Never']).default('IfNotPresent'),
+  AGENTPLANE_K8S_STORAGE_CLASS: dnsSubdomain.optional(),
+  AGENTPLANE_K8S_CPU_REQUEST_FRACTION: fraction.default(0.25),
+  AGENTPLANE_K8S_MEMORY_REQUEST_FRACTION: fraction.default(1),
+  AGENTPLANE_K8S_CONTEXT: z.string().min(1).optional(),
   AGENTPLANE_ENCRYPTION_KEY: z.string().optional(),
   AGENTPLANE_SSH_GATEWAY_PORT: z.coerce.number().int().min(0).max(65535).optional(),
   AGENTPLANE_SSH_GATEWAY_HOST: z.string().min(1).optional(),
@@ -98,6 +113,17 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env) {
     runWorker: e.AGENTPLANE_WORKER,
     bootstrap: { org: e.AGENTPLANE_BOOTSTRAP_ORG, email: e.AGENTPLANE_BOOTSTRAP_EMAIL },
     pulumiHome: e.AGENTPLANE_PULUMI_HOME,
+    kubernetes: {
+      namespace: e.AGENTPLANE_COMPUTERS_NAMESPACE,
+      image: e.AGENTPLANE_K8S_COMPUTER_IMAGE,
+      imagePullPolicy: e.AGENTPLANE_K8S_IMAGE_PULL_POLICY,
+      // Unset: the cluster's default StorageClass.
+      storageClassName: e.AGENTPLANE_K8S_STORAGE_CLASS,
+      cpuRequestFraction: e.AGENTPLANE_K8S_CPU_REQUEST_FRACTION,
+      memoryRequestFraction: e.AGENTPLANE_K8S_MEMORY_REQUEST_FRACTION,
+      // Unset: the kubeconfig's current context (or the in-cluster service account).
+      context: e.AGENTPLANE_K8S_CONTEXT,
+    },
     encryptionKey: e.AGENTPLANE_ENCRYPTION_KEY,
     // Unset: no gateway, so `agentplane agent` registrations are refused with a clear 400.
     sshGateway:

@@ -35,6 +35,9 @@ export class ComputerRbac extends pulumi.ComponentResource {
           { apiGroups: [''], resources: ['pods', 'services', 'persistentvolumeclaims', 'secrets'], verbs },
           { apiGroups: [''], resources: ['pods/exec'], verbs: ['create', 'get'] },
           { apiGroups: [''], resources: ['pods/log'], verbs: ['get'] },
+          // The kubernetes provider's computers are StatefulSets; Pulumi reads events while it waits on them.
+          { apiGroups: ['apps'], resources: ['statefulsets'], verbs },
+          { apiGroups: [''], resources: ['events'], verbs: ['get', 'list', 'watch'] },
         ],
       },
       parent,

@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { dnsLabel } from '../lib/kubernetes-names.ts';
 
 /** The Pulumi config namespace of every setting: `agentplane:<name>` in stacks/Pulumi.<stack>.yaml. */
 export const SETTINGS_NAMESPACE = 'agentplane';
@@ -22,9 +23,6 @@ export const MANAGED_ENV = [
   'PULUMI_CONFIG_PASSPHRASE',
 ] as const;
 
-const dnsLabel = z
-  .string()
-  .regex(/^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$/, 'must be a DNS label: lower-case letters, digits and "-", at most 63');
 // Config values arrive as strings ("3"); numbers written in YAML arrive the same way.
 const int = (min: number, max: number) =>
   z.preprocess((v) => (typeof v === 'string' && /^-?\d+$/.test(v.trim()) ? Number(v) : v), z.number().int().min(min).max(max));

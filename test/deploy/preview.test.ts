@@ -9,13 +9,13 @@ import { LocalWorkspace, type Stack } from '@pulumi/pulumi/automation/index.js';
 import { engineEnv, pulumiCommand } from '../../src/provisioning/pulumi/engine-env.ts';
 import { locatePulumiToolchain } from '../../src/provisioning/pulumi/toolchain.ts';
 import { deploy } from '../../src/deploy/program.ts';
+import { kubernetesPluginPath } from '../../src/provisioning/providers/kubernetes/availability.ts';
 import { REPO_ROOT, TEST_SECRETS } from './stack-harness.ts';
 
-const K8S_PROVIDER_VERSION = '4.34.2';
 const toolchain = locatePulumiToolchain();
-const plugin = path.join(toolchain.pulumiHome, 'plugins', `resource-kubernetes-v${K8S_PROVIDER_VERSION}`, 'pulumi-resource-kubernetes');
+const plugin = kubernetesPluginPath(toolchain.pulumiHome);
 const haveTools = toolchain.available && existsSync(plugin);
-const missing = `pulumi-resource-kubernetes ${K8S_PROVIDER_VERSION} is not in ${path.dirname(plugin)} (bash scripts/pulumi-deploy-tools.sh; the Go module proxy refuses it on the build machines)`;
+const missing = `pulumi-resource-kubernetes is not in ${path.dirname(plugin)} (bash scripts/pulumi-deploy-tools.sh; the Go module proxy refuses it on the build machines)`;
 // The plugin cannot be built here (see scripts/pulumi-deploy-tools.sh), so its absence skips even under CI=true.
 if (!haveTools) console.warn(`skipping the deploy preview: ${missing}`);
 

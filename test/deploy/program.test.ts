@@ -159,9 +159,12 @@ describe('deploy program: prod stack', async () => {
     expect(binding.inputs.metadata.namespace).toBe('agentplane-computers');
     expect(binding.inputs.subjects).toEqual([{ kind: 'ServiceAccount', name: 'agentplane', namespace: 'agentplane' }]);
     expect(binding.inputs.roleRef).toEqual({ apiGroup: 'rbac.authorization.k8s.io', kind: 'Role', name: 'agentplane-computers' });
-    const resourcesGranted = role.inputs.rules.flatMap((r: any) => r.resources).sort();
-    expect(resourcesGranted).toEqual(['persistentvolumeclaims', 'pods', 'pods/exec', 'pods/log', 'secrets', 'services']);
-    expect(role.inputs.rules.every((r: any) => r.apiGroups.length === 1 && r.apiGroups[0] === '')).toBe(true);
+    const granted = (group: string) =>
+      role.inputs.rules.filter((r: any) => r.apiGroups.includes(group)).flatMap((r: any) => r.resources).sort();
+    expect(granted('')).toEqual(['events', 'persistentvolumeclaims', 'pods', 'pods/exec', 'pods/log', 'secrets', 'services']);
+    expect(granted('apps')).toEqual(['statefulsets']);
+    expect(role.inputs.rules.every((r: any) => r.apiGroups.length === 1 && ['', 'apps'].includes(r.apiGroups[0]))).toBe(true);
+    expect(role.inputs.rules.find((r: any) => r.resources.includes('events')).verbs).toEqual(['get', 'list', 'watch']);
     for (const d of [server, worker]) expect(d.inputs.spec.template.spec.serviceAccountName).toBe('agentplane');
     expect(envOf(server).get('AGENTPLANE_COMPUTERS_NAMESPACE').value).toBe('agentplane-computers');
     expect(byType(resources, K.ns).map((n) => n.inputs.metadata.name).sort()).toEqual(['agentplane', 'agentplane-computers']);

@@ -84,7 +84,7 @@ export interface TestSshd {
   restoreNetwork(): void;
 }
 
-async function freePort(host: string): Promise<number> {
+export async function freePort(host: string): Promise<number> {
   return new Promise((resolve, reject) => {
     const srv = net.createServer();
     srv.listen(0, host, () => {

@@ -1,0 +1,24 @@
+import type { ManagedProvider } from '../types.ts';
+import { missingPrerequisites } from './availability.ts';
+import { kubernetesComputerProgram } from './program.ts';
+import type { KubernetesSettings } from './settings.ts';
+
+export interface KubernetesProviderOptions {
+  /** `config.kubernetes`. */
+  settings: KubernetesSettings;
+  /** The control plane's encryption key (loadEncryptionKey): the root every computer's host key is derived from. */
+  hostKeySecret: Buffer;
+  /** Where KUBECONFIG, KUBERNETES_SERVICE_HOST and AGENTPLANE_PULUMI_HOME are read; this process's by default. */
+  env?: NodeJS.ProcessEnv;
+  /** The in-cluster service-account token's path; tests point it elsewhere. */
+  inClusterToken?: string;
+}
+
+/** The `kubernetes` managed provider: computers as StatefulSets in one namespace of a cluster. */
+export function createKubernetesProvider(o: KubernetesProviderOptions): ManagedProvider {
+  return {
+    name: 'kubernetes',
+    isAvailable: async () => (await missingPrerequisites(o.env, o.inClusterToken)).length === 0,
+    program: kubernetesComputerProgram(o.settings, o.hostKeySecret),
+  };
+}
