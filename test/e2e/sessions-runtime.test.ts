@@ -87,7 +87,7 @@ describe.skipIf(skipMachineTests).each(BACKENDS)('agent turns through the API on
       { toolCalls: [{ id: 'call_w', name: 'write_file', arguments: { path: 'src/hello.ts', content: 'export const hello = 1;\n' } }] },
       { toolCalls: [{ id: 'call_e', name: 'edit_file', arguments: { path: 'src/hello.ts', oldString: '= 1', newString: '= 2' } }] },
       { toolCalls: [{ id: 'call_c', name: 'run_command', arguments: { command: `git add -A && ${GIT_COMMIT} -m 'add hello' && git log --oneline | wc -l` } }] },
-      { text: 'Added src/hello.ts and committed it.' },
+      { text: 'Added src/hello.ts and committed it.', usage: { promptTokens: 100, completionTokens: 10, reasoningTokens: 7 } },
     );
     const res = await send(id, { text: 'Add a hello module and commit it.', waitForCompletion: true, waitTimeoutMs: 30_000 });
     expect(res.status, res.body.detail).toBe(200);
@@ -119,7 +119,7 @@ describe.skipIf(skipMachineTests).each(BACKENDS)('agent turns through the API on
     const detail = await session(id);
     expect(detail).toMatchObject({ status: 'idle', messageCount: 8, completedAt: expect.any(Number), title: 'Add a hello module and commit it.' });
     // Four calls of 100 input and 10 output tokens at 1000 and 5000 credits per million.
-    expect(detail.sessionSettings.tokenUsage).toMatchObject({ inputTokens: 400, outputTokens: 40, serviceCredits: 0.6 });
+    expect(detail.sessionSettings.tokenUsage).toMatchObject({ inputTokens: 400, outputTokens: 40, thinkingTokens: 7, serviceCredits: 0.6 });
     expect(detail.sessionSettings.inclusiveTokenUsage).toMatchObject({ inputTokens: 400, outputTokens: 40, serviceCredits: 0.6 });
     expect(detail.serviceCredits).toBe(0.6);
     expect(detail.sessionSettings.assistantActiveTimeMs).toBeGreaterThan(0);

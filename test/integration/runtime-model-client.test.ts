@@ -23,7 +23,7 @@ describe('model client against the scripted OpenAI-compatible server', () => {
   const hello: RuntimeMessage[] = [{ role: 'user', content: [{ type: 'text', text: 'hi' }] }];
 
   it('streams thinking and text, reports deltas and usage (cached tokens apart from input)', async () => {
-    server.enqueue({ reasoning: 'Let me think about it.', text: 'Hello there, friend!', usage: { promptTokens: 500, completionTokens: 42, cachedTokens: 300 } });
+    server.enqueue({ reasoning: 'Let me think about it.', text: 'Hello there, friend!', usage: { promptTokens: 500, completionTokens: 42, cachedTokens: 300, reasoningTokens: 12 } });
     const deltas: ModelDelta[] = [];
     const res = await client().complete({ system: 'be brief', messages: hello, tools: [], onDelta: (d) => deltas.push(d) });
 
@@ -32,7 +32,7 @@ describe('model client against the scripted OpenAI-compatible server', () => {
         { type: 'thinking', thinking: 'Let me think about it.', signature: '', signatureProvider: 'generic-chat-completion-api' },
         { type: 'text', text: 'Hello there, friend!' },
       ],
-      usage: { inputTokens: 200, outputTokens: 42, cacheReadTokens: 300, cacheWriteTokens: 0 },
+      usage: { inputTokens: 200, outputTokens: 42, cacheReadTokens: 300, cacheWriteTokens: 0, thinkingTokens: 12 },
       stopReason: 'end_turn',
       interrupted: false,
     });
@@ -113,7 +113,7 @@ describe('model client against the scripted Anthropic Messages wire', () => {
         { type: 'text', text: 'Listing files.' },
         { type: 'tool_use', id: 'toolu_1', name: 'glob', input: { pattern: '**/*.md' } },
       ],
-      usage: { inputTokens: 300, outputTokens: 60, cacheReadTokens: 600, cacheWriteTokens: 100 },
+      usage: { inputTokens: 300, outputTokens: 60, cacheReadTokens: 600, cacheWriteTokens: 100, thinkingTokens: 0 },
       stopReason: 'tool_use',
       interrupted: false,
     });

@@ -100,13 +100,13 @@ describe.skipIf(skip)('an agent turn against a scripted model and a real sshd co
     expect(result).toEqual({
       stopReason: 'end_turn',
       steps: 4,
-      usage: { inputTokens: 1000 + 200 + 200 + 200, outputTokens: 140, cacheReadTokens: 3600, cacheWriteTokens: 0 },
+      usage: { inputTokens: 1000 + 200 + 200 + 200, outputTokens: 140, cacheReadTokens: 3600, cacheWriteTokens: 0, thinkingTokens: 0 },
     });
     expect(usages).toEqual([
-      { inputTokens: 1000, outputTokens: 50, cacheReadTokens: 0, cacheWriteTokens: 0 },
-      { inputTokens: 200, outputTokens: 40, cacheReadTokens: 1000, cacheWriteTokens: 0 },
-      { inputTokens: 200, outputTokens: 30, cacheReadTokens: 1200, cacheWriteTokens: 0 },
-      { inputTokens: 200, outputTokens: 20, cacheReadTokens: 1400, cacheWriteTokens: 0 },
+      { inputTokens: 1000, outputTokens: 50, cacheReadTokens: 0, cacheWriteTokens: 0, thinkingTokens: 0 },
+      { inputTokens: 200, outputTokens: 40, cacheReadTokens: 1000, cacheWriteTokens: 0, thinkingTokens: 0 },
+      { inputTokens: 200, outputTokens: 30, cacheReadTokens: 1200, cacheWriteTokens: 0, thinkingTokens: 0 },
+      { inputTokens: 200, outputTokens: 20, cacheReadTokens: 1400, cacheWriteTokens: 0, thinkingTokens: 0 },
     ]);
     expect(emitted).toEqual([
       {
@@ -216,7 +216,7 @@ describe.skipIf(skip)('an agent turn against a scripted model and a real sshd co
     expect(text.length).toBeLessThan(full.length);
     expect(full.startsWith(text)).toBe(true);
     // No usage arrived before the interrupt: the call counts as zero tokens.
-    expect(usages).toEqual([{ inputTokens: 0, outputTokens: 0, cacheReadTokens: 0, cacheWriteTokens: 0 }]);
+    expect(usages).toEqual([{ inputTokens: 0, outputTokens: 0, cacheReadTokens: 0, cacheWriteTokens: 0, thinkingTokens: 0 }]);
     await waitFor('the server to see the client go away', () => server.requests[0]?.aborted === true);
   });
 

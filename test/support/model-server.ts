@@ -27,7 +27,7 @@ export interface ScriptedReply {
   signature?: string;
   toolCalls?: ScriptedToolCall[];
   /** Default: 100 prompt tokens, 10 completion tokens, none cached. */
-  usage?: { promptTokens: number; completionTokens: number; cachedTokens?: number; cacheWriteTokens?: number };
+  usage?: { promptTokens: number; completionTokens: number; cachedTokens?: number; cacheWriteTokens?: number; reasoningTokens?: number };
   /** Characters per streamed text chunk (default 8). */
   chunkSize?: number;
   /** Pause before each streamed chunk: a slow reply, to interrupt a model call mid-stream. */
@@ -78,6 +78,7 @@ function usageOf(reply: ScriptedReply) {
     completion_tokens: u.completionTokens,
     total_tokens: u.promptTokens + u.completionTokens,
     prompt_tokens_details: { cached_tokens: u.cachedTokens ?? 0 },
+    completion_tokens_details: { reasoning_tokens: u.reasoningTokens ?? 0 },
   };
 }
 

@@ -96,6 +96,7 @@ export async function runPersistedTurn(
           outputTokens: usage.outputTokens,
           cacheCreationTokens: usage.cacheWriteTokens,
           cacheReadTokens: usage.cacheReadTokens,
+          thinkingTokens: usage.thinkingTokens,
           serviceCredits: credits,
         });
         await recordEvents(tx, [events.usage(now, env.model.model.id, usage, credits)]);

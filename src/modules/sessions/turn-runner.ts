@@ -7,7 +7,7 @@ import { machineUnavailable, targetFor, type MachineDeps } from '../computers/ma
 import { creditsExhausted, creditStanding } from '../organization/credit-usage.ts';
 import { resolveModel } from './models.ts';
 import { runPersistedTurn, runtimeHistory, type TurnEnvironment } from './persisted-turn.ts';
-import { createModelClient, type ContentBlock, type TurnResult } from './runtime/index.ts';
+import { createModelClient, zeroUsage, type ContentBlock, type TurnResult } from './runtime/index.ts';
 import { sessionTools } from './session-tools.ts';
 import type { StoredSettings } from './settings.ts';
 import { appendMessage, hasQueuedMessages, loadHistory, takeQueuedMessages } from './store.ts';
@@ -110,7 +110,7 @@ async function executeTurn(deps: TurnRunnerDeps, session: Session, ctx: JobConte
   // A continued turn whose model had already answered has nothing left to do.
   const last = history.filter((m) => m.queueStatus !== 'queued').at(-1);
   if (last?.role === 'assistant' && !(last.content as ContentBlock[]).some((b) => b.type === 'tool_use')) {
-    return { stopReason: 'end_turn', usage: { inputTokens: 0, outputTokens: 0, cacheReadTokens: 0, cacheWriteTokens: 0 }, steps: 0 };
+    return { stopReason: 'end_turn', usage: zeroUsage(), steps: 0 };
   }
   const baseTools = sessionTools(settings);
   const tools = sessionTools(settings, [subagentTool(env, session, settings, baseTools)]);

@@ -52,6 +52,8 @@ class StreamState {
           outputTokens: u.output_tokens,
           cacheReadTokens: u.cache_read_input_tokens ?? 0,
           cacheWriteTokens: u.cache_creation_input_tokens ?? 0,
+          // The Messages API counts thinking inside output_tokens without a separate figure.
+          thinkingTokens: 0,
         };
         return;
       }
@@ -92,6 +94,7 @@ class StreamState {
           outputTokens: u.output_tokens,
           cacheReadTokens: u.cache_read_input_tokens ?? this.usage.cacheReadTokens,
           cacheWriteTokens: u.cache_creation_input_tokens ?? this.usage.cacheWriteTokens,
+          thinkingTokens: 0,
         };
         if (event.delta.stop_reason) this.stopReason = event.delta.stop_reason;
         return;

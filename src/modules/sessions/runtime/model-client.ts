@@ -31,6 +31,8 @@ export interface Usage {
   outputTokens: number;
   cacheReadTokens: number;
   cacheWriteTokens: number;
+  /** Reasoning tokens where the provider reports them apart (OpenAI); already inside `outputTokens`. */
+  thinkingTokens: number;
 }
 
 export type StopReason = 'end_turn' | 'tool_use' | 'max_tokens' | 'refusal' | 'interrupted' | 'other';
@@ -71,7 +73,7 @@ export class ModelCallFailed extends Error {
 }
 
 export function zeroUsage(): Usage {
-  return { inputTokens: 0, outputTokens: 0, cacheReadTokens: 0, cacheWriteTokens: 0 };
+  return { inputTokens: 0, outputTokens: 0, cacheReadTokens: 0, cacheWriteTokens: 0, thinkingTokens: 0 };
 }
 
 export function addUsage(a: Usage, b: Usage): Usage {
@@ -80,6 +82,7 @@ export function addUsage(a: Usage, b: Usage): Usage {
     outputTokens: a.outputTokens + b.outputTokens,
     cacheReadTokens: a.cacheReadTokens + b.cacheReadTokens,
     cacheWriteTokens: a.cacheWriteTokens + b.cacheWriteTokens,
+    thinkingTokens: a.thinkingTokens + b.thinkingTokens,
   };
 }
 

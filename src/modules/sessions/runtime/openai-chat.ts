@@ -53,6 +53,7 @@ class StreamState {
         outputTokens: chunk.usage.completion_tokens,
         cacheReadTokens: cached,
         cacheWriteTokens: 0,
+        thinkingTokens: chunk.usage.completion_tokens_details?.reasoning_tokens ?? 0,
       };
     }
     const choice = chunk.choices[0];

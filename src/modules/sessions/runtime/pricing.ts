@@ -20,7 +20,7 @@ export type ModelPricing = z.infer<typeof ModelPricingSchema>;
  * `billableTokens`), so the credit totals and the analytics token figures agree. Priced credits
  * are rounded to micro-credits so sums of many calls do not drift with float noise.
  */
-export function creditsFor(usage: Usage, pricing?: ModelPricing): number {
+export function creditsFor(usage: Omit<Usage, 'thinkingTokens'>, pricing?: ModelPricing): number {
   if (!pricing) {
     return billableTokens({ input: usage.inputTokens, output: usage.outputTokens, cacheRead: usage.cacheReadTokens, cacheWrite: usage.cacheWriteTokens });
   }
