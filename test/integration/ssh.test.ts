@@ -1,3 +1,4 @@
+import { execFileSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import fs from 'node:fs';
 import net from 'node:net';
@@ -6,6 +7,7 @@ import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
   createSshClient,
+  ed25519KeyPair,
   generateKeyPair,
   hexToUuid,
   publicKeyOf,
@@ -391,6 +393,24 @@ describe.skipIf(skip)('SSH connection layer against a real sshd', () => {
       const pair = generateKeyPair('org_123@agentplane');
       expect(pair.publicKey).toMatch(/^ssh-ed25519 AAAAC3NzaC1lZDI1NTE5[0-9A-Za-z+/]+ org_123@agentplane$/);
       expect(publicKeyOf(pair.privateKey)).toEqual({ publicKey: pair.publicKey.replace(/ org_123@agentplane$/, ''), fingerprint: pair.fingerprint });
+      sshd.authorizeKey(pair.publicKey);
+      expect((await ssh.exec({ ...target, privateKey: pair.privateKey }, 'whoami')).stdout).toBe(`${sshd.username}\n`);
+    });
+
+    it('encodes a public key that starts with a zero byte (ssh2 drops it: one key in 256)', async () => {
+      let seed = 0;
+      let pair = ed25519KeyPair(Buffer.alloc(32, 0), 'zero');
+      const firstByte = (p: { publicKey: string }) => Buffer.from(p.publicKey.split(' ')[1]!, 'base64').at(-32);
+      while (firstByte(pair) !== 0) pair = ed25519KeyPair(Buffer.alloc(32, ++seed), 'zero');
+      const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'agentplane-key-'));
+      try {
+        fs.writeFileSync(path.join(dir, 'id'), pair.privateKey, { mode: 0o600 });
+        // OpenSSH reads the private key and derives the same public key and fingerprint from it.
+        expect(execFileSync('ssh-keygen', ['-y', '-f', path.join(dir, 'id')], { encoding: 'utf8' }).trim()).toBe(pair.publicKey);
+        expect(execFileSync('ssh-keygen', ['-l', '-E', 'sha256', '-f', path.join(dir, 'id')], { encoding: 'utf8' })).toContain(pair.fingerprint);
+      } finally {
+        fs.rmSync(dir, { recursive: true, force: true });
+      }
       sshd.authorizeKey(pair.publicKey);
       expect((await ssh.exec({ ...target, privateKey: pair.privateKey }, 'whoami')).stdout).toBe(`${sshd.username}\n`);
     });

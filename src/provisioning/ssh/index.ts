@@ -14,7 +14,7 @@ export {
 } from './errors.ts';
 export type { ExecOptions, ExecResult, RemoteKill } from './exec.ts';
 export { describeHostKey, fingerprintOf, normalizeFingerprint, type PresentedHostKey } from './host-keys.ts';
-export { generateKeyPair, publicKeyOf, type SshKeyPair } from './keys.ts';
+export { ed25519KeyPair, generateKeyPair, publicKeyOf, type SshKeyPair } from './keys.ts';
 export { hexToUuid } from './machine-id.ts';
 export type { PoolOptions, PoolStats } from './pool.ts';
 export type { FileOptions, RemoteStat } from './sftp.ts';
