@@ -5,14 +5,8 @@ import path from 'node:path';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { BY_USER_TOP } from '../../src/modules/analytics/metrics.ts';
-import {
-  ActivityResponseSchema,
-  ProductivityResponseSchema,
-  TokensResponseSchema,
-  ToolsResponseSchema,
-  UsersResponseSchema,
-} from '../../src/modules/analytics/schemas.ts';
 import { seedAnalytics } from '../../src/modules/analytics/seed.ts';
+import { ANALYTICS_VARIANTS, expectAnalyticsShape } from '../support/analytics-shapes.ts';
 import { createOrgFixture, startTestApi, type TestApi } from '../support/api.ts';
 import { CLI, REPO_ROOT } from '../support/server-process.ts';
 import { BACKENDS } from '../support/test-db.ts';
@@ -66,16 +60,7 @@ describe.each(BACKENDS)('analytics seed on %s', (backend) => {
       expect(res.status, path).toBe(200);
       return res.body;
     };
-    const cases = [
-      [TokensResponseSchema, 'tokens', ['', '&group_by=model']],
-      [ToolsResponseSchema, 'tools', ['', '&group_by=tool_name']],
-      [ActivityResponseSchema, 'activity', ['', '&group_by=client']],
-      [ProductivityResponseSchema, 'productivity', ['']],
-      [UsersResponseSchema, 'users', ['', '&limit=100']],
-    ] as const;
-    for (const [schema, endpoint, extras] of cases) {
-      for (const extra of extras) expect(schema.safeParse(await get(endpoint, extra)).error?.issues, endpoint + extra).toBeUndefined();
-    }
+    for (const [endpoint, query] of ANALYTICS_VARIANTS) expectAnalyticsShape(endpoint, await get(endpoint, query), endpoint + query);
 
     // Against /users, which lists every user's billable tokens per day: the day's total counts
     // everyone, by_user the BY_USER_TOP largest (ties by user id), each with their email.
