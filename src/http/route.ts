@@ -5,6 +5,7 @@ import type { Guard } from '../auth/guards.ts';
 import type { Principal } from '../auth/principal.ts';
 import { BadRequest } from '../lib/errors.ts';
 import type { Logger } from '../lib/logger.ts';
+import { SerializedJson } from './serialized-json.ts';
 
 type Method = 'get' | 'post' | 'put' | 'patch' | 'delete';
 
@@ -19,6 +20,7 @@ export interface RouteContext<P, Q, B, A extends boolean> {
 
 export interface RouteResult {
   status: number;
+  /** A value, checked against the status's schema before it is sent, or JSON text built to satisfy it. */
   body?: unknown;
   headers?: Record<string, string>;
 }
@@ -85,6 +87,10 @@ export function mountRoute(router: Router, route: RouteSpec, deps: { authenticat
     for (const [name, value] of Object.entries(result.headers ?? {})) res.setHeader(name, value);
     if (!declared.schema) {
       res.status(result.status).end();
+      return;
+    }
+    if (result.body instanceof SerializedJson) {
+      res.status(result.status).type('application/json').send(result.body.text);
       return;
     }
     // Responses go through their schema too: a field the schema lacks never leaves the server.

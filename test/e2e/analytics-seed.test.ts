@@ -4,7 +4,9 @@ import os from 'node:os';
 import path from 'node:path';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { BY_USER_TOP } from '../../src/modules/analytics/metrics.ts';
 import { seedAnalytics } from '../../src/modules/analytics/seed.ts';
+import { ANALYTICS_VARIANTS, expectAnalyticsShape } from '../support/analytics-shapes.ts';
 import { createOrgFixture, startTestApi, type TestApi } from '../support/api.ts';
 import { CLI, REPO_ROOT } from '../support/server-process.ts';
 import { BACKENDS } from '../support/test-db.ts';
@@ -47,6 +49,33 @@ describe.each(BACKENDS)('analytics seed on %s', (backend) => {
     const weekend = ['2026-02-21', '2026-02-22', '2026-02-28', '2026-03-01'].map((d) => active.get(d)!);
     const weekdays = [...active].filter(([d]) => !['2026-02-21', '2026-02-22', '2026-02-28', '2026-03-01'].includes(d)).map(([, n]) => n);
     expect(Math.max(...weekend)).toBeLessThan(weekdays.reduce((s, n) => s + n, 0) / weekdays.length);
+  });
+
+  it('serves seeded days in exactly the schemas, by_user holding the top users of each day', async () => {
+    const org = await createOrgFixture(api.db, `serve-${backend}`);
+    await seedAnalytics(api.db.prisma, { organizationId: org.id, users: 30, days: 7, endDay: '2026-03-06', seed: 7 });
+    const get = async (endpoint: string, extra = '') => {
+      const path = `/api/v1/analytics/${endpoint}?startDate=2026-02-28&endDate=2026-03-06${extra}`;
+      const res = await api.call('GET', path, { as: org.members.manager.apiKey });
+      expect(res.status, path).toBe(200);
+      return res.body;
+    };
+    for (const [endpoint, query] of ANALYTICS_VARIANTS) expectAnalyticsShape(endpoint, await get(endpoint, query), endpoint + query);
+
+    // Against /users, which lists every user's billable tokens per day: the day's total counts
+    // everyone, by_user the BY_USER_TOP largest (ties by user id), each with their email.
+    const users = (await get('users', '&limit=100')).data as { user_id: string; user_email: string; date: string; billable_tokens: number }[];
+    const tokens = (await get('tokens')).data as { date: string; billable_tokens: number; by_user: { user_id: string; user_email: string; billable_tokens: number }[] }[];
+    expect(tokens).toHaveLength(7);
+    let cut = 0;
+    for (const day of tokens) {
+      const spenders = users.filter((u) => u.date === day.date && u.billable_tokens > 0);
+      expect(day.billable_tokens).toBe(spenders.reduce((sum, u) => sum + u.billable_tokens, 0));
+      const top = [...spenders].sort((a, b) => b.billable_tokens - a.billable_tokens || (a.user_id < b.user_id ? -1 : 1)).slice(0, BY_USER_TOP);
+      expect(day.by_user.map((u) => [u.user_id, u.user_email, u.billable_tokens])).toEqual(top.map((u) => [u.user_id, u.user_email, u.billable_tokens]));
+      if (spenders.length > BY_USER_TOP) cut++;
+    }
+    expect(cut).toBeGreaterThan(0);
   });
 
   it('refuses days before analytics history starts', async () => {

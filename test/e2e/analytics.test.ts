@@ -3,6 +3,7 @@ import { fixedClock } from '../../src/lib/clock.ts';
 import { recordEvents, type AnalyticsEvent } from '../../src/modules/analytics/events.ts';
 import { rollupDays, rollupDue } from '../../src/modules/analytics/rollup.ts';
 import { TODAY_DETAIL } from '../../src/modules/analytics/service.ts';
+import { ANALYTICS_VARIANTS, expectAnalyticsShape } from '../support/analytics-shapes.ts';
 import { startTestApi, type TestApi } from '../support/api.ts';
 import { BACKENDS } from '../support/test-db.ts';
 
@@ -330,6 +331,25 @@ describe.each(BACKENDS)('analytics on %s', (backend) => {
       expect(res.body.data.find((r: { user_id: string }) => r.user_id === U4)).toMatchObject({
         user_email: null, date: '2026-02-20', billable_tokens: 1000, primary_model: 'gpt-5-codex',
       });
+    });
+  });
+
+  describe('response shapes', () => {
+    it('answers every endpoint, grouped or not, paged or empty, in exactly its schema', async () => {
+      const all = range('2026-01-20', '2026-03-02');
+      const quiet = range('2026-02-02', '2026-02-03');
+      const variants = [...ANALYTICS_VARIANTS, ['users', `&limit=1&cursor=${U1}`] as const];
+      for (const [endpoint, query] of variants) {
+        for (const days of [all, quiet]) {
+          const path = `${A}/${endpoint}${days}${query}`;
+          const res = await get(path);
+          expect(res.status, path).toBe(200);
+          expect(res.headers.get('content-type'), path).toBe('application/json; charset=utf-8');
+          expectAnalyticsShape(endpoint, res.body, path);
+          // Quiet days are rolled up with zeros (one row per day, or per client); no user is listed.
+          if (days === quiet && query === '') expect(res.body.data, path).toHaveLength(endpoint === 'users' ? 0 : 2);
+        }
+      }
     });
   });
 

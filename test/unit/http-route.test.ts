@@ -7,6 +7,7 @@ import { accessLog } from '../../src/http/access-log.ts';
 import { errorHandler, notFound } from '../../src/http/error-handler.ts';
 import { requestId } from '../../src/http/request-id.ts';
 import { defineRoute, mountRoute } from '../../src/http/route.ts';
+import { SerializedJson } from '../../src/http/serialized-json.ts';
 import { Conflict, Unauthorized } from '../../src/lib/errors.ts';
 import { createLogger } from '../../src/lib/logger.ts';
 import { listenOnFreePort } from '../support/http.ts';
@@ -38,6 +39,20 @@ const routes = [
       return { status: 201, body: { id: params.thingId, name: body.name, secret: 's3cr3t' } };
     },
   }),
+  defineRoute({
+    method: 'get',
+    path: '/api/v0/things',
+    operationId: 'listThings',
+    summary: 'test',
+    tags: ['Test'],
+    responses: { 200: { description: 'listed', schema: z.array(Thing) } },
+    errors: [401],
+    handler: async () => ({
+      status: 200,
+      headers: { 'cache-control': 'no-store' },
+      body: new SerializedJson<z.infer<typeof Thing>[]>('[{"id":"t_1","name":"café"}, {"id":"t_2","name":"ü"}]'),
+    }),
+  }),
 ];
 
 let base: { url: string; close(): Promise<void> };
@@ -63,6 +78,14 @@ describe('route machinery', () => {
     const res = await post('/api/v0/things/t_1', { name: 'ok' });
     expect(res.status).toBe(201);
     expect(await res.json()).toEqual({ id: 't_1', name: 'ok' });
+  });
+
+  it('sends a serialized body as it is, as JSON, with the declared status and headers', async () => {
+    const res = await fetch(`${base.url}/api/v0/things`, { headers: { authorization: 'Bearer manager' } });
+    expect(res.status).toBe(200);
+    expect(res.headers.get('content-type')).toBe('application/json; charset=utf-8');
+    expect(res.headers.get('cache-control')).toBe('no-store');
+    expect(await res.text()).toBe('[{"id":"t_1","name":"café"}, {"id":"t_2","name":"ü"}]');
   });
 
   it('names every invalid field in detail and metadata', async () => {

@@ -13,6 +13,12 @@ export type ModelTier = (typeof MODEL_TIERS)[number];
 export const AUTONOMY_LEVELS = ['auto-high', 'auto-medium', 'auto-low', 'spec', 'manual'] as const;
 export type AutonomyLevel = (typeof AUTONOMY_LEVELS)[number];
 
+/**
+ * How many users a /tokens day row lists in `by_user`: the day's largest by billable tokens. Every
+ * user's tokens stay in the day's totals and `by_model`, and in their own /users rows.
+ */
+export const BY_USER_TOP = 10;
+
 export interface TokenCounts {
   input: number;
   output: number;

@@ -2,6 +2,7 @@ import type { Db, PrismaClient } from '../../db/client.ts';
 import type { Clock } from '../../lib/clock.ts';
 import { ANALYTICS_EPOCH, addDays, dayOf, dayStart, daysBetween, historyStart } from './dates.ts';
 import {
+  BY_USER_TOP,
   CLIENTS,
   autonomyRatio,
   billableTokens,
@@ -9,19 +10,37 @@ import {
   delegationLevel,
   mean,
   percentile,
+  type AutonomyLevel,
+  type Client,
+  type ModelTier,
   type TokenCounts,
 } from './metrics.ts';
+import type { ActivityRow, ProductivityRow, TokensRow, ToolsRow, UserRow, UserTokenBreakdown } from './schemas.ts';
 
-/** One group of a day's events: everything they share, how many there were, their token sums. */
+/** What the roll-up stores of each endpoint's day row, rendered once and served as stored. */
+export type TokensDay = Omit<TokensRow, 'date' | 'by_user'>;
+/** A `by_user` element as stored: `user_email` is read when served, so a changed email shows. */
+export type StoredUserTokens = Omit<UserTokenBreakdown, 'user_email'>;
+export type ToolsDay = Omit<ToolsRow, 'date'>;
+export type ActivityDay = Omit<ActivityRow, 'date' | 'daily_active_users' | 'weekly_active_users' | 'monthly_active_users'>;
+export type ProductivityDay = Omit<ProductivityRow, 'date'>;
+/** A /users row as stored: `user_email` is read when served, as in `by_user`. */
+export type StoredUsersRow = Omit<UserRow, 'user_email'>;
+type UserDayMetrics = Omit<StoredUsersRow, 'user_id' | 'date'>;
+
+/**
+ * One group of a day's events: everything they share, how many there were, their token sums.
+ * Enumerated columns hold what the event schema admitted when the events were recorded.
+ */
 interface EventGroup {
   user_id: string;
   kind: string;
-  client: string | null;
+  client: Client | null;
   model: string | null;
-  model_tier: string | null;
+  model_tier: ModelTier | null;
   tool: string | null;
   mcp_server: string | null;
-  autonomy_level: string | null;
+  autonomy_level: AutonomyLevel | null;
   name: string | null;
   hook_event: string | null;
   hook_matcher: string | null;
@@ -38,7 +57,7 @@ interface EventGroup {
 
 interface ModelUsage extends TokenCounts {
   model: string;
-  tier: string;
+  tier: ModelTier;
 }
 
 interface UserDay {
@@ -76,7 +95,7 @@ function newUserDay(userId: string): UserDay {
   };
 }
 
-function modelRow(m: ModelUsage) {
+function modelRow(m: ModelUsage): TokensDay['by_model'][number] {
   return { model_id: m.model, model_tier: m.tier, billable_tokens: billableTokens(m), input_tokens: m.input, output_tokens: m.output };
 }
 
@@ -183,31 +202,29 @@ export function summarizeDay(groups: EventGroup[], activeSessions: number) {
 
   const userRows = [...users.values()].sort((a, b) => (a.userId < b.userId ? -1 : 1)).map((u) => {
     const models = sortedModels(u.models.values());
-    return {
-      userId: u.userId,
-      toolCalls: u.toolCalls,
-      mcpCalls: u.mcpCalls,
-      skillCalls: u.skillCalls,
-      slashCommands: u.slashCommands,
-      hooks: u.hooks,
-      userTurns: u.userTurns,
-      sessions: u.sessions,
-      userMessages: u.userMessages,
-      assistantMessages: u.assistantMessages,
-      filesCreated: u.filesCreated,
-      filesEdited: u.filesEdited,
-      gitCommits: u.gitCommits,
-      gitPrsCreated: u.gitPrsCreated,
-      billableTokens: models.reduce((s, m) => s + m.billable_tokens, 0),
+    const metrics: UserDayMetrics = {
+      tool_calls: u.toolCalls,
+      billable_tokens: models.reduce((s, m) => s + m.billable_tokens, 0),
       // The model with the most billable tokens that day; none used: empty.
-      primaryModel: models[0]?.model_id ?? '',
-      primaryModelTier: models[0]?.model_tier ?? 'standard',
-      autonomyRatio: autonomyRatio(u.toolCalls, u.userTurns),
-      delegationLevel: delegationLevel(u.levels),
+      primary_model: models[0]?.model_id ?? '',
+      primary_model_tier: models[0]?.model_tier ?? 'standard',
+      files_created: u.filesCreated,
+      files_edited: u.filesEdited,
+      git_commits: u.gitCommits,
+      git_prs_created: u.gitPrsCreated,
+      mcp_calls: u.mcpCalls,
+      skill_calls: u.skillCalls,
+      slash_commands: u.slashCommands,
+      hooks: u.hooks,
+      sessions: u.sessions,
+      messages: u.userMessages + u.assistantMessages,
+      user_messages: u.userMessages,
+      assistant_messages: u.assistantMessages,
+      autonomy_ratio: autonomyRatio(u.toolCalls, u.userTurns),
+      delegation_level: delegationLevel(u.levels),
       languages: byCountThenKey(u.languages).map(([l]) => l),
-      clients: [...u.clients].sort(),
-      byModel: models,
     };
+    return { userId: u.userId, userTurns: u.userTurns, clients: [...u.clients].sort(), byModel: models, metrics };
   });
 
   const total = { input: 0, output: 0, cacheRead: 0, cacheWrite: 0 };
@@ -224,35 +241,35 @@ export function summarizeDay(groups: EventGroup[], activeSessions: number) {
     .map(([k, m]) => ({ model_id: m.model, model_tier: m.tier, billable_tokens: modelBillable.get(k) ?? 0, input_tokens: m.input, output_tokens: m.output, k }))
     .sort(byBillable)
     .map(({ k: _k, ...row }) => row);
-  const byUser = userRows
+  const tokensByUser: StoredUserTokens[] = userRows
     .filter((u) => u.byModel.length > 0)
-    .map((u) => ({ user_id: u.userId, billable_tokens: u.billableTokens, by_model: u.byModel, k: u.userId }))
+    .map((u) => ({ user_id: u.userId, billable_tokens: u.metrics.billable_tokens, by_model: u.byModel, k: u.userId }))
     .sort(byBillable)
+    .slice(0, BY_USER_TOP)
     .map(({ k: _k, ...row }) => row);
-  const tokens = {
-    billable_tokens: userRows.reduce((s, u) => s + u.billableTokens, 0),
+  const tokens: TokensDay = {
+    billable_tokens: userRows.reduce((s, u) => s + u.metrics.billable_tokens, 0),
     input_tokens: total.input,
     output_tokens: total.output,
     cache_read_tokens: total.cacheRead,
     cache_write_tokens: total.cacheWrite,
     by_model: byModel,
-    by_user: byUser,
   };
 
-  const toolCalls = userRows.reduce((s, u) => s + u.toolCalls, 0);
+  const toolCalls = userRows.reduce((s, u) => s + u.metrics.tool_calls, 0);
   const userTurns = userRows.reduce((s, u) => s + u.userTurns, 0);
-  const ratios = userRows.filter((u) => u.userTurns > 0).map((u) => u.autonomyRatio);
+  const ratios = userRows.filter((u) => u.userTurns > 0).map((u) => u.metrics.autonomy_ratio);
   const share = (level: string) => (toolCalls > 0 ? (levels.get(level) ?? 0) / toolCalls : 0);
-  const toolsRow = {
+  const toolsRow: ToolsDay = {
     tool_calls: toolCalls,
     by_tool: byCountThenKey(tools).map(([tool, invocations]) => ({ tool, invocations })),
-    mcp_users_with_mcp: userRows.filter((u) => u.mcpCalls > 0).length,
+    mcp_users_with_mcp: userRows.filter((u) => u.metrics.mcp_calls > 0).length,
     mcp_by_server: byCountThenKey(mcpServers).map(([server, invocations]) => ({ server, invocations })),
-    skills_invocations: userRows.reduce((s, u) => s + u.skillCalls, 0),
+    skills_invocations: userRows.reduce((s, u) => s + u.metrics.skill_calls, 0),
     skills_by_name: byCountThenKey(skills).map(([name, count]) => ({ name, count })),
-    slash_commands_invocations: userRows.reduce((s, u) => s + u.slashCommands, 0),
+    slash_commands_invocations: userRows.reduce((s, u) => s + u.metrics.slash_commands, 0),
     slash_commands_by_name: byCountThenKey(slash).map(([name, count]) => ({ name, count })),
-    hooks_invocations: userRows.reduce((s, u) => s + u.hooks, 0),
+    hooks_invocations: userRows.reduce((s, u) => s + u.metrics.hooks, 0),
     hooks_by_event: byCountThenKey(hooks).map(([key, count]) => {
       const [event, matcher, command] = key.split(KEY_SEP) as [string, string, string];
       return { event, matcher, command, count };
@@ -270,21 +287,22 @@ export function summarizeDay(groups: EventGroup[], activeSessions: number) {
       manual: share('manual'),
     },
   };
-  const activity = {
-    daily_active_users_by_client: Object.fromEntries(CLIENTS.map((c) => [c, clientUsers.get(c)!.size])),
+  const usersOn = (client: Client) => clientUsers.get(client)!.size;
+  const activity: ActivityDay = {
+    daily_active_users_by_client: { 'terminal-ui': usersOn('terminal-ui'), web: usersOn('web'), 'non-interactive-cli': usersOn('non-interactive-cli') },
     sessions,
     messages: userMessages + assistantMessages,
     user_messages: userMessages,
   };
-  const productivity = {
-    files_created: userRows.reduce((s, u) => s + u.filesCreated, 0),
-    files_edited: userRows.reduce((s, u) => s + u.filesEdited, 0),
+  const productivity: ProductivityDay = {
+    files_created: userRows.reduce((s, u) => s + u.metrics.files_created, 0),
+    files_edited: userRows.reduce((s, u) => s + u.metrics.files_edited, 0),
     by_extension: byCountThenKey(extensions).map(([extension, count]) => ({ extension, count })),
     by_language: byCountThenKey(languages).map(([language, count]) => ({ language, count })),
-    git_commits: userRows.reduce((s, u) => s + u.gitCommits, 0),
-    git_prs_created: userRows.reduce((s, u) => s + u.gitPrsCreated, 0),
+    git_commits: userRows.reduce((s, u) => s + u.metrics.git_commits, 0),
+    git_prs_created: userRows.reduce((s, u) => s + u.metrics.git_prs_created, 0),
   };
-  return { userRows, dailyActive: userRows.length, tokens, tools: toolsRow, activity, productivity };
+  return { userRows, dailyActive: userRows.length, tokens, tokensByUser, tools: toolsRow, activity, productivity };
 }
 
 const GROUP_COLUMNS =
@@ -294,7 +312,7 @@ const USER_DAY_COLUMNS = [
   'organization_id', 'day', 'user_id', 'tool_calls', 'mcp_calls', 'skill_calls', 'slash_commands', 'hooks',
   'user_turns', 'sessions', 'user_messages', 'assistant_messages', 'files_created', 'files_edited', 'git_commits',
   'git_prs_created', 'billable_tokens', 'primary_model', 'primary_model_tier', 'autonomy_ratio', 'delegation_level',
-  'languages', 'clients',
+  'languages', 'clients', 'users_row',
 ];
 const USER_DAY_ROWS_PER_INSERT = Math.floor(60_000 / USER_DAY_COLUMNS.length);
 
@@ -324,12 +342,14 @@ async function rollupDay(tx: Db, organizationId: string, day: string): Promise<v
   for (let i = 0; i < day$.userRows.length; i += USER_DAY_ROWS_PER_INSERT) {
     const params: unknown[] = [];
     const tuples = day$.userRows.slice(i, i + USER_DAY_ROWS_PER_INSERT).map((u) => {
+      const m = u.metrics;
       const values = [
-        organizationId, day, u.userId, u.toolCalls, u.mcpCalls, u.skillCalls, u.slashCommands, u.hooks, u.userTurns,
-        u.sessions, u.userMessages, u.assistantMessages, u.filesCreated, u.filesEdited, u.gitCommits, u.gitPrsCreated,
-        u.billableTokens, u.primaryModel, u.primaryModelTier, u.autonomyRatio, u.delegationLevel, u.languages, u.clients,
+        organizationId, day, u.userId, m.tool_calls, m.mcp_calls, m.skill_calls, m.slash_commands, m.hooks, u.userTurns,
+        m.sessions, m.user_messages, m.assistant_messages, m.files_created, m.files_edited, m.git_commits, m.git_prs_created,
+        m.billable_tokens, m.primary_model, m.primary_model_tier, m.autonomy_ratio, m.delegation_level, m.languages, u.clients,
+        JSON.stringify({ user_id: u.userId, date: day, ...m } satisfies StoredUsersRow),
       ];
-      const casts: Record<number, string> = { 1: '::date', 16: '::bigint', 19: '::float8', 21: '::text[]', 22: '::text[]' };
+      const casts: Record<number, string> = { 1: '::date', 16: '::bigint', 19: '::float8', 21: '::text[]', 22: '::text[]', 23: '::json' };
       return `(${values.map((v, j) => (params.push(v), `$${params.length}${casts[j] ?? (j >= 3 && j <= 15 ? '::int' : '')}`)).join(',')})`;
     });
     await tx.$executeRawUnsafe(`INSERT INTO analytics_user_days (${USER_DAY_COLUMNS.join(',')}) VALUES ${tuples.join(',')}`, ...params);
@@ -345,8 +365,8 @@ async function rollupDay(tx: Db, organizationId: string, day: string): Promise<v
     `INSERT INTO analytics_org_days
        (organization_id, day, rolled_up_at, daily_active_users, tokens, tokens_by_user, tools, activity, productivity)
      VALUES ($1, $2::date, now(), $3::int, $4::jsonb, $5::jsonb, $6::jsonb, $7::jsonb, $8::jsonb)`,
-    organizationId, day, day$.dailyActive, JSON.stringify({ ...day$.tokens, by_user: undefined }),
-    JSON.stringify(day$.tokens.by_user), JSON.stringify(day$.tools), JSON.stringify(day$.activity),
+    organizationId, day, day$.dailyActive, JSON.stringify(day$.tokens),
+    JSON.stringify(day$.tokensByUser), JSON.stringify(day$.tools), JSON.stringify(day$.activity),
     JSON.stringify(day$.productivity),
   );
 }

@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { LimitParamSchema } from '../../http/pagination.ts';
-import { AUTONOMY_LEVELS, CLIENTS, MODEL_TIERS } from './metrics.ts';
+import { AUTONOMY_LEVELS, BY_USER_TOP, CLIENTS, MODEL_TIERS } from './metrics.ts';
 import { isCalendarDate } from './dates.ts';
 
 const date = (what: string) =>
@@ -64,7 +64,9 @@ const TokensRowSchema = z.strictObject({
   cache_read_tokens: n,
   cache_write_tokens: n,
   by_model: z.array(ModelBreakdownSchema),
-  by_user: z.array(UserTokenBreakdownSchema),
+  by_user: z.array(UserTokenBreakdownSchema).meta({
+    description: `The day's ${BY_USER_TOP} largest users by billable tokens, largest first; /users has every user`,
+  }),
 });
 const TokensGroupRowSchema = z.strictObject({ date: day, group_key: z.string(), billable_tokens: n, input_tokens: n, output_tokens: n });
 export const TokensResponseSchema = envelope(z.union([TokensRowSchema, TokensGroupRowSchema]), 'AnalyticsTokens');
@@ -147,3 +149,16 @@ export type ToolsResponse = z.infer<typeof ToolsResponseSchema>;
 export type ActivityResponse = z.infer<typeof ActivityResponseSchema>;
 export type ProductivityResponse = z.infer<typeof ProductivityResponseSchema>;
 export type UsersResponse = z.infer<typeof UsersResponseSchema>;
+export type AnalyticsMeta = z.infer<typeof MetaSchema>;
+export type AnalyticsPagedMeta = z.infer<typeof PagedMetaSchema>;
+
+// The row shapes, for the roll-up that renders them once and the service that serves them as text.
+export type TokensRow = z.infer<typeof TokensRowSchema>;
+export type TokensGroupRow = z.infer<typeof TokensGroupRowSchema>;
+export type UserTokenBreakdown = z.infer<typeof UserTokenBreakdownSchema>;
+export type ToolsRow = z.infer<typeof ToolsRowSchema>;
+export type ToolsGroupRow = z.infer<typeof ToolsGroupRowSchema>;
+export type ActivityRow = z.infer<typeof ActivityRowSchema>;
+export type ActivityGroupRow = z.infer<typeof ActivityGroupRowSchema>;
+export type ProductivityRow = z.infer<typeof ProductivityRowSchema>;
+export type UserRow = z.infer<typeof UserRowSchema>;

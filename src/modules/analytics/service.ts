@@ -1,27 +1,23 @@
 import type { PrismaClient } from '../../db/client.ts';
+import type { SerializedJson } from '../../http/serialized-json.ts';
 import type { Clock } from '../../lib/clock.ts';
 import { BadRequest } from '../../lib/errors.ts';
 import { addDays, dayOf, historyStart } from './dates.ts';
+import { envelope, mergeObjects, serialize } from './json-text.ts';
+import type { ActivityDay, StoredUserTokens, TokensDay, ToolsDay } from './rollup.ts';
 import type {
+  ActivityGroupRow,
   ActivityResponse,
   ProductivityResponse,
   RangeQuery,
+  TokensGroupRow,
   TokensResponse,
+  ToolsGroupRow,
   ToolsResponse,
+  UserTokenBreakdown,
   UsersQuery,
   UsersResponse,
 } from './schemas.ts';
-
-type TokensDay = Omit<Extract<TokensResponse['data'][number], { by_user: unknown }>, 'date' | 'by_user'> & {
-  by_user: { user_id: string; billable_tokens: number; by_model: Extract<TokensResponse['data'][number], { by_model: unknown }>['by_model'] }[];
-};
-type ToolsDay = Omit<Extract<ToolsResponse['data'][number], { by_tool: unknown }>, 'date'>;
-type ActivityDay = Pick<
-  Extract<ActivityResponse['data'][number], { sessions: unknown }>,
-  'daily_active_users_by_client' | 'sessions' | 'messages' | 'user_messages'
->;
-type ProductivityDay = Omit<ProductivityResponse['data'][number], 'date'>;
-
 
 export const TODAY_DETAIL = "Cannot query today's date - analytics data has a 24-hour lag";
 
@@ -54,10 +50,13 @@ export function createAnalyticsService(deps: { db: PrismaClient; clock: Clock })
     return { org_id: organizationId, start_date: q.startDate, end_date: q.endDate };
   }
 
-  /** The rolled-up days in range, oldest first; days not rolled up yet are absent. */
-  async function days<T, X = unknown>(organizationId: string, q: RangeQuery, column: string, extra = '') {
-    return db.$queryRawUnsafe<({ date: string; daily_active_users: number; weekly_active_users: number; monthly_active_users: number } & { row: T } & X)[]>(
-      `SELECT to_char(day, 'YYYY-MM-DD') AS date, daily_active_users, weekly_active_users, monthly_active_users, ${column} AS row${extra}
+  /**
+   * The rolled-up days in range, oldest first; days not rolled up yet are absent. `columns` picks
+   * the stored documents, as text (`tools::text AS tools`) to serve them or as values to flatten.
+   */
+  async function days<R>(organizationId: string, q: RangeQuery, columns: string) {
+    return db.$queryRawUnsafe<({ date: string } & R)[]>(
+      `SELECT to_char(day, 'YYYY-MM-DD') AS date, ${columns}
          FROM analytics_org_days
         WHERE organization_id = $1 AND day BETWEEN $2::date AND $3::date
         ORDER BY day`,
@@ -75,14 +74,16 @@ export function createAnalyticsService(deps: { db: PrismaClient; clock: Clock })
     return new Map(rows.map((r) => [r.id, r.email]));
   }
 
+  const dateField = (day: string) => JSON.stringify({ date: day });
+
   return {
-    async tokens(organizationId: string, q: RangeQuery & { group_by?: 'model' }): Promise<TokensResponse> {
+    async tokens(organizationId: string, q: RangeQuery & { group_by?: 'model' }): Promise<SerializedJson<TokensResponse>> {
       const meta = await checkRange(organizationId, q);
       if (q.group_by === 'model') {
-        const rows = await days<Omit<TokensDay, 'by_user'>>(organizationId, q, 'tokens');
-        const data = rows.flatMap(({ date, row }) => {
+        const rows = await days<{ tokens: TokensDay }>(organizationId, q, 'tokens');
+        const data = rows.flatMap(({ date, tokens }): TokensGroupRow[] => {
           const byId = new Map<string, { billable_tokens: number; input_tokens: number; output_tokens: number }>();
-          for (const m of row.by_model) {
+          for (const m of tokens.by_model) {
             const acc = byId.get(m.model_id) ?? { billable_tokens: 0, input_tokens: 0, output_tokens: 0 };
             acc.billable_tokens += m.billable_tokens;
             acc.input_tokens += m.input_tokens;
@@ -91,75 +92,72 @@ export function createAnalyticsService(deps: { db: PrismaClient; clock: Clock })
           }
           return [...byId].map(([group_key, sums]) => ({ date, group_key, ...sums }));
         });
-        return { data, meta };
+        return serialize<TokensResponse>({ data, meta });
       }
       // by_user comes as its own column: merging it into `tokens` in SQL (`||`) rebuilt a year of
-      // large jsonb documents and doubled the query's time.
-      const rows = await days<Omit<TokensDay, 'by_user'>, Pick<TokensDay, 'by_user'>>(organizationId, q, 'tokens', ', tokens_by_user AS by_user');
+      // jsonb documents. It is parsed to add each user's current email; the rest is served as text.
+      const rows = await days<{ tokens: string; by_user: StoredUserTokens[] }>(organizationId, q, 'tokens::text AS tokens, tokens_by_user AS by_user');
       const email = await emails(rows.flatMap(({ by_user }) => by_user.map((u) => u.user_id)));
-      const data = rows.map(({ date, row, by_user }) => ({
-        date,
-        ...row,
-        by_user: by_user.map((u) => ({
-          user_id: u.user_id,
-          user_email: email.get(u.user_id) ?? null,
-          billable_tokens: u.billable_tokens,
-          by_model: u.by_model,
-        })),
-      }));
-      return { data, meta };
-    },
-
-    async tools(organizationId: string, q: RangeQuery & { group_by?: 'tool_name' }): Promise<ToolsResponse> {
-      const meta = await checkRange(organizationId, q);
-      const rows = await days<ToolsDay>(organizationId, q, 'tools');
-      if (q.group_by === 'tool_name') {
-        return {
-          data: rows.flatMap(({ date, row }) => row.by_tool.map((t) => ({ date, group_key: t.tool, tool_calls: t.invocations }))),
-          meta,
-        };
-      }
-      return { data: rows.map(({ date, row }) => ({ date, ...row })), meta };
-    },
-
-    async activity(organizationId: string, q: RangeQuery & { group_by?: 'client' }): Promise<ActivityResponse> {
-      const meta = await checkRange(organizationId, q);
-      const rows = await days<ActivityDay>(organizationId, q, 'activity');
-      if (q.group_by === 'client') {
-        return {
-          data: rows.flatMap(({ date, row }) =>
-            (['terminal-ui', 'web', 'non-interactive-cli'] as const).map((client) => ({
-              date,
-              group_key: client,
-              daily_active_users: row.daily_active_users_by_client[client],
-            })),
-          ),
-          meta,
-        };
-      }
-      return {
-        data: rows.map((r) => ({
-          date: r.date,
-          daily_active_users: r.daily_active_users,
-          weekly_active_users: r.weekly_active_users,
-          monthly_active_users: r.monthly_active_users,
-          ...r.row,
-        })),
+      return envelope<TokensResponse>(
+        rows.map((r) => {
+          const byUser = r.by_user.map((u): UserTokenBreakdown => ({
+            user_id: u.user_id,
+            user_email: email.get(u.user_id) ?? null,
+            billable_tokens: u.billable_tokens,
+            by_model: u.by_model,
+          }));
+          return mergeObjects(dateField(r.date), r.tokens, JSON.stringify({ by_user: byUser }));
+        }),
         meta,
-      };
+      );
     },
 
-    async productivity(organizationId: string, q: RangeQuery): Promise<ProductivityResponse> {
+    async tools(organizationId: string, q: RangeQuery & { group_by?: 'tool_name' }): Promise<SerializedJson<ToolsResponse>> {
       const meta = await checkRange(organizationId, q);
-      const rows = await days<ProductivityDay>(organizationId, q, 'productivity');
-      return { data: rows.map(({ date, row }) => ({ date, ...row })), meta };
+      if (q.group_by === 'tool_name') {
+        const rows = await days<{ tools: ToolsDay }>(organizationId, q, 'tools');
+        const data = rows.flatMap(({ date, tools }) =>
+          tools.by_tool.map((t): ToolsGroupRow => ({ date, group_key: t.tool, tool_calls: t.invocations })),
+        );
+        return serialize<ToolsResponse>({ data, meta });
+      }
+      const rows = await days<{ tools: string }>(organizationId, q, 'tools::text AS tools');
+      return envelope<ToolsResponse>(rows.map((r) => mergeObjects(dateField(r.date), r.tools)), meta);
+    },
+
+    async activity(organizationId: string, q: RangeQuery & { group_by?: 'client' }): Promise<SerializedJson<ActivityResponse>> {
+      const meta = await checkRange(organizationId, q);
+      if (q.group_by === 'client') {
+        const rows = await days<{ activity: ActivityDay }>(organizationId, q, 'activity');
+        const data = rows.flatMap(({ date, activity }) =>
+          (['terminal-ui', 'web', 'non-interactive-cli'] as const).map((client): ActivityGroupRow => ({
+            date,
+            group_key: client,
+            daily_active_users: activity.daily_active_users_by_client[client],
+          })),
+        );
+        return serialize<ActivityResponse>({ data, meta });
+      }
+      const rows = await days<{ daily_active_users: number; weekly_active_users: number; monthly_active_users: number; activity: string }>(
+        organizationId, q, 'daily_active_users, weekly_active_users, monthly_active_users, activity::text AS activity',
+      );
+      return envelope<ActivityResponse>(
+        rows.map(({ activity, ...counts }) => mergeObjects(JSON.stringify(counts), activity)),
+        meta,
+      );
+    },
+
+    async productivity(organizationId: string, q: RangeQuery): Promise<SerializedJson<ProductivityResponse>> {
+      const meta = await checkRange(organizationId, q);
+      const rows = await days<{ productivity: string }>(organizationId, q, 'productivity::text AS productivity');
+      return envelope<ProductivityResponse>(rows.map((r) => mergeObjects(dateField(r.date), r.productivity)), meta);
     },
 
     /**
      * A page of up to `limit` users active in the range, in user id order, each with one row per
      * day they were active; `next_cursor` is the page's last user id.
      */
-    async users(organizationId: string, q: UsersQuery): Promise<UsersResponse> {
+    async users(organizationId: string, q: UsersQuery): Promise<SerializedJson<UsersResponse>> {
       const meta = await checkRange(organizationId, q);
       const page = await db.$queryRawUnsafe<{ user_id: string }[]>(
         `SELECT ou.user_id FROM analytics_org_users ou
@@ -172,26 +170,22 @@ export function createAnalyticsService(deps: { db: PrismaClient; clock: Clock })
       );
       const hasMore = page.length > q.limit;
       const ids = page.slice(0, q.limit).map((r) => r.user_id);
-      // Built as one JSON document in SQL: a page is thousands of user-days, and one text value
-      // crosses the driver far faster than thousands of rows of 22 columns. json_agg of a row
-      // (keys from the column names) builds it in about 60% of the time json_build_object took.
-      const [{ rows }] = await db.$queryRawUnsafe<[{ rows: string }]>(
-        `SELECT coalesce(json_agg(r ORDER BY r.user_id, r.date)::text, '[]') AS rows
-           FROM (SELECT d.user_id, u.email AS user_email, to_char(d.day, 'YYYY-MM-DD') AS date,
-                        d.tool_calls, d.billable_tokens, d.primary_model, d.primary_model_tier,
-                        d.files_created, d.files_edited, d.git_commits, d.git_prs_created,
-                        d.mcp_calls, d.skill_calls, d.slash_commands, d.hooks, d.sessions,
-                        d.user_messages + d.assistant_messages AS messages, d.user_messages,
-                        d.assistant_messages, d.autonomy_ratio, d.delegation_level, d.languages
-                   FROM analytics_user_days d LEFT JOIN users u ON u.id = d.user_id
-                  WHERE d.organization_id = $1 AND d.user_id = ANY($2::text[])
-                    AND d.day BETWEEN $3::date AND $4::date) r`,
-        organizationId, ids, q.startDate, q.endDate,
+      const pagedMeta = { ...meta, has_more: hasMore, next_cursor: hasMore ? ids[ids.length - 1]! : null };
+      if (ids.length === 0) return envelope<UsersResponse>([], pagedMeta);
+      // The page holds every user with a day in range from its first id to its last, so the
+      // range's rows between those ids are the page's rows: one index range, already in order.
+      // Each row was rendered at roll-up; only the user's current email is added here.
+      const rows = await db.$queryRawUnsafe<{ user_email: string | null; users_row: string }[]>(
+        `SELECT u.email AS user_email, d.users_row::text AS users_row
+           FROM analytics_user_days d LEFT JOIN users u ON u.id = d.user_id
+          WHERE d.organization_id = $1 AND d.user_id BETWEEN $2 AND $3 AND d.day BETWEEN $4::date AND $5::date
+          ORDER BY d.user_id, d.day`,
+        organizationId, ids[0], ids[ids.length - 1], q.startDate, q.endDate,
       );
-      return {
-        data: JSON.parse(rows) as UsersResponse['data'],
-        meta: { ...meta, has_more: hasMore, next_cursor: hasMore ? ids[ids.length - 1]! : null },
-      };
+      return envelope<UsersResponse>(
+        rows.map((r) => mergeObjects(JSON.stringify({ user_email: r.user_email }), r.users_row)),
+        pagedMeta,
+      );
     },
   };
 }
