@@ -40,7 +40,7 @@ import { watchTurn } from '../src/modules/sessions/turn-watch.ts';
 import type { SshTarget } from '../src/provisioning/ssh/index.ts';
 
 const { values: args } = parseArgs({
-  options: { messages: { type: 'string', default: '100000' }, runs: { type: 'string', default: '21' }, calls: { type: 'string', default: '50' } },
+  options: { messages: { type: 'string', default: '100000' }, runs: { type: 'string', default: '21' }, calls: { type: 'string', default: '40' } },
 });
 const MESSAGES = Number(args.messages);
 const RUNS = Number(args.runs);
