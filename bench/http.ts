@@ -166,6 +166,7 @@ async function benchBackend(kind: string) {
     const { app } = createApp({
       config: loadConfig({}),
       prisma: db.prisma,
+      reads: db.reads,
       log,
       clock: systemClock,
       providers: createProviderRegistry([]),

@@ -5,6 +5,7 @@ import { PrismaPg } from '@prisma/adapter-pg';
 import pg from 'pg';
 import { PrismaPGlite } from 'pglite-prisma-adapter';
 import { PrismaClient, type Prisma } from '../generated/prisma/client.ts';
+import { preparedReads, type ReadRows } from './reads.ts';
 import { fromPgClient, fromPglite, type SqlConnection } from './sql.ts';
 
 export { PrismaClient };
@@ -13,9 +14,14 @@ export type { Prisma };
 /** A Prisma client or an interactive transaction: services accept either. */
 export type Db = Prisma.TransactionClient;
 
-export type Database =
-  | { kind: 'pglite'; prisma: PrismaClient; pglite: PGlite; close(): Promise<void> }
-  | { kind: 'postgres'; prisma: PrismaClient; url: string; close(): Promise<void> };
+interface Opened {
+  prisma: PrismaClient;
+  /** The reads behind every request (the credential lookup): prepared statements on the database's own driver. */
+  reads: ReadRows;
+  close(): Promise<void>;
+}
+
+export type Database = ({ kind: 'pglite'; pglite: PGlite } | { kind: 'postgres'; url: string }) & Opened;
 
 export type DatabaseTarget = { databaseUrl?: string; dataDir: string };
 
@@ -27,13 +33,24 @@ export function pgliteDir(dataDir: string): string {
 /**
  * Opens PostgreSQL when a URL is given, otherwise the embedded PGlite database in the data
  * directory. PGlite is one in-process instance shared by Prisma and the job queue: it allows one
- * process per data directory, and a socket in front of it would interleave sessions.
+ * process per data directory, and a socket in front of it would interleave sessions. On
+ * PostgreSQL, Prisma and the prepared reads share one connection pool.
  */
 export async function openDatabase(target: DatabaseTarget): Promise<Database> {
   if (target.databaseUrl) {
     const url = target.databaseUrl;
-    const prisma = new PrismaClient({ adapter: new PrismaPg({ connectionString: url }) });
-    return { kind: 'postgres', prisma, url, close: () => prisma.$disconnect() };
+    const pool = new pg.Pool({ connectionString: url });
+    const prisma = new PrismaClient({ adapter: new PrismaPg(pool) });
+    return {
+      kind: 'postgres',
+      prisma,
+      url,
+      reads: preparedReads({ kind: 'postgres', pool }),
+      close: async () => {
+        await prisma.$disconnect();
+        await pool.end();
+      },
+    };
   }
   const dir = pgliteDir(target.dataDir);
   await fs.mkdir(dir, { recursive: true });
@@ -43,6 +60,7 @@ export async function openDatabase(target: DatabaseTarget): Promise<Database> {
     kind: 'pglite',
     prisma,
     pglite,
+    reads: preparedReads({ kind: 'pglite', pglite }),
     close: async () => {
       await prisma.$disconnect();
       await pglite.close();

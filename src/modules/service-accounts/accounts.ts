@@ -1,7 +1,6 @@
 import type { Principal } from '../../auth/principal.ts';
 import { isUniqueViolation } from '../../db/errors.ts';
 import type { Db } from '../../db/client.ts';
-import { readsThroughPrisma } from '../../db/reads.ts';
 import type { ServiceAccount } from '../../generated/prisma/client.ts';
 import { Conflict } from '../../lib/errors.ts';
 import { newId } from '../../lib/ids.ts';
@@ -34,7 +33,7 @@ function nameTaken(name: string, holder?: { id: string; status: string }): Confl
   );
 }
 
-export function accountOperations({ db, clock, reads = readsThroughPrisma(db) }: ServiceAccountsDeps) {
+export function accountOperations({ db, clock, reads }: ServiceAccountsDeps) {
   async function find(tx: Db, organizationId: string, id: string): Promise<ServiceAccount> {
     const row = await tx.serviceAccount.findFirst({ where: { id, organizationId } });
     if (!row) throw accountNotFound(id);

@@ -7,8 +7,8 @@ import { apiKeyOperations } from './api-keys.ts';
 export interface ServiceAccountsDeps {
   db: PrismaClient;
   clock: Clock;
-  /** How hot reads run (the list); Prisma raw queries unless the server passes prepared statements. */
-  reads?: ReadRows;
+  /** How hot reads run (the list): the opened database's prepared reads. */
+  reads: ReadRows;
 }
 
 /** Service accounts and their API keys: the rules of spec 4.3, free of HTTP. */
