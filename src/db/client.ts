@@ -5,7 +5,9 @@ import { PrismaPg } from '@prisma/adapter-pg';
 import pg from 'pg';
 import { PrismaPGlite } from 'pglite-prisma-adapter';
 import { PrismaClient, type Prisma } from '../generated/prisma/client.ts';
-import { preparedReads, type ReadRows } from './reads.ts';
+import { pipelinedReads } from './pg-reads.ts';
+import { readsFromPglite } from './pglite-reads.ts';
+import type { ReadRows } from './reads.ts';
 import { fromPgClient, fromPglite, type SqlConnection } from './sql.ts';
 
 export { PrismaClient };
@@ -31,24 +33,29 @@ export function pgliteDir(dataDir: string): string {
 }
 
 /**
+ * Connections of the hot reads on PostgreSQL, beside Prisma's pool. Each carries many reads at
+ * once; a second one keeps a slow read (a large list) from holding up every credential lookup.
+ */
+const READ_CONNECTIONS = 2;
+
+/**
  * Opens PostgreSQL when a URL is given, otherwise the embedded PGlite database in the data
  * directory. PGlite is one in-process instance shared by Prisma and the job queue: it allows one
- * process per data directory, and a socket in front of it would interleave sessions. On
- * PostgreSQL, Prisma and the prepared reads share one connection pool.
+ * process per data directory, and a socket in front of it would interleave sessions.
  */
 export async function openDatabase(target: DatabaseTarget): Promise<Database> {
   if (target.databaseUrl) {
     const url = target.databaseUrl;
-    const pool = new pg.Pool({ connectionString: url });
-    const prisma = new PrismaClient({ adapter: new PrismaPg(pool) });
+    const prisma = new PrismaClient({ adapter: new PrismaPg({ connectionString: url }) });
+    const hot = pipelinedReads({ connectionString: url }, READ_CONNECTIONS);
     return {
       kind: 'postgres',
       prisma,
       url,
-      reads: preparedReads({ kind: 'postgres', pool }),
+      reads: hot.reads,
       close: async () => {
+        await hot.close();
         await prisma.$disconnect();
-        await pool.end();
       },
     };
   }
@@ -60,7 +67,7 @@ export async function openDatabase(target: DatabaseTarget): Promise<Database> {
     kind: 'pglite',
     prisma,
     pglite,
-    reads: preparedReads({ kind: 'pglite', pglite }),
+    reads: readsFromPglite(pglite),
     close: async () => {
       await prisma.$disconnect();
       await pglite.close();

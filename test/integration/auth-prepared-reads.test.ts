@@ -7,6 +7,7 @@ import { createAuthenticator, type Authenticate } from '../../src/auth/authentic
 import { createJwtVerifier } from '../../src/auth/jwt.ts';
 import type { Principal } from '../../src/auth/principal.ts';
 import { openDatabase, type Database } from '../../src/db/client.ts';
+import { pipelinedReads } from '../../src/db/pg-reads.ts';
 import { readsFromPglite } from '../../src/db/pglite-reads.ts';
 import { fixedClock } from '../../src/lib/clock.ts';
 import { newId } from '../../src/lib/ids.ts';
@@ -195,6 +196,55 @@ describe.runIf(BACKENDS.includes('postgres'))('prepared reads on two replicas of
     const owner: Principal = { organizationId: orgId, credential: 'api_key', kind: 'user', userId: 'usr_x', email: 'x@acme.test', role: 'owner' };
     await service.revokeKey(owner, sa.id, stored.id);
     await expect(b!(`Bearer ${key.value}`)).rejects.toMatchObject({ status: 401, message: expect.stringMatching(/revoked/) });
+  });
+});
+
+describe.runIf(BACKENDS.includes('postgres'))('pipelined reads on PostgreSQL', () => {
+  let db: Awaited<ReturnType<typeof openTestDatabase>>;
+  let url: string;
+  const double = { name: 'test_pipelined_double', text: 'SELECT $1::int * 2 AS n' };
+  const backendPid = { name: 'test_pipelined_pid', text: 'SELECT pg_backend_pid() AS pid' };
+  beforeAll(async () => {
+    db = await openTestDatabase('postgres');
+    if (db.kind !== 'postgres') throw new Error('expected a PostgreSQL database');
+    url = db.url;
+  });
+  afterAll(() => db?.dispose());
+
+  it('answer each of many concurrent reads with its own rows, and fail a bad one alone', async () => {
+    const hot = pipelinedReads({ connectionString: url }, 2);
+    try {
+      const inputs = Array.from({ length: 300 }, (_, i) => (i === 150 ? 'not a number' : String(i)));
+      const settled = await Promise.allSettled(inputs.map((n) => hot.reads<{ n: number }>(double, [n])));
+      settled.forEach((outcome, i) => {
+        if (i === 150) expect(outcome).toMatchObject({ status: 'rejected', reason: { code: '22P02' } });
+        else expect(outcome).toEqual({ status: 'fulfilled', value: [{ n: 2 * i }] });
+      });
+      // Both connections carried reads, each preparing the statement once.
+      const pids = new Set((await Promise.all([0, 1].map(() => hot.reads<{ pid: number }>(backendPid, [])))).map((r) => r[0]!.pid));
+      expect(pids.size).toBe(2);
+    } finally {
+      await hot.close();
+    }
+  });
+
+  it('replace a connection the server closed, and refuse reads once closed', async () => {
+    const hot = pipelinedReads({ connectionString: url }, 1);
+    const [{ pid }] = (await hot.reads<{ pid: number }>(backendPid, [])) as [{ pid: number }];
+    await db.prisma.$queryRawUnsafe('SELECT pg_terminate_backend($1::int)', pid);
+    let next: number | undefined;
+    for (let attempt = 0; next === undefined && attempt < 50; attempt++) {
+      // The read that meets the dead connection fails; the next one opens a new connection.
+      next = await hot.reads<{ pid: number }>(backendPid, []).then(
+        (rows) => rows[0]!.pid,
+        () => new Promise<undefined>((resolve) => setTimeout(() => resolve(undefined), 20)),
+      );
+    }
+    expect(next).toBeDefined();
+    expect(next).not.toBe(pid);
+    await expect(hot.reads(double, ['2'])).resolves.toEqual([{ n: 4 }]);
+    await hot.close();
+    await expect(hot.reads(double, ['2'])).rejects.toThrow(/closed/);
   });
 });
 
