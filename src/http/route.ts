@@ -5,6 +5,7 @@ import type { Guard } from '../auth/guards.ts';
 import type { Principal } from '../auth/principal.ts';
 import { BadRequest } from '../lib/errors.ts';
 import type { Logger } from '../lib/logger.ts';
+import { sendJson } from './json-response.ts';
 
 type Method = 'get' | 'post' | 'put' | 'patch' | 'delete';
 
@@ -88,6 +89,6 @@ export function mountRoute(router: Router, route: RouteSpec, deps: { authenticat
       return;
     }
     // Responses go through their schema too: a field the schema lacks never leaves the server.
-    res.status(result.status).json(declared.schema.parse(result.body));
+    sendJson(res, result.status, declared.schema.parse(result.body));
   });
 }
