@@ -24,6 +24,7 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import express, { type Express } from 'express';
 import pg from 'pg';
+import { pino } from 'pino';
 import { createApp } from '../src/app.ts';
 import { loadConfig } from '../src/config.ts';
 import { openDatabase, type Database } from '../src/db/client.ts';
@@ -206,7 +207,8 @@ async function benchBackend(kind: string) {
         createdBy: boot.userId,
       })),
     });
-    const log = createLogger({ level: process.env.BENCH_LOG_LEVEL ?? 'silent' });
+    // The server's default level, as `npm start` runs it; the lines go nowhere, as they would to a collector's pipe.
+    const log = createLogger({ level: process.env.BENCH_LOG_LEVEL ?? 'info', destination: pino.destination({ dest: '/dev/null', sync: true }) });
     const machines = await startMachineAccess({ dataDir, host: '127.0.0.1' }, db.prisma, log);
     const { app } = createApp({
       config: loadConfig({}),
