@@ -62,7 +62,9 @@ export function createApp(deps: AppDeps) {
     ...computerRoutes(
       createComputersService({ db: deps.prisma, clock: deps.clock, providers: deps.providers, queue: deps.queue, ...deps.machines }),
     ),
-    ...serviceAccountRoutes(createServiceAccountsService({ db: deps.prisma, clock: deps.clock, reads: deps.reads, gateway: deps.machines.gateway })),
+    ...serviceAccountRoutes(
+      createServiceAccountsService({ db: deps.prisma, clock: deps.clock, reads: deps.reads, gateway: deps.machines.gateway }),
+    ),
     ...organizationRoutes(createOrganizationService({ db: deps.prisma, clock: deps.clock })),
     ...analyticsRoutes(createAnalyticsService({ db: deps.prisma, clock: deps.clock })),
     ...readinessRoutes(
