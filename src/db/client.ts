@@ -33,12 +33,6 @@ export function pgliteDir(dataDir: string): string {
 }
 
 /**
- * Connections of the hot reads on PostgreSQL, beside Prisma's pool. Each carries many reads at
- * once; a second one keeps a slow read (a large list) from holding up every credential lookup.
- */
-const READ_CONNECTIONS = 2;
-
-/**
  * Opens PostgreSQL when a URL is given, otherwise the embedded PGlite database in the data
  * directory. PGlite is one in-process instance shared by Prisma and the job queue: it allows one
  * process per data directory, and a socket in front of it would interleave sessions.
@@ -47,7 +41,7 @@ export async function openDatabase(target: DatabaseTarget): Promise<Database> {
   if (target.databaseUrl) {
     const url = target.databaseUrl;
     const prisma = new PrismaClient({ adapter: new PrismaPg({ connectionString: url }) });
-    const hot = pipelinedReads({ connectionString: url }, READ_CONNECTIONS);
+    const hot = pipelinedReads({ connectionString: url });
     return {
       kind: 'postgres',
       prisma,
