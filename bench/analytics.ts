@@ -103,7 +103,7 @@ try {
   const queue = createJobQueue(db, { log, jobs: jobsFor({ prisma, clock, dataDir, ...machines }) });
   await queue.start();
   const { app } = createApp({
-    config: loadConfig({}), prisma, log, clock, providers: createProviderRegistry([]), queue, machines, pendingMigrations: async () => [],
+    config: loadConfig({}), prisma, reads: db.reads, log, clock, providers: createProviderRegistry([]), queue, machines, pendingMigrations: async () => [],
   });
   const api = await listenOnFreePort(app);
   const year = `startDate=${FIRST}&endDate=${LAST}`;

@@ -11,6 +11,10 @@
  * p99 latency under 25 ms. Two more targets split the endpoint's cost: `GET /healthz` (the app's
  * middleware and response validation, no credential, no database) and
  * `GET /api/v0/computers/providers` (authentication, no database work of its own).
+ *
+ * Beside requests/s it prints the CPU each request costs the server process (PGlite runs inside
+ * it) and the PostgreSQL server: on a small machine the load generator, the server and the
+ * database share the cores, so CPU per request is the steadier figure.
  */
 import { spawn } from 'node:child_process';
 import fs from 'node:fs';
@@ -20,6 +24,7 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import express, { type Express } from 'express';
 import pg from 'pg';
+import { pino } from 'pino';
 import { createApp } from '../src/app.ts';
 import { loadConfig } from '../src/config.ts';
 import { openDatabase, type Database } from '../src/db/client.ts';
@@ -60,14 +65,42 @@ const SHORT: Record<Target, string> = { bare: 'bare', floor: 'app, no auth', aut
 interface Figures {
   rps: number;
   p99: number;
+  /** CPU per request in microseconds: this process (server, PGlite) and the PostgreSQL server. */
+  serverUs: number;
+  databaseUs: number;
 }
 
 interface Run {
   rps: number;
   p99: number;
+  requests: number;
   non2xx: number;
   errors: number;
 }
+
+const TICK_MS = 10; // USER_HZ is 100 on Linux
+
+/** CPU time (ms) of a process and of its children now, read from /proc (Linux). */
+function processCpuMs(pid: number, withChildren: boolean): number {
+  const fields = (stat: string) => stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+  let ticks = 0;
+  for (const entry of fs.readdirSync('/proc')) {
+    if (!/^\d+$/.test(entry)) continue;
+    let f: string[];
+    try {
+      f = fields(fs.readFileSync(`/proc/${entry}/stat`, 'utf8'));
+    } catch {
+      continue; // exited meanwhile
+    }
+    if (Number(entry) === pid || (withChildren && Number(f[1]) === pid)) ticks += Number(f[11]) + Number(f[12]);
+  }
+  return ticks * TICK_MS;
+}
+
+const ownCpuMs = () => {
+  const { user, system } = process.cpuUsage();
+  return (user + system) / 1000;
+};
 
 /** One autocannon run in a child process; its `--json` summary on stdout. */
 function cannon(url: string, headers: Record<string, string>, seconds: number): Promise<Run> {
@@ -82,12 +115,12 @@ function cannon(url: string, headers: Record<string, string>, seconds: number): 
     child.on('exit', (code) => {
       if (code !== 0) return reject(new Error(`autocannon exited with ${code}`));
       const r = JSON.parse(out) as {
-        requests: { average: number };
+        requests: { average: number; total: number };
         latency: { p99: number };
         non2xx: number;
         errors: number;
       };
-      resolve({ rps: r.requests.average, p99: r.latency.p99, non2xx: r.non2xx, errors: r.errors });
+      resolve({ rps: r.requests.average, p99: r.latency.p99, requests: r.requests.total, non2xx: r.non2xx, errors: r.errors });
     });
   });
 }
@@ -110,8 +143,16 @@ const median = (xs: number[]) => {
   return s.length % 2 ? s[mid]! : (s[mid - 1]! + s[mid]!) / 2;
 };
 
+interface Backend {
+  db: Database;
+  dataDir: string;
+  /** CPU time (ms) the database server has used so far; 0 for PGlite, which runs in this process. */
+  databaseCpuMs(): number;
+  dispose(): Promise<void>;
+}
+
 /** A migrated database and a data directory (the machine-access key lives there), removed by `dispose`. */
-async function openBackend(kind: string): Promise<{ db: Database; dataDir: string; dispose(): Promise<void> }> {
+async function openBackend(kind: string): Promise<Backend> {
   const log = createLogger({ level: 'silent' });
   const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'agentplane-bench-'));
   const removeDir = () => fs.rmSync(dataDir, { recursive: true, force: true });
@@ -121,6 +162,7 @@ async function openBackend(kind: string): Promise<{ db: Database; dataDir: strin
     return {
       db,
       dataDir,
+      databaseCpuMs: () => 0,
       dispose: async () => {
         await db.close();
         removeDir();
@@ -132,6 +174,9 @@ async function openBackend(kind: string): Promise<{ db: Database; dataDir: strin
   const admin = new pg.Client({ connectionString: server.url });
   await admin.connect();
   await admin.query('CREATE DATABASE bench');
+  const { rows } = await admin.query<{ pid: number }>('SELECT pg_backend_pid() AS pid');
+  // Every PostgreSQL process (backends, writers) is a child of the postmaster.
+  const postmaster = Number(fs.readFileSync(`/proc/${rows[0]!.pid}/stat`, 'utf8').split(') ')[1]!.split(' ')[1]);
   await admin.end();
   const url = new URL(server.url);
   url.pathname = '/bench';
@@ -140,6 +185,7 @@ async function openBackend(kind: string): Promise<{ db: Database; dataDir: strin
   return {
     db,
     dataDir,
+    databaseCpuMs: () => processCpuMs(postmaster, true),
     dispose: async () => {
       await db.close();
       server.stop();
@@ -149,7 +195,7 @@ async function openBackend(kind: string): Promise<{ db: Database; dataDir: strin
 }
 
 async function benchBackend(kind: string) {
-  const { db, dataDir, dispose } = await openBackend(kind);
+  const { db, dataDir, databaseCpuMs, dispose } = await openBackend(kind);
   try {
     const boot = await bootstrapOrganization(db.prisma, { org: 'bench', email: 'owner@bench.test' }, systemClock);
     await db.prisma.serviceAccount.createMany({
@@ -161,11 +207,13 @@ async function benchBackend(kind: string) {
         createdBy: boot.userId,
       })),
     });
-    const log = createLogger({ level: process.env.BENCH_LOG_LEVEL ?? 'silent' });
+    // The server's default level, as `npm start` runs it; the lines go nowhere, as they would to a collector's pipe.
+    const log = createLogger({ level: process.env.BENCH_LOG_LEVEL ?? 'info', destination: pino.destination({ dest: '/dev/null', sync: true }) });
     const machines = await startMachineAccess({ dataDir, host: '127.0.0.1' }, db.prisma, log);
     const { app } = createApp({
       config: loadConfig({}),
       prisma: db.prisma,
+      reads: db.reads,
       log,
       clock: systemClock,
       providers: createProviderRegistry([]),
@@ -192,19 +240,26 @@ async function benchBackend(kind: string) {
         throw new Error(`endpoint answered ${check.status}: ${JSON.stringify(body)}`);
       }
       for (const name of TARGETS) await cannon(targets[name].url, targets[name].headers, 3); // warm up (JIT, pools)
-      const runs: Record<Target, Run[]> = { bare: [], floor: [], authOnly: [], endpoint: [] };
+      const runs: Record<Target, (Run & { serverUs: number; databaseUs: number })[]> = { bare: [], floor: [], authOnly: [], endpoint: [] };
       // Alternate the targets so drift (thermal, other load) hits both alike.
       for (let i = 0; i < RUNS; i++) {
         for (const name of TARGETS) {
+          const [server0, database0] = [ownCpuMs(), databaseCpuMs()];
           const r = await cannon(targets[name].url, targets[name].headers, SECONDS);
+          const serverUs = ((ownCpuMs() - server0) * 1000) / r.requests;
+          const databaseUs = ((databaseCpuMs() - database0) * 1000) / r.requests;
           if (r.non2xx || r.errors) throw new Error(`${name}: ${r.non2xx} non-2xx answers, ${r.errors} errors`);
-          runs[name].push(r);
-          console.log(`  ${kind} run ${i + 1} ${LABELS[name]}: ${r.rps.toFixed(0)} req/s, p99 ${r.p99} ms`);
+          runs[name].push({ ...r, serverUs, databaseUs });
+          console.log(
+            `  ${kind} run ${i + 1} ${LABELS[name]}: ${r.rps.toFixed(0)} req/s, p99 ${r.p99} ms, ` +
+              `CPU/request ${serverUs.toFixed(0)} µs server + ${databaseUs.toFixed(0)} µs database`,
+          );
         }
       }
       const medians: Partial<Record<Target, Figures>> = {};
       for (const name of TARGETS) {
-        medians[name] = { rps: median(runs[name].map((r) => r.rps)), p99: median(runs[name].map((r) => r.p99)) };
+        const of = (field: keyof Figures) => median(runs[name].map((r) => r[field]));
+        medians[name] = { rps: of('rps'), p99: of('p99'), serverUs: of('serverUs'), databaseUs: of('databaseUs') };
       }
       return medians;
     } finally {
@@ -224,9 +279,10 @@ for (const kind of BACKENDS) {
   const medians = await benchBackend(kind);
   results.push(`${kind}:`);
   for (const name of TARGETS) {
-    const { rps, p99 } = medians[name]!;
+    const { rps, p99, serverUs, databaseUs } = medians[name]!;
     const ofBare = medians.bare && name !== 'bare' ? `  (${pct(rps / medians.bare.rps)} of bare)` : '';
-    results.push(`  ${SHORT[name].padEnd(17)} ${rps.toFixed(0).padStart(6)} req/s  p99 ${p99} ms${ofBare}`);
+    const cpu = `CPU/req ${serverUs.toFixed(0).padStart(4)} µs server + ${databaseUs.toFixed(0).padStart(3)} µs db`;
+    results.push(`  ${SHORT[name].padEnd(17)} ${rps.toFixed(0).padStart(6)} req/s  p99 ${String(p99).padStart(3)} ms  ${cpu}${ofBare}`);
   }
   const { bare, endpoint } = medians;
   if (bare && endpoint) {

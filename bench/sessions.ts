@@ -108,7 +108,7 @@ try {
   const queue = createJobQueue(db, { log, jobs: jobsFor({ prisma, clock: systemClock, dataDir, ...machines }) });
   await queue.start();
   const { app } = createApp({
-    config: loadConfig({}), prisma, log, clock: systemClock, providers: createProviderRegistry([]), queue, machines, pendingMigrations: async () => [],
+    config: loadConfig({}), prisma, reads: db.reads, log, clock: systemClock, providers: createProviderRegistry([]), queue, machines, pendingMigrations: async () => [],
   });
   const api = await listenOnFreePort(app);
   const base = `/api/v0/sessions/${sessionId}`;

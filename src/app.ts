@@ -3,6 +3,7 @@ import { createAuthenticator } from './auth/authenticate.ts';
 import { createJwtVerifier } from './auth/jwt.ts';
 import type { Config } from './config.ts';
 import type { PrismaClient } from './db/client.ts';
+import type { ReadRows } from './db/reads.ts';
 import { accessLog } from './http/access-log.ts';
 import { errorHandler, notFound } from './http/error-handler.ts';
 import { buildOpenApiDocument } from './http/openapi.ts';
@@ -33,6 +34,8 @@ import type { SshClient } from './provisioning/ssh/index.ts';
 export interface AppDeps {
   config: Pick<Config, 'bodyLimit' | 'jwt' | 'sessionsOrgs' | 'appUrl' | 'sessions'>;
   prisma: PrismaClient;
+  /** Prepared reads on the same database (`Database.reads`): the credential lookup on every request. */
+  reads: ReadRows;
   log: Logger;
   clock: Clock;
   providers: ProviderRegistry;
@@ -48,6 +51,7 @@ export function createApp(deps: AppDeps) {
   const authenticate = createAuthenticator({
     db: deps.prisma,
     clock: deps.clock,
+    reads: deps.reads,
     verifyJwt: createJwtVerifier(deps.config.jwt),
   });
   const routes: RouteSpec[] = [];
@@ -58,7 +62,9 @@ export function createApp(deps: AppDeps) {
     ...computerRoutes(
       createComputersService({ db: deps.prisma, clock: deps.clock, providers: deps.providers, queue: deps.queue, ...deps.machines }),
     ),
-    ...serviceAccountRoutes(createServiceAccountsService({ db: deps.prisma, clock: deps.clock })),
+    ...serviceAccountRoutes(
+      createServiceAccountsService({ db: deps.prisma, clock: deps.clock, reads: deps.reads, gateway: deps.machines.gateway }),
+    ),
     ...organizationRoutes(createOrganizationService({ db: deps.prisma, clock: deps.clock })),
     ...analyticsRoutes(createAnalyticsService({ db: deps.prisma, clock: deps.clock })),
     ...readinessRoutes(

@@ -46,6 +46,7 @@ export async function startServer(config: Config, log: Logger): Promise<RunningS
   const { app } = createApp({
     config,
     prisma: db.prisma,
+    reads: db.reads,
     log,
     clock: systemClock,
     providers: createProviderRegistry(managedProviders(config)),

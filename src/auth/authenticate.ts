@@ -1,5 +1,5 @@
 import type { Db } from '../db/client.ts';
-import { readsThroughPrisma, type ReadRows } from '../db/reads.ts';
+import type { ReadRows } from '../db/reads.ts';
 import type { Clock } from '../lib/clock.ts';
 import { Unauthorized } from '../lib/errors.ts';
 import { hashApiKey, hashesEqual, looksLikeApiKey } from './api-keys.ts';
@@ -21,15 +21,15 @@ interface Deps {
 /**
  * Turns an `Authorization: Bearer ...` header into a principal. Every request re-reads the
  * credential from the database in one statement, so a revocation takes effect at once on every
- * replica. `reads` defaults to Prisma raw queries; `preparedReads` (src/db/reads.ts) is faster.
+ * replica. `reads` runs that statement (the opened database's prepared reads); `db` writes sign-ins.
  */
 export function createAuthenticator(options: {
   db: Db;
   clock: Clock;
   verifyJwt?: JwtVerifier;
-  reads?: ReadRows;
+  reads: ReadRows;
 }): Authenticate {
-  const deps: Deps = { db: options.db, clock: options.clock, reads: options.reads ?? readsThroughPrisma(options.db) };
+  const deps: Deps = { db: options.db, clock: options.clock, reads: options.reads };
   return async (authorization) => {
     const credential = parseBearer(authorization);
     if (looksLikeApiKey(credential)) return fromApiKey(deps, credential);

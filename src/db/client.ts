@@ -5,6 +5,9 @@ import { PrismaPg } from '@prisma/adapter-pg';
 import pg from 'pg';
 import { PrismaPGlite } from 'pglite-prisma-adapter';
 import { PrismaClient, type Prisma } from '../generated/prisma/client.ts';
+import { pipelinedReads } from './pg-reads.ts';
+import { readsFromPglite } from './pglite-reads.ts';
+import type { ReadRows } from './reads.ts';
 import { fromPgClient, fromPglite, type SqlConnection } from './sql.ts';
 
 export { PrismaClient };
@@ -13,9 +16,14 @@ export type { Prisma };
 /** A Prisma client or an interactive transaction: services accept either. */
 export type Db = Prisma.TransactionClient;
 
-export type Database =
-  | { kind: 'pglite'; prisma: PrismaClient; pglite: PGlite; close(): Promise<void> }
-  | { kind: 'postgres'; prisma: PrismaClient; url: string; close(): Promise<void> };
+interface Opened {
+  prisma: PrismaClient;
+  /** The reads behind every request (the credential lookup): prepared statements on the database's own driver. */
+  reads: ReadRows;
+  close(): Promise<void>;
+}
+
+export type Database = ({ kind: 'pglite'; pglite: PGlite } | { kind: 'postgres'; url: string }) & Opened;
 
 export type DatabaseTarget = { databaseUrl?: string; dataDir: string };
 
@@ -33,7 +41,17 @@ export async function openDatabase(target: DatabaseTarget): Promise<Database> {
   if (target.databaseUrl) {
     const url = target.databaseUrl;
     const prisma = new PrismaClient({ adapter: new PrismaPg({ connectionString: url }) });
-    return { kind: 'postgres', prisma, url, close: () => prisma.$disconnect() };
+    const hot = pipelinedReads({ connectionString: url });
+    return {
+      kind: 'postgres',
+      prisma,
+      url,
+      reads: hot.reads,
+      close: async () => {
+        await hot.close();
+        await prisma.$disconnect();
+      },
+    };
   }
   const dir = pgliteDir(target.dataDir);
   await fs.mkdir(dir, { recursive: true });
@@ -43,6 +61,7 @@ export async function openDatabase(target: DatabaseTarget): Promise<Database> {
     kind: 'pglite',
     prisma,
     pglite,
+    reads: readsFromPglite(pglite),
     close: async () => {
       await prisma.$disconnect();
       await pglite.close();

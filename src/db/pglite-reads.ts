@@ -48,8 +48,10 @@ export function readsFromPglite(pglite: PGlite): ReadRows {
       protocol.serialize.execute({}),
       protocol.serialize.sync(),
     ];
-    // On an error PGlite still runs Sync (the session stays usable) and then throws.
-    const result = await pglite.execProtocol(concat(messages), { throwOnError: true });
+    // On an error PGlite still runs Sync (the session stays usable) and then throws. A read has
+    // nothing to sync to the file system, and skipping PGlite's sync (a lock around a no-op on
+    // the node file system) saves about 5% of the read's CPU.
+    const result = await pglite.execProtocol(concat(messages), { throwOnError: true, syncToFs: false });
     if (isNew) prepared.add(statement.name);
     return parse.parseResults(result.messages, pglite.parsers)[0]!.rows;
   };

@@ -3,6 +3,7 @@ import { AppError } from '../lib/errors.ts';
 import type { Logger } from '../lib/logger.ts';
 import { errorBody, statusTitle } from './errors.ts';
 import { usesRequestErrorBody } from './error-format.ts';
+import { sendJson } from './json-response.ts';
 
 /** Errors body-parser raises, keyed by its `type`, with what the client should do. */
 const BODY_PARSER_ERRORS: Record<string, [number, string]> = {
@@ -18,7 +19,7 @@ function send(res: Response, path: string, status: number, detail: string, metad
   const body = usesRequestErrorBody(path)
     ? { title: statusTitle(status), detail, status, requestId: res.locals.requestId as string }
     : errorBody(status, detail, metadata);
-  res.status(status).json(body);
+  sendJson(res, status, body);
 }
 
 export const notFound: RequestHandler = (req, res) => {

@@ -5,6 +5,7 @@ import type { Guard } from '../auth/guards.ts';
 import type { Principal } from '../auth/principal.ts';
 import { BadRequest } from '../lib/errors.ts';
 import type { Logger } from '../lib/logger.ts';
+import { sendJson, sendJsonText } from './json-response.ts';
 import { SerializedJson } from './serialized-json.ts';
 
 type Method = 'get' | 'post' | 'put' | 'patch' | 'delete';
@@ -90,10 +91,10 @@ export function mountRoute(router: Router, route: RouteSpec, deps: { authenticat
       return;
     }
     if (result.body instanceof SerializedJson) {
-      res.status(result.status).type('application/json').send(result.body.text);
+      sendJsonText(res, result.status, result.body.text);
       return;
     }
     // Responses go through their schema too: a field the schema lacks never leaves the server.
-    res.status(result.status).json(declared.schema.parse(result.body));
+    sendJson(res, result.status, declared.schema.parse(result.body));
   });
 }

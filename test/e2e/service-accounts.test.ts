@@ -1,13 +1,16 @@
-import { createHash } from 'node:crypto';
+import { createHash, randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { fixedClock } from '../../src/lib/clock.ts';
 import { newId } from '../../src/lib/ids.ts';
 import { startTestApi, type OrgFixture, type TestApi } from '../support/api.ts';
+import { sshdMissing, startSshd, type TestSshd } from '../support/sshd.ts';
 import { BACKENDS } from '../support/test-db.ts';
 
 const BASE = '/api/v0/service-accounts';
 const MINUTE = 60_000;
 const sha256 = (v: string) => createHash('sha256').update(v).digest('hex');
+const sshdMissingReason = sshdMissing();
+const withoutSshd = sshdMissingReason !== undefined && process.env.CI !== 'true';
 
 describe.each(BACKENDS)('service accounts on %s', (backend) => {
   const clock = fixedClock(new Date());
@@ -330,6 +333,71 @@ describe.each(BACKENDS)('service accounts on %s', (backend) => {
       expectError(await api.call('DELETE', `${BASE}/sa_unknown`, { as: owner }), 404);
       expect(await snapshot()).toEqual(before);
       expect(await authStatus(globex.serviceAccount.apiKey)).toBe(200);
+    });
+  });
+
+  describe.skipIf(withoutSshd)('delete, with the computers the account owns', () => {
+    let sshd: TestSshd;
+    beforeAll(async () => {
+      if (sshdMissingReason) throw new Error(sshdMissingReason);
+      sshd = await startSshd();
+      const key = await api.call('GET', '/api/v0/computers/ssh-public-key', { as: manager });
+      sshd.authorizeKey(key.body.publicKey);
+    });
+    afterAll(() => sshd?.stop());
+
+    /** A byom computer on the test sshd, owned by the service account or, without one, by the manager. */
+    async function register(name: string, serviceAccountId?: string) {
+      const res = await api.call('POST', '/api/v0/computers', {
+        as: manager,
+        body: {
+          name,
+          provider: 'byom',
+          remoteUser: sshd.username,
+          connection: { host: sshd.host, port: sshd.port },
+          hostId: randomUUID(),
+          ...(serviceAccountId ? { serviceAccountId } : {}),
+        },
+      });
+      expect(res.status, JSON.stringify(res.body)).toBe(201);
+      return res.body as { id: string };
+    }
+    const computerStatus = async (id: string) => (await api.call('GET', `/api/v0/computers/${id}`, { as: manager })).status;
+    const deletions = async (computerId: string) =>
+      (await auditsFor(computerId)).filter((a) => a.eventType === 'computer_change' && (a.payload as { action: string }).action === 'deleted');
+
+    it('deletes each computer it owns as DELETE /computers/{id} does, and lists them in its audit record', async () => {
+      const sa = await createAccount();
+      const other = await createAccount();
+      const owned = [await register('robot-box-1', sa.id), await register('robot-box-2', sa.id)];
+      const deletedBefore = await register('robot-box-3', sa.id);
+      const othersBox = await register('robot-box-1', other.id);
+      const managersBox = await register('robot-box-1');
+      expect((await api.call('DELETE', `/api/v0/computers/${deletedBefore.id}`, { as: manager })).status).toBe(204);
+
+      const res = await api.call('DELETE', `${BASE}/${sa.id}`, { as: owner });
+      expect(res.status).toBe(200);
+      expect(res.body).toEqual({ id: sa.id, deleted: true });
+
+      for (const c of [...owned, deletedBefore]) expect(await computerStatus(c.id)).toBe(404);
+      for (const c of [othersBox, managersBox]) expect(await computerStatus(c.id)).toBe(200);
+      const stored = await db().computer.findMany({ where: { id: { in: owned.map((c) => c.id) } } });
+      expect(stored).toHaveLength(2);
+      for (const c of stored) {
+        expect(c).toMatchObject({ deletedAt: clock.now(), liveName: null, liveHostId: null, ownerId: sa.id });
+      }
+      const audit = (await auditsFor(sa.id)).find((a) => (a.payload as { intent: string }).intent === 'deleted');
+      expect(audit?.payload).toMatchObject({ intent: 'deleted', computersDeleted: owned.map((c) => c.id).sort() });
+      // Each computer's own record is the one the computers API writes, by the caller of this DELETE.
+      for (const c of owned) {
+        expect(await deletions(c.id)).toEqual([
+          expect.objectContaining({ source: 'public_api_v0', actorKind: 'human', actorId: acme.members.owner.userId, payload: { action: 'deleted' } }),
+        ]);
+      }
+      // The computer deleted before is neither deleted nor recorded again.
+      expect(await deletions(deletedBefore.id)).toHaveLength(1);
+      expect(await api.call('DELETE', `${BASE}/${sa.id}`, { as: owner })).toMatchObject({ status: 200 });
+      expect(await deletions(owned[0]!.id)).toHaveLength(1);
     });
   });
 

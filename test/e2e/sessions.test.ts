@@ -220,6 +220,7 @@ describe.skipIf(skip).each(BACKENDS)('sessions API on %s', (backend) => {
     const { app } = createApp({
       config: loadConfig({ AGENTPLANE_JWT_SECRET: JWT_SECRET, AGENTPLANE_SESSIONS_ORGS: api.globex.id }),
       prisma: api.db.prisma,
+      reads: api.db.reads,
       log: createLogger({ level: 'silent' }),
       clock: systemClock,
       providers: createProviderRegistry([]),

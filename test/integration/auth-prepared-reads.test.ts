@@ -1,33 +1,29 @@
+import os from 'node:os';
 import type { PGlite } from '@electric-sql/pglite';
 import { SignJWT } from 'jose';
-import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { generateApiKey } from '../../src/auth/api-keys.ts';
 import { createAuthenticator, type Authenticate } from '../../src/auth/authenticate.ts';
 import { createJwtVerifier } from '../../src/auth/jwt.ts';
 import type { Principal } from '../../src/auth/principal.ts';
+import { openDatabase, type Database } from '../../src/db/client.ts';
+import { pipelinedReads } from '../../src/db/pg-reads.ts';
 import { readsFromPglite } from '../../src/db/pglite-reads.ts';
-import { readsFromPgPool, readsThroughPrisma, type ReadRows } from '../../src/db/reads.ts';
 import { fixedClock } from '../../src/lib/clock.ts';
 import { newId } from '../../src/lib/ids.ts';
 import { createServiceAccountsService } from '../../src/modules/service-accounts/service.ts';
 import { BACKENDS, openTestDatabase } from '../support/test-db.ts';
 
 /**
- * The credential lookup and the service-account list through every way the server can read:
- * Prisma raw queries and prepared statements on the database's own driver. Each must see every
- * change at once (nothing is cached) and must never read inside another caller's transaction.
+ * The credential lookup and the service-account list through the reads the server runs them with
+ * (`Database.reads`: prepared statements on the database's own driver). They must see every change
+ * at once (nothing is cached) and must never read inside another caller's transaction.
  */
 const SECRET = 'prepared-reads-secret-prepared-reads-1';
 const MINUTE = 60_000;
 
-const READERS = ['prisma', 'prepared'] as const;
-const cases = BACKENDS.flatMap((backend) => READERS.map((reader) => [backend, reader] as const));
-
-describe.each(cases)('credential lookup on %s through %s reads', (backend, reader) => {
+describe.each(BACKENDS)('credential lookup on %s through prepared reads', (backend) => {
   let db: Awaited<ReturnType<typeof openTestDatabase>>;
-  let pool: pg.Pool | undefined;
-  let reads: ReadRows;
   let authenticate: Authenticate;
   const clock = fixedClock(new Date('2030-01-01T00:00:00Z'));
   let orgId: string;
@@ -36,20 +32,14 @@ describe.each(cases)('credential lookup on %s through %s reads', (backend, reade
 
   beforeAll(async () => {
     db = await openTestDatabase(backend);
-    if (reader === 'prisma') reads = readsThroughPrisma(db.prisma);
-    else if (db.kind === 'pglite') reads = readsFromPglite(db.pglite);
-    else reads = readsFromPgPool((pool = new pg.Pool({ connectionString: db.url })));
-    authenticate = createAuthenticator({ db: db.prisma, clock, reads, verifyJwt: createJwtVerifier({ secret: SECRET }) });
+    authenticate = createAuthenticator({ db: db.prisma, clock, reads: db.reads, verifyJwt: createJwtVerifier({ secret: SECRET }) });
     orgId = (await db.prisma.organization.create({ data: { id: newId('org'), name: 'acme' } })).id;
     userId = (await db.prisma.user.create({ data: { id: newId('usr'), email: 'ann@acme.test', idpUserId: 'idp|ann' } })).id;
     membershipId = (
       await db.prisma.membership.create({ data: { id: newId('mem'), organizationId: orgId, userId, role: 'manager' } })
     ).id;
   });
-  afterAll(async () => {
-    await pool?.end();
-    await db?.dispose();
-  });
+  afterAll(() => db?.dispose());
 
   async function addKey(data: { userId?: string; serviceAccountId?: string; expiresAt?: Date; revokedAt?: Date; validUntil?: Date }) {
     const key = generateApiKey();
@@ -100,7 +90,7 @@ describe.each(cases)('credential lookup on %s through %s reads', (backend, reade
 
   it('turns a service account key into the account while it is active', async () => {
     const sa = await db.prisma.serviceAccount.create({
-      data: { id: newId('sa'), organizationId: orgId, name: `robot-${reader}`, createdBy: userId },
+      data: { id: newId('sa'), organizationId: orgId, name: 'robot', createdBy: userId },
     });
     const key = await addKey({ serviceAccountId: sa.id });
     await expect(authenticate(key.header)).resolves.toEqual({
@@ -118,7 +108,7 @@ describe.each(cases)('credential lookup on %s through %s reads', (backend, reade
   });
 
   it('refuses a key whose owner left the organization', async () => {
-    const other = await db.prisma.user.create({ data: { id: newId('usr'), email: `gone-${reader}@acme.test` } });
+    const other = await db.prisma.user.create({ data: { id: newId('usr'), email: 'gone@acme.test' } });
     const key = await addKey({ userId: other.id });
     await rejected(key.header, /no longer an active member/);
   });
@@ -145,8 +135,8 @@ describe.each(cases)('credential lookup on %s through %s reads', (backend, reade
   });
 
   it('lists accounts newest first without deleted ones, an empty list, and 402 for an unknown organization', async () => {
-    const service = createServiceAccountsService({ db: db.prisma, clock, reads });
-    const empty = (await db.prisma.organization.create({ data: { id: newId('org'), name: `empty-${reader}` } })).id;
+    const service = createServiceAccountsService({ db: db.prisma, clock, reads: db.reads });
+    const empty = (await db.prisma.organization.create({ data: { id: newId('org'), name: 'empty' } })).id;
     const principal = (organizationId: string): Principal => ({
       organizationId,
       credential: 'api_key',
@@ -180,9 +170,9 @@ describe.each(cases)('credential lookup on %s through %s reads', (backend, reade
 
 describe.runIf(BACKENDS.includes('postgres'))('prepared reads on two replicas of one PostgreSQL database', () => {
   let db: Awaited<ReturnType<typeof openTestDatabase>>;
-  const pools: pg.Pool[] = [];
+  let replicaB: Database | undefined;
   afterAll(async () => {
-    await Promise.all(pools.map((p) => p.end()));
+    await replicaB?.close();
     await db?.dispose();
   });
 
@@ -190,12 +180,9 @@ describe.runIf(BACKENDS.includes('postgres'))('prepared reads on two replicas of
     db = await openTestDatabase('postgres');
     if (db.kind !== 'postgres') throw new Error('expected a PostgreSQL database');
     const clock = fixedClock(new Date());
-    const url = db.url;
-    const [a, b] = [0, 1].map(() => {
-      const pool = new pg.Pool({ connectionString: url });
-      pools.push(pool);
-      return createAuthenticator({ db: db.prisma, clock, reads: readsFromPgPool(pool) });
-    });
+    // Each replica opens the database as a server does: its own pool, its own prepared statements.
+    replicaB = await openDatabase({ databaseUrl: db.url, dataDir: os.tmpdir() });
+    const [a, b] = [db, replicaB].map((replica) => createAuthenticator({ db: replica.prisma, clock, reads: replica.reads }));
     const orgId = (await db.prisma.organization.create({ data: { id: newId('org'), name: 'acme' } })).id;
     const sa = await db.prisma.serviceAccount.create({ data: { id: newId('sa'), organizationId: orgId, name: 'ci', createdBy: 'test' } });
     const key = generateApiKey();
@@ -205,10 +192,59 @@ describe.runIf(BACKENDS.includes('postgres'))('prepared reads on two replicas of
     // Both replicas have prepared the statement and served the key before the revocation.
     await expect(a!(`Bearer ${key.value}`)).resolves.toMatchObject({ serviceAccountId: sa.id });
     await expect(b!(`Bearer ${key.value}`)).resolves.toMatchObject({ serviceAccountId: sa.id });
-    const service = createServiceAccountsService({ db: db.prisma, clock, reads: readsFromPgPool(pools[0]!) });
+    const service = createServiceAccountsService({ db: db.prisma, clock, reads: db.reads });
     const owner: Principal = { organizationId: orgId, credential: 'api_key', kind: 'user', userId: 'usr_x', email: 'x@acme.test', role: 'owner' };
     await service.revokeKey(owner, sa.id, stored.id);
     await expect(b!(`Bearer ${key.value}`)).rejects.toMatchObject({ status: 401, message: expect.stringMatching(/revoked/) });
+  });
+});
+
+describe.runIf(BACKENDS.includes('postgres'))('pipelined reads on PostgreSQL', () => {
+  let db: Awaited<ReturnType<typeof openTestDatabase>>;
+  let url: string;
+  const double = { name: 'test_pipelined_double', text: 'SELECT $1::int * 2 AS n' };
+  const backendPid = { name: 'test_pipelined_pid', text: 'SELECT pg_backend_pid() AS pid' };
+  beforeAll(async () => {
+    db = await openTestDatabase('postgres');
+    if (db.kind !== 'postgres') throw new Error('expected a PostgreSQL database');
+    url = db.url;
+  });
+  afterAll(() => db?.dispose());
+
+  it('answer each of many concurrent reads with its own rows, and fail a bad one alone', async () => {
+    const hot = pipelinedReads({ connectionString: url });
+    try {
+      // Issued in one turn of the event loop: they leave in one write and are answered in a row.
+      const inputs = Array.from({ length: 300 }, (_, i) => (i === 150 ? 'not a number' : String(i)));
+      const settled = await Promise.allSettled(inputs.map((n) => hot.reads<{ n: number }>(double, [n])));
+      settled.forEach((outcome, i) => {
+        if (i === 150) expect(outcome).toMatchObject({ status: 'rejected', reason: { code: '22P02' } });
+        else expect(outcome).toEqual({ status: 'fulfilled', value: [{ n: 2 * i }] });
+      });
+      // And again, now that the statement is prepared on the connection.
+      await expect(Promise.all([hot.reads(double, ['5']), hot.reads(double, ['6'])])).resolves.toEqual([[{ n: 10 }], [{ n: 12 }]]);
+    } finally {
+      await hot.close();
+    }
+  });
+
+  it('replace a connection the server closed, and refuse reads once closed', async () => {
+    const hot = pipelinedReads({ connectionString: url });
+    const [{ pid }] = (await hot.reads<{ pid: number }>(backendPid, [])) as [{ pid: number }];
+    await db.prisma.$queryRawUnsafe('SELECT pg_terminate_backend($1::int)', pid);
+    let next: number | undefined;
+    for (let attempt = 0; next === undefined && attempt < 50; attempt++) {
+      // The read that meets the dead connection fails; the next one opens a new connection.
+      next = await hot.reads<{ pid: number }>(backendPid, []).then(
+        (rows) => rows[0]!.pid,
+        () => new Promise<undefined>((resolve) => setTimeout(() => resolve(undefined), 20)),
+      );
+    }
+    expect(next).toBeDefined();
+    expect(next).not.toBe(pid);
+    await expect(hot.reads(double, ['2'])).resolves.toEqual([{ n: 4 }]);
+    await hot.close();
+    await expect(hot.reads(double, ['2'])).rejects.toThrow(/closed/);
   });
 });
 

@@ -115,6 +115,7 @@ export async function startTestApi(backend: Backend, opts: TestApiOptions = {}):
   const { app } = createApp({
     config: loadConfig({ AGENTPLANE_JWT_SECRET: JWT_SECRET }),
     prisma: db.prisma,
+    reads: db.reads,
     log,
     clock,
     providers: createProviderRegistry([]),

@@ -12,6 +12,7 @@ export function appWithoutDatabase() {
   return createApp({
     config: loadConfig({}),
     prisma: {} as PrismaClient,
+    reads: () => Promise.reject(new Error('the route table reads no database')),
     log: createLogger({ level: 'silent' }),
     clock: systemClock,
     providers: createProviderRegistry([]),

@@ -88,6 +88,20 @@ describe('route machinery', () => {
     expect(await res.text()).toBe('[{"id":"t_1","name":"café"}, {"id":"t_2","name":"ü"}]');
   });
 
+  it('answers JSON with its media type, charset and length, errors too', async () => {
+    const ok = await post('/api/v0/things/t_1', { name: 'héllo' });
+    const okText = await ok.text();
+    const dup = await post('/api/v0/things/t_1', { name: 'dup' });
+    const dupText = await dup.text();
+    for (const [res, text] of [[ok, okText], [dup, dupText]] as const) {
+      expect(res.headers.get('content-type')).toBe('application/json; charset=utf-8');
+      expect(Number(res.headers.get('content-length'))).toBe(Buffer.byteLength(text));
+      expect(res.headers.get('x-request-id')).toMatch(/^req_/);
+    }
+    expect(JSON.parse(okText)).toEqual({ id: 't_1', name: 'héllo' });
+    expect(dup.status).toBe(409);
+  });
+
   it('names every invalid field in detail and metadata', async () => {
     const res = await post('/api/v0/things/t_1', { name: 'too-long', size: 1.5, extra: true });
     expect(res.status).toBe(400);

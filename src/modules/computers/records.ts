@@ -1,6 +1,7 @@
 import type { Principal } from '../../auth/principal.ts';
 import { isUniqueViolation } from '../../db/errors.ts';
-import type { Prisma } from '../../generated/prisma/client.ts';
+import type { Db } from '../../db/client.ts';
+import type { Computer, Prisma } from '../../generated/prisma/client.ts';
 import { BadRequest, Conflict, Forbidden, NotFound } from '../../lib/errors.ts';
 import { newId } from '../../lib/ids.ts';
 import { recordAudit } from '../audit/record.ts';
@@ -217,27 +218,43 @@ export function computerRecords(deps: ComputersDeps) {
       const computer = await reachableComputer(deps.db, principal, computerId);
       const now = deps.clock.now();
       await deps.db.$transaction(async (tx) => {
-        const { count } = await tx.computer.updateMany({
-          where: { id: computerId, deletedAt: null },
-          data: { deletedAt: now, liveName: null, liveHostId: null, updatedAt: now },
-        });
-        if (count === 0) throw new NotFound(`Computer ${computerId} not found`);
-        await tx.installRun.updateMany({
-          where: { computerId, status: { in: ['queued', 'running'] } },
-          data: { status: 'failed', error: 'the computer was deleted', completedAt: now },
-        });
-        await recordAudit(tx, {
-          organizationId: principal.organizationId,
-          eventType: 'computer_change',
-          source: SOURCE,
-          actor: principal,
-          target: { computerId },
-          before: { name: computer.name, providerType: computer.providerType },
-          payload: { action: 'deleted' },
-          at: now,
-        });
+        if (!(await deleteComputer(tx, principal, computer, now))) throw new NotFound(`Computer ${computerId} not found`);
       });
       if (computer.connectionType === 'agent') deps.gateway?.disconnect(computerId);
     },
   };
+}
+
+/**
+ * The delete of one computer inside the caller's transaction (also a service account's delete of
+ * the computers it owns): hidden from every read, its name and hostId freed, unfinished install
+ * runs failed, the change audited. False when it was deleted already. Once the transaction
+ * commits, the caller drops an agent's tunnel (`AgentDialer.disconnect`).
+ */
+export async function deleteComputer(
+  tx: Db,
+  actor: Principal,
+  computer: Pick<Computer, 'id' | 'organizationId' | 'name' | 'providerType'>,
+  now: Date,
+): Promise<boolean> {
+  const { count } = await tx.computer.updateMany({
+    where: { id: computer.id, deletedAt: null },
+    data: { deletedAt: now, liveName: null, liveHostId: null, updatedAt: now },
+  });
+  if (count === 0) return false;
+  await tx.installRun.updateMany({
+    where: { computerId: computer.id, status: { in: ['queued', 'running'] } },
+    data: { status: 'failed', error: 'the computer was deleted', completedAt: now },
+  });
+  await recordAudit(tx, {
+    organizationId: computer.organizationId,
+    eventType: 'computer_change',
+    source: SOURCE,
+    actor,
+    target: { computerId: computer.id },
+    before: { name: computer.name, providerType: computer.providerType },
+    payload: { action: 'deleted' },
+    at: now,
+  });
+  return true;
 }

@@ -1,11 +1,11 @@
 import type { Principal } from '../../auth/principal.ts';
 import { isUniqueViolation } from '../../db/errors.ts';
 import type { Db } from '../../db/client.ts';
-import { readsThroughPrisma } from '../../db/reads.ts';
 import type { ServiceAccount } from '../../generated/prisma/client.ts';
 import { Conflict } from '../../lib/errors.ts';
 import { newId } from '../../lib/ids.ts';
 import { recordAudit } from '../audit/record.ts';
+import { deleteComputer } from '../computers/records.ts';
 import {
   accountNotFound,
   ACCOUNT_EVENT,
@@ -34,7 +34,7 @@ function nameTaken(name: string, holder?: { id: string; status: string }): Confl
   );
 }
 
-export function accountOperations({ db, clock, reads = readsThroughPrisma(db) }: ServiceAccountsDeps) {
+export function accountOperations({ db, clock, reads, gateway }: ServiceAccountsDeps) {
   async function find(tx: Db, organizationId: string, id: string): Promise<ServiceAccount> {
     const row = await tx.serviceAccount.findFirst({ where: { id, organizationId } });
     if (!row) throw accountNotFound(id);
@@ -150,21 +150,23 @@ export function accountOperations({ db, clock, reads = readsThroughPrisma(db) }:
     },
 
     /**
-     * Soft delete: status `deleted`, every key revoked (rotation grace windows end too) and stored
-     * git credentials purged, in one transaction. Deleting a deleted account changes nothing.
+     * Soft delete: status `deleted`, every key revoked (rotation grace windows end too), the
+     * computers it owns deleted as the computers API deletes one, and stored git credentials
+     * purged, in one transaction. Deleting a deleted account changes nothing.
      */
     async remove(actor: Principal, id: string) {
       const organizationId = actor.organizationId;
-      return db.$transaction(async (tx) => {
+      const agentComputers: string[] = [];
+      await db.$transaction(async (tx) => {
         const current = await find(tx, organizationId, id);
-        if (current.status === 'deleted') return { id, deleted: true as const };
+        if (current.status === 'deleted') return;
         const now = clock.now();
         const changed = await tx.serviceAccount.updateMany({
           where: { id, organizationId, status: { in: ['active', 'inactive'] } },
           data: { status: 'deleted', updatedAt: now },
         });
         // 0 rows: another request deleted it first, which is the outcome this one asked for.
-        if (changed.count === 0) return { id, deleted: true as const };
+        if (changed.count === 0) return;
         const keysRevoked = await tx.apiKey.updateMany({
           where: { serviceAccountId: id, revokedAt: null },
           data: { revokedAt: now },
@@ -173,6 +175,16 @@ export function accountOperations({ db, clock, reads = readsThroughPrisma(db) }:
           where: { serviceAccountId: id, validUntil: { gt: now } },
           data: { validUntil: now },
         });
+        const owned = await tx.computer.findMany({
+          where: { organizationId, ownerKind: 'service', ownerId: id, deletedAt: null },
+          orderBy: { id: 'asc' },
+        });
+        const computersDeleted: string[] = [];
+        for (const computer of owned) {
+          if (!(await deleteComputer(tx, actor, computer, now))) continue;
+          computersDeleted.push(computer.id);
+          if (computer.connectionType === 'agent') agentComputers.push(computer.id);
+        }
         const gitCredentials = await tx.gitCredential.deleteMany({ where: { serviceAccountId: id } });
         await recordAudit(tx, {
           organizationId,
@@ -188,12 +200,14 @@ export function accountOperations({ db, clock, reads = readsThroughPrisma(db) }:
             toStatus: 'deleted',
             keysRevoked: keysRevoked.count,
             graceWindowsEnded: graceWindowsEnded.count,
+            computersDeleted,
             gitCredentialsPurged: gitCredentials.count,
           },
           at: now,
         });
-        return { id, deleted: true as const };
       });
+      for (const computerId of agentComputers) gateway?.disconnect(computerId);
+      return { id, deleted: true as const };
     },
   };
 }

@@ -1,14 +1,17 @@
 import type { PrismaClient } from '../../db/client.ts';
 import type { ReadRows } from '../../db/reads.ts';
 import type { Clock } from '../../lib/clock.ts';
+import type { AgentDialer } from '../computers/machines.ts';
 import { accountOperations } from './accounts.ts';
 import { apiKeyOperations } from './api-keys.ts';
 
 export interface ServiceAccountsDeps {
   db: PrismaClient;
   clock: Clock;
-  /** How hot reads run (the list); Prisma raw queries unless the server passes prepared statements. */
-  reads?: ReadRows;
+  /** How hot reads run (the list): the opened database's prepared reads. */
+  reads: ReadRows;
+  /** This server's SSH gateway: a deleted account's agent-connected computers lose their tunnel. */
+  gateway?: Pick<AgentDialer, 'disconnect'>;
 }
 
 /** Service accounts and their API keys: the rules of spec 4.3, free of HTTP. */
