@@ -1,7 +1,5 @@
 import type { ManagedProvider } from './types.ts';
 
-export type { ManagedProvider } from './types.ts';
-
 export interface ProviderRegistry {
   available(): Promise<string[]>;
   get(name: string): ManagedProvider | undefined;
