@@ -1,0 +1,29 @@
+import { hkdfSync } from 'node:crypto';
+import path from 'node:path';
+import { pathToFileURL } from 'node:url';
+
+export interface PulumiStateSettings {
+  /** Where stacks' state lives: any backend URL Pulumi accepts (file://, s3://, ...). */
+  backendUrl: string;
+  /** Encrypts each stack's secrets; never the Pulumi Cloud. */
+  passphrase: string;
+}
+
+/**
+ * The backend and passphrase of computers' stacks. Defaults suit one machine: state under the
+ * data directory, and a passphrase derived from the encryption key, so replicas that share the
+ * key (and a backend URL) share the passphrase without configuring another secret.
+ */
+export function pulumiStateSettings(opts: {
+  dataDir: string;
+  encryptionKey: Buffer;
+  backendUrl?: string;
+  passphrase?: string;
+}): PulumiStateSettings {
+  return {
+    backendUrl: opts.backendUrl ?? pathToFileURL(path.join(opts.dataDir, 'pulumi', 'state')).href,
+    passphrase:
+      opts.passphrase ??
+      Buffer.from(hkdfSync('sha256', opts.encryptionKey, Buffer.alloc(0), 'agentplane pulumi stack passphrase', 32)).toString('base64url'),
+  };
+}
