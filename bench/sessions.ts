@@ -27,6 +27,7 @@ import { startMachineAccess } from '../src/modules/computers/machine-access.ts';
 import { createProviderRegistry } from '../src/provisioning/providers/registry.ts';
 import { listenOnFreePort } from '../test/support/http.ts';
 import { startPostgres } from '../test/support/postgres-server.ts';
+import { managedJobDeps } from '../src/provisioning/provisioner.ts';
 
 const { values: args } = parseArgs({
   options: { messages: { type: 'string', default: '100000' }, runs: { type: 'string', default: '21' } },
@@ -93,7 +94,7 @@ try {
 
   const dataDir = mkdtempSync(join(tmpdir(), 'agentplane-bench-'));
   const machines = await startMachineAccess({ dataDir, host: '127.0.0.1' }, prisma, log);
-  const queue = createJobQueue(db, { log, jobs: jobsFor({ prisma, clock: systemClock, dataDir, ...machines }) });
+  const queue = createJobQueue(db, { log, jobs: jobsFor({ prisma, clock: systemClock, dataDir, ...machines, ...managedJobDeps(dataDir, machines.secrets) }) });
   await queue.start();
   const { app } = createApp({
     config: loadConfig({}), prisma, log, clock: systemClock, providers: createProviderRegistry([]), queue, machines, pendingMigrations: async () => [],

@@ -31,7 +31,7 @@ import type { ProviderRegistry } from './provisioning/providers/registry.ts';
 import type { SshClient } from './provisioning/ssh/index.ts';
 
 export interface AppDeps {
-  config: Pick<Config, 'bodyLimit' | 'jwt' | 'sessionsOrgs' | 'appUrl' | 'sessions'>;
+  config: Pick<Config, 'bodyLimit' | 'jwt' | 'sessionsOrgs' | 'appUrl' | 'sessions' | 'managed'>;
   prisma: PrismaClient;
   log: Logger;
   clock: Clock;
@@ -56,7 +56,14 @@ export function createApp(deps: AppDeps) {
   routes.push(
     ...systemRoutes(createSystemService({ db: deps.prisma, pendingMigrations: deps.pendingMigrations }), openApiDocument),
     ...computerRoutes(
-      createComputersService({ db: deps.prisma, clock: deps.clock, providers: deps.providers, queue: deps.queue, ...deps.machines }),
+      createComputersService({
+        db: deps.prisma,
+        clock: deps.clock,
+        providers: deps.providers,
+        queue: deps.queue,
+        managed: deps.config.managed,
+        ...deps.machines,
+      }),
     ),
     ...serviceAccountRoutes(createServiceAccountsService({ db: deps.prisma, clock: deps.clock })),
     ...organizationRoutes(createOrganizationService({ db: deps.prisma, clock: deps.clock })),

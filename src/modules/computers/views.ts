@@ -44,5 +44,7 @@ export function computerView(c: Computer & { provisioningSteps?: ProvisioningSte
     ownerId: c.ownerId,
     computerSource: sourceView(c.source),
     provisioningSteps: c.provisioningSteps?.map(stepView),
+    powerState: c.powerState === 'running' || c.powerState === 'paused' ? c.powerState : undefined,
+    deletedAt: ms(c.deletedAt),
   };
 }

@@ -1,4 +1,3 @@
-import { hkdfSync } from 'node:crypto';
 import path from 'node:path';
 import { pathToFileURL } from 'node:url';
 
@@ -16,14 +15,12 @@ export interface PulumiStateSettings {
  */
 export function pulumiStateSettings(opts: {
   dataDir: string;
-  encryptionKey: Buffer;
+  derivePassphrase: () => string;
   backendUrl?: string;
   passphrase?: string;
 }): PulumiStateSettings {
   return {
     backendUrl: opts.backendUrl ?? pathToFileURL(path.join(opts.dataDir, 'pulumi', 'state')).href,
-    passphrase:
-      opts.passphrase ??
-      Buffer.from(hkdfSync('sha256', opts.encryptionKey, Buffer.alloc(0), 'agentplane pulumi stack passphrase', 32)).toString('base64url'),
+    passphrase: opts.passphrase ?? opts.derivePassphrase(),
   };
 }
