@@ -71,6 +71,8 @@ export async function createOrgFixture(db: Awaited<ReturnType<typeof openTestDat
 
 export interface TestApi {
   url: string;
+  /** The server's AGENTPLANE_DATA_DIR (removed on close). */
+  dataDir: string;
   db: Awaited<ReturnType<typeof openTestDatabase>>;
   queue: JobQueue;
   machines: MachineAccess;
@@ -130,6 +132,7 @@ export async function startTestApi(backend: Backend, opts: TestApiOptions = {}):
   const [acme, globex] = [await createOrgFixture(db, 'acme'), await createOrgFixture(db, 'globex')];
   return {
     url: server.url,
+    dataDir,
     db,
     queue,
     machines,

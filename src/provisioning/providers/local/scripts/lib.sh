@@ -1,6 +1,6 @@
 # Shared by every script of a local computer. Each script defines `create` and `delete`; both
 # are idempotent, so a run interrupted midway (the control plane killed) is finished by the next.
-# Environment: ID, DIR (the computer's directory), ROOT (all computers), CG (cgroup path), NS,
+# Environment: ID, DIR (the computer's directory), ROOT (all computers' directories), CG (cgroup path), NS,
 # VETH_HOST, VETH_GUEST, USER_NAME.
 set -eu
 
@@ -35,9 +35,13 @@ v1_dir() {
   echo "$m/$CG"
 }
 
+# Host-wide state of local computers, shared by every agentplane on this machine (they share its
+# network); on tmpfs, so it goes with a reboot, as the namespaces and addresses it tracks do.
+HOST_STATE=/run/agentplane/local
+
 # Serializes edits of host-wide files (/etc/passwd, address slots) between computers.
 host_lock() {
-  mkdir -p "$ROOT"
-  exec 9>"$ROOT/.lock"
+  mkdir -p "$HOST_STATE"
+  exec 9>"$HOST_STATE/lock"
   flock 9
 }

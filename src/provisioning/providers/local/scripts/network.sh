@@ -8,18 +8,18 @@ ip4() {
 }
 
 slot_of() {
-  grep -lx "$ID" "$ROOT"/.slots/* 2>/dev/null | head -n 1 | xargs -r basename
+  grep -lx "$ID" "$HOST_STATE"/slots/* 2>/dev/null | head -n 1 | xargs -r basename
 }
 
 create() {
   host_lock
-  mkdir -p "$ROOT/.slots"
+  mkdir -p "$HOST_STATE/slots"
   slot=$(slot_of)
   if [ -z "$slot" ]; then
     slot=0
-    while [ -e "$ROOT/.slots/$slot" ]; do slot=$((slot + 1)); done
+    while [ -e "$HOST_STATE/slots/$slot" ]; do slot=$((slot + 1)); done
     [ "$slot" -lt "$SLOTS" ] || fail "no free address left in the local computers' subnet ($SLOTS in use); delete computers or widen AGENTPLANE_LOCAL_SUBNET"
-    echo "$ID" >"$ROOT/.slots/$slot"
+    echo "$ID" >"$HOST_STATE/slots/$slot"
   fi
   flock -u 9
   gateway=$(ip4 $((SUBNET_BASE + slot * 4 + 1)))
@@ -43,5 +43,5 @@ delete() {
   # Deleting the namespace takes its end of the pair, and the host's end with it, asynchronously.
   ip link del "$VETH_HOST" 2>/dev/null || true
   host_lock
-  for f in $(grep -lx "$ID" "$ROOT"/.slots/* 2>/dev/null); do rm -f "$f"; done
+  for f in $(grep -lx "$ID" "$HOST_STATE"/slots/* 2>/dev/null); do rm -f "$f"; done
 }
