@@ -65,7 +65,9 @@ export function createApp(deps: AppDeps) {
         ...deps.machines,
       }),
     ),
-    ...serviceAccountRoutes(createServiceAccountsService({ db: deps.prisma, clock: deps.clock })),
+    ...serviceAccountRoutes(
+      createServiceAccountsService({ db: deps.prisma, clock: deps.clock, computers: { queue: deps.queue, managed: deps.config.managed } }),
+    ),
     ...organizationRoutes(createOrganizationService({ db: deps.prisma, clock: deps.clock })),
     ...analyticsRoutes(createAnalyticsService({ db: deps.prisma, clock: deps.clock })),
     ...readinessRoutes(

@@ -207,6 +207,21 @@ describe.skipIf(skip)('managed computers on the local provider, through HTTP wit
     }
   });
 
+  it('deleting a service account deletes its computers: one still provisioning is torn down without a trace', async () => {
+    const owner = api.acme.members.owner.apiKey;
+    const account = api.acme.serviceAccount.id;
+    const created = await api.call('POST', '/api/v0/computers', { as: owner, body: { name: 'robot', provider: 'local', serviceAccountId: account } });
+    expect(created.status).toBe(201);
+    expect(created.body.ownerPrincipalKind).toBe('service');
+    expect((await api.call('DELETE', `/api/v0/service-accounts/${account}`, { as: owner })).status).toBeLessThan(300);
+    expect((await api.call('GET', `/api/v0/computers/${created.body.id}`, { as: owner })).status).toBe(404);
+    await waitFor('the service account computer to be torn down', async () => {
+      const step = await api.db.prisma.provisioningStep.findUnique({ where: { computerId_id: { computerId: created.body.id, id: 'teardown' } } });
+      return step?.status === 'completed';
+    }, PROVISION_MS, 250);
+    expect(hostTraces(api.dataDir, created.body.id)).toEqual([]);
+  });
+
   it('deletes: credentials revoked, sessions archived, teardown visible, nothing left on the host', async () => {
     const session = await api.db.prisma.session.create({
       data: { id: 'ses_localtest', organizationId: api.acme.id, ownerKind: 'human', ownerId: api.acme.members.user.userId, computerId, cwd: '/' },

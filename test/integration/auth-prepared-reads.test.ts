@@ -12,6 +12,10 @@ import { fixedClock } from '../../src/lib/clock.ts';
 import { newId } from '../../src/lib/ids.ts';
 import { createServiceAccountsService } from '../../src/modules/service-accounts/service.ts';
 import { BACKENDS, openTestDatabase } from '../support/test-db.ts';
+import { loadConfig } from '../../src/config.ts';
+
+// These tests only read service accounts; deleting one (which would queue its computers' teardown) is not among them.
+const noComputers = { queue: { send: async () => '' }, managed: loadConfig({}).managed };
 
 /**
  * The credential lookup and the service-account list through every way the server can read:
@@ -145,7 +149,7 @@ describe.each(cases)('credential lookup on %s through %s reads', (backend, reade
   });
 
   it('lists accounts newest first without deleted ones, an empty list, and 402 for an unknown organization', async () => {
-    const service = createServiceAccountsService({ db: db.prisma, clock, reads });
+    const service = createServiceAccountsService({ db: db.prisma, clock, reads, computers: noComputers });
     const empty = (await db.prisma.organization.create({ data: { id: newId('org'), name: `empty-${reader}` } })).id;
     const principal = (organizationId: string): Principal => ({
       organizationId,
@@ -205,7 +209,7 @@ describe.runIf(BACKENDS.includes('postgres'))('prepared reads on two replicas of
     // Both replicas have prepared the statement and served the key before the revocation.
     await expect(a!(`Bearer ${key.value}`)).resolves.toMatchObject({ serviceAccountId: sa.id });
     await expect(b!(`Bearer ${key.value}`)).resolves.toMatchObject({ serviceAccountId: sa.id });
-    const service = createServiceAccountsService({ db: db.prisma, clock, reads: readsFromPgPool(pools[0]!) });
+    const service = createServiceAccountsService({ db: db.prisma, clock, reads: readsFromPgPool(pools[0]!), computers: noComputers });
     const owner: Principal = { organizationId: orgId, credential: 'api_key', kind: 'user', userId: 'usr_x', email: 'x@acme.test', role: 'owner' };
     await service.revokeKey(owner, sa.id, stored.id);
     await expect(b!(`Bearer ${key.value}`)).rejects.toMatchObject({ status: 401, message: expect.stringMatching(/revoked/) });

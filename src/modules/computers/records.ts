@@ -9,7 +9,8 @@ import type { ComputersDeps } from './deps.ts';
 import { assertNameAndHostFree, AUDIT_SOURCE, hostTaken, insertComputer, nameTaken } from './insert.ts';
 import { computerSetupJob } from './jobs.ts';
 import { BYOM } from './machines.ts';
-import { managedComputers, scheduleTeardown } from './managed/records.ts';
+import { managedComputers } from './managed/records.ts';
+import { retireComputer } from './retire.ts';
 import { assertMayAddComputer } from './quota.ts';
 import { reachDirectly, reachThroughAgent, type Reachability } from './registration.ts';
 import type { CreateComputerInput, UpdateComputerInput } from './schemas.ts';
@@ -178,15 +179,7 @@ export function computerRecords(deps: ComputersDeps) {
       const computer = await reachableComputer(deps.db, principal, computerId);
       const now = deps.clock.now();
       await deps.db.$transaction(async (tx) => {
-        const { count } = await tx.computer.updateMany({
-          where: { id: computerId, deletedAt: null },
-          data: { deletedAt: now, liveName: null, liveHostId: null, updatedAt: now },
-        });
-        if (count === 0) throw new NotFound(`Computer ${computerId} not found`);
-        await tx.installRun.updateMany({
-          where: { computerId, status: { in: ['queued', 'running'] } },
-          data: { status: 'failed', error: 'the computer was deleted', completedAt: now },
-        });
+        if (!(await retireComputer(tx, deps, computer, now))) throw new NotFound(`Computer ${computerId} not found`);
         await recordAudit(tx, {
           organizationId: principal.organizationId,
           eventType: 'computer_change',
@@ -197,7 +190,6 @@ export function computerRecords(deps: ComputersDeps) {
           payload: { action: 'deleted' },
           at: now,
         });
-        if (computer.providerType !== BYOM) await scheduleTeardown(tx, deps, computer, now);
       });
       if (computer.connectionType === 'agent') deps.gateway?.disconnect(computerId);
     },

@@ -18,6 +18,7 @@ import { accountRowOf, LISTED_ACCOUNTS, type ListedAccountsRow } from './reads.t
 import type { CreateServiceAccountInput, UpdateServiceAccountInput } from './schemas.ts';
 import type { ServiceAccountsDeps } from './service.ts';
 import { serviceAccountView } from './views.ts';
+import { retireServiceAccountComputers } from '../computers/retire.ts';
 
 function deletedConflict(id: string): Conflict {
   return new Conflict(`Service account ${id} is deleted and cannot be changed; create a new service account instead`);
@@ -34,7 +35,7 @@ function nameTaken(name: string, holder?: { id: string; status: string }): Confl
   );
 }
 
-export function accountOperations({ db, clock, reads = readsThroughPrisma(db) }: ServiceAccountsDeps) {
+export function accountOperations({ db, clock, computers, reads = readsThroughPrisma(db) }: ServiceAccountsDeps) {
   async function find(tx: Db, organizationId: string, id: string): Promise<ServiceAccount> {
     const row = await tx.serviceAccount.findFirst({ where: { id, organizationId } });
     if (!row) throw accountNotFound(id);
@@ -150,8 +151,9 @@ export function accountOperations({ db, clock, reads = readsThroughPrisma(db) }:
     },
 
     /**
-     * Soft delete: status `deleted`, every key revoked (rotation grace windows end too) and stored
-     * git credentials purged, in one transaction. Deleting a deleted account changes nothing.
+     * Soft delete: status `deleted`, every key revoked (rotation grace windows end too), stored
+     * git credentials purged and the account's computers deleted (managed ones torn down), in one
+     * transaction. Deleting a deleted account changes nothing.
      */
     async remove(actor: Principal, id: string) {
       const organizationId = actor.organizationId;
@@ -174,6 +176,7 @@ export function accountOperations({ db, clock, reads = readsThroughPrisma(db) }:
           data: { validUntil: now },
         });
         const gitCredentials = await tx.gitCredential.deleteMany({ where: { serviceAccountId: id } });
+        const computersDeleted = await retireServiceAccountComputers(tx, computers, organizationId, id, now);
         await recordAudit(tx, {
           organizationId,
           eventType: ACCOUNT_EVENT,
@@ -189,6 +192,7 @@ export function accountOperations({ db, clock, reads = readsThroughPrisma(db) }:
             keysRevoked: keysRevoked.count,
             graceWindowsEnded: graceWindowsEnded.count,
             gitCredentialsPurged: gitCredentials.count,
+            computersDeleted,
           },
           at: now,
         });

@@ -1,6 +1,7 @@
 import type { PrismaClient } from '../../db/client.ts';
 import type { ReadRows } from '../../db/reads.ts';
 import type { Clock } from '../../lib/clock.ts';
+import type { RetireDeps } from '../computers/retire.ts';
 import { accountOperations } from './accounts.ts';
 import { apiKeyOperations } from './api-keys.ts';
 
@@ -9,6 +10,8 @@ export interface ServiceAccountsDeps {
   clock: Clock;
   /** How hot reads run (the list); Prisma raw queries unless the server passes prepared statements. */
   reads?: ReadRows;
+  /** Deleting an account deletes its computers; managed ones are torn down by a job. */
+  computers: RetireDeps;
 }
 
 /** Service accounts and their API keys: the rules of spec 4.3, free of HTTP. */

@@ -3,7 +3,15 @@ import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { setTimeout as delay } from 'node:timers/promises';
-import { LocalWorkspace, type EngineEvent, type PulumiCommand, type Stack } from '@pulumi/pulumi/automation/index.js';
+import {
+  LocalWorkspace,
+  StackAlreadyExistsError,
+  StackNotFoundError,
+  type EngineEvent,
+  type OutputMap,
+  type PulumiCommand,
+  type Stack,
+} from '@pulumi/pulumi/automation/index.js';
 import type { Logger } from '../../lib/logger.ts';
 import type { ComputerProgramInput, ManagedProvider } from '../providers/types.ts';
 import { engineEnv, pulumiCommand } from './engine-env.ts';
@@ -24,6 +32,8 @@ export interface ComputerEndpoint {
 export interface StackRunOptions {
   signal?: AbortSignal;
   log: Logger;
+  /** The stack was never created (a first provisioning): create it without trying to select it first. */
+  fresh?: boolean;
 }
 
 export interface ComputerStacks {
@@ -63,20 +73,52 @@ export function createComputerStacks(opts: ComputerStacksOptions): ComputerStack
   // A file:// backend is a directory, which Pulumi expects to exist.
   const stateDir = opts.backendUrl.startsWith('file://') ? mkdir(fileURLToPath(opts.backendUrl), { recursive: true }) : undefined;
 
-  async function open(provider: ManagedProvider, input: ComputerProgramInput): Promise<Stack> {
+  async function open(provider: ManagedProvider, input: ComputerProgramInput, fresh = false): Promise<Stack> {
     const workDir = path.join(opts.workspacesDir, input.computerId);
     await Promise.all([mkdir(workDir, { recursive: true }), stateDir]);
     command ??= pulumiCommand(opts.toolchain);
-    return LocalWorkspace.createOrSelectStack(
-      { projectName: COMPUTERS_PROJECT, stackName: input.computerId, program: () => provider.program(input) as never },
-      {
-        workDir,
-        pulumiCommand: await command,
-        envVars,
-        secretsProvider: 'passphrase',
-        projectSettings: { name: COMPUTERS_PROJECT, runtime: 'nodejs', backend: { url: opts.backendUrl } },
-      },
+    const args = { projectName: COMPUTERS_PROJECT, stackName: input.computerId, program: () => provider.program(input) as never };
+    const wsOpts = {
+      workDir,
+      pulumiCommand: await command,
+      envVars,
+      secretsProvider: 'passphrase',
+      projectSettings: { name: COMPUTERS_PROJECT, runtime: 'nodejs' as const, backend: { url: opts.backendUrl } },
+    };
+    // Each CLI run costs a process and a state read, so the likely case goes first.
+    const [first, second] = fresh ? [LocalWorkspace.createStack, LocalWorkspace.selectStack] : [LocalWorkspace.selectStack, LocalWorkspace.createStack];
+    try {
+      return await first.call(LocalWorkspace, args, wsOpts);
+    } catch (err) {
+      if (!(err instanceof StackAlreadyExistsError || err instanceof StackNotFoundError)) throw err;
+      return second.call(LocalWorkspace, args, wsOpts);
+    }
+  }
+
+  /**
+   * `pulumi up`, with the outputs taken from its own engine events. Stack.up would read them
+   * afterwards with two more CLI runs and a history read, and each run derives the passphrase's
+   * key (PBKDF2, a third of a second of CPU): about a third of a computer's provisioning CPU.
+   */
+  async function up(stack: Stack, runOpts: StackRunOptions): Promise<OutputMap> {
+    let outputs: OutputMap | undefined;
+    const readOutputs = stack.outputs.bind(stack);
+    stack.outputs = async () => outputs ?? readOutputs();
+    stack.info = async () => undefined;
+    const result = await run(stack, runOpts, (onEvent) =>
+      stack.up({
+        signal: runOpts.signal,
+        color: 'never',
+        onEvent: (e) => {
+          onEvent(e);
+          const m = e.resOutputsEvent?.metadata;
+          if (m?.type === 'pulumi:pulumi:Stack' && m.new?.outputs) {
+            outputs = Object.fromEntries(Object.entries(m.new.outputs).map(([k, value]) => [k, { value, secret: false }]));
+          }
+        },
+      }),
     );
+    return result.outputs;
   }
 
   /** Runs `operation`, collecting the engine's error diagnostics for a readable failure. */
@@ -116,9 +158,7 @@ export function createComputerStacks(opts: ComputerStacksOptions): ComputerStack
 
   return {
     async up(provider, input, runOpts) {
-      const stack = await open(provider, input);
-      const result = await run(stack, runOpts, (onEvent) => stack.up({ signal: runOpts.signal, onEvent, color: 'never' }));
-      const o = result.outputs;
+      const o = await up(await open(provider, input, runOpts.fresh), runOpts);
       const value = (key: string) => {
         const v = o[key]?.value;
         if (v === undefined || v === null || v === '') throw new StackOperationFailed(`provider ${provider.name} gave no ${key} output`);
@@ -140,8 +180,9 @@ export function createComputerStacks(opts: ComputerStacksOptions): ComputerStack
       const pending = (state.deployment as { pending_operations?: unknown[] } | undefined)?.pending_operations ?? [];
       if (pending.length > 0) {
         runOpts.log.warn({ stack: input.computerId, pending: pending.length }, 'adopting interrupted operations before destroy');
-        await run(stack, runOpts, (onEvent) => stack.up({ signal: runOpts.signal, onEvent, color: 'never' }));
+        await up(stack, runOpts);
       }
+      stack.info = async () => undefined;
       await run(stack, runOpts, (onEvent) => stack.destroy({ signal: runOpts.signal, onEvent, color: 'never' }));
       await stack.workspace.removeStack(input.computerId);
       await rm(path.join(opts.workspacesDir, input.computerId), { recursive: true, force: true });

@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import { z } from 'zod';
 import { defineJobKind, type JobDefinition } from '../../../jobs/job.ts';
 import type { JobQueue } from '../../../jobs/queue.ts';
@@ -22,6 +23,15 @@ export const computerStackJob = defineJobKind({
   heartbeatSeconds: 10,
   serializeBy: (p) => p.computerId,
 });
+
+/**
+ * The job id of a computer's first provisioning: deterministic, so sending it again (the reaper,
+ * after a crash between storing a bulk's computers and queueing their jobs) enqueues nothing twice.
+ */
+export function provisionJobId(computerId: string): string {
+  const h = createHash('sha256').update(`${computerStackJob.name}:provision:${computerId}`).digest('hex');
+  return `${h.slice(0, 8)}-${h.slice(8, 12)}-4${h.slice(13, 16)}-8${h.slice(17, 20)}-${h.slice(20, 32)}`;
+}
 
 /** Ends hung operations, re-queues unfinished teardowns, pauses idle computers. */
 export const computersReapJob = defineJobKind({

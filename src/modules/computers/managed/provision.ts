@@ -23,7 +23,11 @@ export async function runProvision(deps: ComputerJobDeps, computerId: string, ct
     try {
       const provider = deps.provisioner.providers.get(computer.providerType);
       if (!provider) throw new Error(`provider ${computer.providerType} is not configured on this control plane`);
-      const endpoint = await deps.provisioner.stacks.up(provider, programInput(computer, true), { signal: ctx.signal, log: ctx.log });
+      const endpoint = await deps.provisioner.stacks.up(provider, programInput(computer, true), {
+        signal: ctx.signal,
+        log: ctx.log,
+        fresh: !step.startedAt,
+      });
       const { count } = await deps.db.computer.updateMany({
         where: { id: computerId, operation: 'provision' },
         data: {

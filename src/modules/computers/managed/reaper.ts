@@ -1,7 +1,9 @@
 import type { JobContext } from '../../../jobs/job.ts';
 import type { ComputerJobDeps } from '../job-deps.ts';
 import { BYOM } from '../machines.ts';
+import { STEP } from '../steps.ts';
 import { computerStackJob } from './jobs.ts';
+import { sendProvision } from './records.ts';
 import { deadline, POWER_TIMEOUT_MS, type Operation } from './settings.ts';
 
 /**
@@ -18,7 +20,25 @@ export async function reapComputers(deps: ComputerJobDeps, ctx: Pick<JobContext,
     select: { id: true },
   });
   for (const { id } of hung) await reapOne(deps, ctx, id, now);
+  await queueUnstartedProvisioning(deps, ctx, now);
   await pauseIdleComputers(deps, ctx, now);
+}
+
+// A bulk creation queues provisioning right after storing its computers; older than this and
+// still not started, the queueing was lost (a crash in between).
+const UNSTARTED_MS = 60_000;
+
+/** Queues the provisioning of computers whose first step never started (the job id makes it a no-op otherwise). */
+async function queueUnstartedProvisioning(deps: ComputerJobDeps, ctx: Pick<JobContext, 'send' | 'log'>, now: Date) {
+  const unstarted = await deps.db.computer.findMany({
+    where: {
+      operation: 'provision',
+      createdAt: { lt: new Date(now.getTime() - UNSTARTED_MS) },
+      provisioningSteps: { some: { id: STEP.infrastructure, status: 'pending' } },
+    },
+    select: { id: true },
+  });
+  for (const { id } of unstarted) await sendProvision(ctx, id);
 }
 
 async function reapOne(deps: ComputerJobDeps, ctx: Pick<JobContext, 'send' | 'log'>, id: string, now: Date): Promise<void> {

@@ -1,5 +1,6 @@
 import type { Principal } from '../../../auth/principal.ts';
 import type { Db } from '../../../db/client.ts';
+import type { JobQueue } from '../../../jobs/queue.ts';
 import type { Computer } from '../../../generated/prisma/client.ts';
 import { BadRequest, Conflict, ServiceUnavailable } from '../../../lib/errors.ts';
 import { newId } from '../../../lib/ids.ts';
@@ -11,7 +12,7 @@ import { assertMayAddComputer } from '../quota.ts';
 import type { BulkCreateInput, CreateComputerInput } from '../schemas.ts';
 import { bulkCreate } from './bulk.ts';
 import { managedSteps, STEP } from '../steps.ts';
-import { computerStackJob } from './jobs.ts';
+import { computerStackJob, provisionJobId } from './jobs.ts';
 import { usableProvider } from './provider-choice.ts';
 import { deadline, POWER_TIMEOUT_MS } from './settings.ts';
 import { waitForOperation } from './wait.ts';
@@ -21,7 +22,11 @@ const RESTART_WAIT_MS = 120_000;
 
 /** Managed computers as records: create (provisioning follows as a job), teardown on delete, restart. */
 export function managedComputers(deps: ComputersDeps) {
-  async function create(principal: Principal, owner: Owner, input: CreateComputerInput) {
+  /**
+   * Stores the computer in `provisioning`. `queue: false` leaves sending its provisioning job to
+   * the caller (bulk creation sends them all once every computer is stored).
+   */
+  async function create(principal: Principal, owner: Owner, input: CreateComputerInput, opts: { queue?: boolean } = {}) {
     const provider = await usableProvider(deps.providers, input.provider);
     if (input.connection) throw new BadRequest('connection applies to byom machines; a managed computer is reached through its provider');
     if (input.source) throw new BadRequest('source is not supported yet for managed computers; create the computer without it');
@@ -68,7 +73,8 @@ export function managedComputers(deps: ComputersDeps) {
     /** 201 `provisioning` at once; the stack job takes the computer to `active` or `error`. */
     create,
 
-    bulkCreate: (principal: Principal, input: BulkCreateInput) => bulkCreate(deps, create, principal, input),
+    bulkCreate: (principal: Principal, input: BulkCreateInput) =>
+      bulkCreate(deps, (p, owner, one) => create(p, owner, one, { queue: false }), principal, input),
 
     /**
      * Resumes a paused computer and answers once it runs again; a running one is a no-op. A
@@ -101,6 +107,11 @@ export function managedComputers(deps: ComputersDeps) {
       return {};
     },
   };
+}
+
+/** Queues a computer's provisioning (once: the job id is deterministic). */
+export function sendProvision(queue: Pick<JobQueue, 'send'>, computerId: string, tx?: Db) {
+  return queue.send(computerStackJob, { computerId, operation: 'provision' }, { tx, id: provisionJobId(computerId) });
 }
 
 /**

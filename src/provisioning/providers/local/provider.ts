@@ -18,6 +18,7 @@ const SSH_PORT = 22;
 const CPU_PERIOD_US = 100_000;
 // CPU use is the difference of two readings of the cgroup's counter this far apart.
 const CPU_WINDOW_MS = 500;
+const AVAILABILITY_TTL_MS = 30_000;
 
 export interface LocalProviderOptions {
   /** Computers' directories (homes, sshd files) live here: `<data dir>/computers`. */
@@ -105,9 +106,18 @@ export function createLocalProvider(opts: LocalProviderOptions): ManagedProvider
     };
   }
 
+  // Prerequisites change rarely; checking them on every create would cost a few hundred file checks each.
+  let checked: { at: number; available: Promise<boolean> } | undefined;
+  const isAvailable = () => {
+    if (!checked || Date.now() - checked.at > AVAILABILITY_TTL_MS) {
+      checked = { at: Date.now(), available: missingLocalPrerequisites(opts.toolchain).then((m) => m.length === 0) };
+    }
+    return checked.available;
+  };
+
   return {
     name: LOCAL_PROVIDER,
-    isAvailable: async () => (await missingLocalPrerequisites(opts.toolchain)).length === 0,
+    isAvailable,
     program,
     sampleMetrics,
   };
