@@ -23,18 +23,34 @@ export async function assertNameAndHostFree(db: Db, organizationId: string, owne
   }
 }
 
+/** What differs between computers; ownership, live name and host id, and creation are filled in. */
+type ComputerFields = Omit<
+  Prisma.ComputerUncheckedCreateInput,
+  'organizationId' | 'ownerKind' | 'ownerId' | 'liveName' | 'liveHostId' | 'createdBy' | 'createdAt'
+> & { id: string; name: string };
+
 /**
- * Stores a new computer with its steps and an audit record, and sends its first job, in one
- * transaction. A name or hostId taken meanwhile by a concurrent request is a 409.
+ * Stores a new computer of `owner` with its steps and an audit record, and sends its first job,
+ * in one transaction. A name or hostId taken meanwhile by a concurrent request is a 409.
  */
 export async function insertComputer(
-  deps: Pick<ComputersDeps, 'db'>,
+  deps: Pick<ComputersDeps, 'db' | 'clock'>,
   principal: Principal,
-  data: Prisma.ComputerUncheckedCreateInput & { id: string; name: string },
+  owner: Owner,
+  fields: ComputerFields,
   steps: NewStep[],
   opts: { audit: Prisma.InputJsonValue; send?: (tx: Db) => Promise<unknown> },
 ) {
-  const owner: Owner = { kind: data.ownerKind as Owner['kind'], id: data.ownerId };
+  const data: Prisma.ComputerUncheckedCreateInput = {
+    ...fields,
+    organizationId: principal.organizationId,
+    ownerKind: owner.kind,
+    ownerId: owner.id,
+    liveName: fields.name,
+    liveHostId: fields.hostId,
+    createdBy: principal.kind === 'user' ? principal.userId : principal.serviceAccountId,
+    createdAt: deps.clock.now(),
+  };
   try {
     const created = await deps.db.$transaction(async (tx) => {
       const computer = await tx.computer.create({
@@ -46,7 +62,7 @@ export async function insertComputer(
         eventType: 'computer_change',
         source: AUDIT_SOURCE,
         actor: principal,
-        target: { computerId: data.id },
+        target: { computerId: fields.id },
         after: opts.audit,
         payload: { action: 'created' },
         at: computer.createdAt,
@@ -57,7 +73,7 @@ export async function insertComputer(
     return computerView(created);
   } catch (err) {
     if (!isUniqueViolation(err)) throw err;
-    await assertNameAndHostFree(deps.db, principal.organizationId, owner, data.name, data.hostId ?? undefined);
+    await assertNameAndHostFree(deps.db, principal.organizationId, owner, fields.name, fields.hostId ?? undefined);
     throw err;
   }
 }

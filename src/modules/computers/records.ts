@@ -19,7 +19,6 @@ import { computerView } from './views.ts';
 
 const SOURCE = AUDIT_SOURCE;
 
-const createdBy = (principal: Principal) => (principal.kind === 'user' ? principal.userId : principal.serviceAccountId);
 
 /** Computers as records: create (register), list, read, rename, delete. */
 export function computerRecords(deps: ComputersDeps) {
@@ -70,17 +69,13 @@ export function computerRecords(deps: ComputersDeps) {
       return insertComputer(
         deps,
         principal,
+        owner,
         {
           id,
-          organizationId: principal.organizationId,
-          ownerKind: owner.kind,
-          ownerId: owner.id,
           name: input.name,
-          liveName: input.name,
           providerType: BYOM,
           status: 'active',
           hostId,
-          liveHostId: hostId,
           remoteUser: input.remoteUser,
           repos,
           autoInstallDeps,
@@ -90,8 +85,6 @@ export function computerRecords(deps: ComputersDeps) {
           hostKeyFingerprint: reached.hostKeyFingerprint,
           agentPublicKey: reached.agentPublicKey,
           relayAgentUrl: reached.relayAgentUrl,
-          createdBy: createdBy(principal),
-          createdAt: deps.clock.now(),
         },
         steps,
         {

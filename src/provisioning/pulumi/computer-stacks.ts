@@ -3,15 +3,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { setTimeout as delay } from 'node:timers/promises';
-import {
-  LocalWorkspace,
-  StackAlreadyExistsError,
-  StackNotFoundError,
-  type EngineEvent,
-  type OutputMap,
-  type PulumiCommand,
-  type Stack,
-} from '@pulumi/pulumi/automation/index.js';
+import type { EngineEvent, OutputMap, PulumiCommand, Stack } from '@pulumi/pulumi/automation/index.js';
 import type { Logger } from '../../lib/logger.ts';
 import type { ComputerProgramInput, ManagedProvider } from '../providers/types.ts';
 import { engineEnv, pulumiCommand } from './engine-env.ts';
@@ -85,6 +77,8 @@ export function createComputerStacks(opts: ComputerStacksOptions): ComputerStack
       secretsProvider: 'passphrase',
       projectSettings: { name: COMPUTERS_PROJECT, runtime: 'nodejs' as const, backend: { url: opts.backendUrl } },
     };
+    // Loaded on first use, as pulumiCommand is: only processes that run stacks pay for the import.
+    const { LocalWorkspace, StackAlreadyExistsError, StackNotFoundError } = await import('@pulumi/pulumi/automation/index.js');
     // Each CLI run costs a process and a state read, so the likely case goes first.
     const [first, second] = fresh ? [LocalWorkspace.createStack, LocalWorkspace.selectStack] : [LocalWorkspace.selectStack, LocalWorkspace.createStack];
     try {

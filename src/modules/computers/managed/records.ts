@@ -40,17 +40,13 @@ export function managedComputers(deps: ComputersDeps) {
     return insertComputer(
       deps,
       principal,
+      owner,
       {
         id,
-        organizationId: principal.organizationId,
-        ownerKind: owner.kind,
-        ownerId: owner.id,
         name: input.name,
-        liveName: input.name,
         providerType: provider.name,
         status: 'provisioning',
         hostId: input.hostId,
-        liveHostId: input.hostId,
         repos,
         autoInstallDeps,
         sshPublicKey: key.publicKey,
@@ -58,8 +54,6 @@ export function managedComputers(deps: ComputersDeps) {
         resources: { ...deps.managed.resources },
         operation: 'provision',
         operationDeadline: deadline(now, deps.managed.provisionTimeoutMs),
-        createdBy: principal.kind === 'user' ? principal.userId : principal.serviceAccountId,
-        createdAt: now,
       },
       managedSteps({ repos, autoInstallDeps }),
       {

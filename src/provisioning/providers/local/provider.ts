@@ -3,8 +3,8 @@ import { readFile, statfs } from 'node:fs/promises';
 import os from 'node:os';
 import { setTimeout as delay } from 'node:timers/promises';
 import { promisify } from 'node:util';
-import { local } from '@pulumi/command';
-import { all, type Input } from '@pulumi/pulumi';
+import type { local as Local } from '@pulumi/command';
+import type { Input } from '@pulumi/pulumi';
 import type { PulumiToolchain } from '../../pulumi/toolchain.ts';
 import type { ComputerProgramInput, ComputerProgramOutputs, ManagedProvider, ProviderMetricSample } from '../types.ts';
 import { cgroupLayout, readCgroup, type CgroupLayout } from './cgroups.ts';
@@ -40,6 +40,9 @@ export function createLocalProvider(opts: LocalProviderOptions): ManagedProvider
   const cgroups = () => (layout ??= readFile('/proc/self/mounts', 'utf8').then(cgroupLayout));
 
   async function program(input: ComputerProgramInput): Promise<ComputerProgramOutputs> {
+    // Imported inside the program (Pulumi's runtime is running by then), so that loading this
+    // provider costs every CLI command nothing.
+    const [{ local }, { all }] = await Promise.all([import('@pulumi/command'), import('@pulumi/pulumi')]);
     const n = localNames(opts.root, input.computerId);
     const common = {
       ID: input.computerId,
@@ -55,7 +58,7 @@ export function createLocalProvider(opts: LocalProviderOptions): ManagedProvider
       name: string,
       scripts: ResourceScripts,
       environment: Input<Record<string, string>>,
-      dependsOn: local.Command[] = [],
+      dependsOn: Local.Command[] = [],
     ) =>
       new local.Command(
         name,
