@@ -12,6 +12,8 @@ import type { Clock } from './lib/clock.ts';
 import type { Logger } from './lib/logger.ts';
 import { analyticsRoutes } from './modules/analytics/routes.ts';
 import { createAnalyticsService } from './modules/analytics/service.ts';
+import { templateRoutes } from './modules/computer-templates/routes.ts';
+import { createTemplatesService } from './modules/computer-templates/service.ts';
 import { computerRoutes } from './modules/computers/routes.ts';
 import { createComputersService } from './modules/computers/service.ts';
 import { organizationRoutes } from './modules/organization/routes.ts';
@@ -68,6 +70,7 @@ export function createApp(deps: AppDeps) {
     ...serviceAccountRoutes(
       createServiceAccountsService({ db: deps.prisma, clock: deps.clock, computers: { queue: deps.queue, managed: deps.config.managed } }),
     ),
+    ...templateRoutes(createTemplatesService({ db: deps.prisma, clock: deps.clock })),
     ...organizationRoutes(createOrganizationService({ db: deps.prisma, clock: deps.clock })),
     ...analyticsRoutes(createAnalyticsService({ db: deps.prisma, clock: deps.clock })),
     ...readinessRoutes(

@@ -32,7 +32,7 @@ const caller = (url: string, key: string): Call => async (method, p, body) => {
 /** Waits until a deleted computer's teardown step completed, through the list's includeDeleted extension. */
 function tornDown(url: string, key: string, id: string) {
   return waitFor(`computer ${id} to be torn down`, async () => {
-    const list = await caller(url, key)('GET', '/api/v0/computers?includeDeleted=true&includeProvisioningSteps=true');
+    const list = await caller(url, key)('GET', '/api/v0/computers?includeDeleted=true&includeUnlisted=true&includeProvisioningSteps=true');
     const c = list.body.computers.find((x: { id: string }) => x.id === id);
     return c?.provisioningSteps.find((s: { id: string }) => s.id === 'teardown')?.status === 'completed' && c;
   }, PROVISION_MS, 250);
@@ -57,10 +57,14 @@ describe.skipIf(skip)('managed computers on the local provider, through HTTP wit
     as = api.acme.members.user.apiKey;
   });
   afterAll(async () => {
-    // A failed test must not leave computers on the host: delete what is left and wait for it.
-    const live = (await api?.db.prisma.computer.findMany({ where: { deletedAt: null } })) ?? [];
-    await Promise.all(live.map((c) => api.call('DELETE', `/api/v0/computers/${c.id}`, { as: api.acme.members.owner.apiKey })));
-    await Promise.all(live.map((c) => torndown(c.id).catch(() => undefined)));
+    // A failed test must not leave computers on the host: delete what is left and wait for every teardown.
+    if (api) {
+      const live = await api.db.prisma.computer.findMany({ where: { deletedAt: null } });
+      await Promise.all(live.map((c) => api.call('DELETE', `/api/v0/computers/${c.id}`, { as: api.acme.members.owner.apiKey })));
+      await waitFor('every teardown to finish', async () => (await api.db.prisma.computer.count({ where: { operation: 'teardown' } })) === 0, PROVISION_MS, 250).catch(
+        (err: unknown) => console.error(err),
+      );
+    }
     await api?.close();
     await git?.stop();
   });
@@ -116,6 +120,28 @@ describe.skipIf(skip)('managed computers on the local provider, through HTTP wit
     const stored = await api.db.prisma.computer.findUniqueOrThrow({ where: { id: computerId } });
     expect(stored.sshKeyCiphertext).not.toContain('PRIVATE KEY');
     expect(stored.hostKeyFingerprint).toMatch(/^SHA256:/);
+  });
+
+  it('makes a computer from a template: its repositories, its setup script as a step, unlisted when asked', async () => {
+    const template = await api.call('POST', '/api/v0/computer-templates', {
+      as: api.acme.members.manager.apiKey,
+      body: { name: 'app box', provider: 'local', repos: [git.url('app')], setupScript: 'set -e\necho "made from a template" > ~/from-template\n' },
+    });
+    expect(template.status).toBe(201);
+    const res = await api.call('POST', '/api/v0/computers', {
+      as,
+      body: { name: 'templated', source: { kind: 'template', templateId: template.body.id, isListed: false } },
+    });
+    expect(res.status).toBe(201);
+    expect(res.body).toMatchObject({ providerType: 'local', isListed: false, computerSource: { kind: 'template', templateId: template.body.id } });
+    const c = await settled(res.body.id);
+    expect(c.status, JSON.stringify(c.provisioningSteps)).toBe('active');
+    expect(c.provisioningSteps.map((s: { id: string }) => s.id)).toEqual(['create-infrastructure', 'connect', 'verify', 'clone-1', 'setup-script']);
+    expect(readFileSync(path.join(api.dataDir, 'computers', c.id, 'home', 'from-template'), 'utf8')).toBe('made from a template\n');
+    const listed = await api.call('GET', '/api/v0/computers', { as });
+    expect(listed.body.computers.map((x: { id: string }) => x.id)).not.toContain(c.id);
+    expect((await api.call('DELETE', `/api/v0/computers/${c.id}`, { as })).status).toBe(204);
+    await torndown(c.id);
   });
 
   it('reports metrics from the cgroup counters', async () => {

@@ -24,7 +24,7 @@ const RemoteUser = z
 const HostId = z.uuid('hostId must be a UUID').meta({ description: 'Stable id of the physical machine' });
 
 /** https/http/ssh/git/file URLs, or scp-style `git@host:owner/repo.git`, as the clone step accepts them. */
-const RepoUrl = z
+export const RepoUrl = z
   .string()
   .max(2048, 'a repository URL must be at most 2048 characters')
   .superRefine((value, ctx) => {

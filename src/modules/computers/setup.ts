@@ -6,6 +6,7 @@ import type { ComputerJobDeps } from './job-deps.ts';
 import { BYOM, targetFor } from './machines.ts';
 import { deadline, INSTALL_DEADLINE_MS, SSH_WAIT_MS } from './managed/settings.ts';
 import { settleProvisioning } from './managed/settle.ts';
+import { setupScriptOf } from './managed/source.ts';
 import { waitForSsh } from './managed/wait-for-ssh.ts';
 import { STEP, updateStep } from './steps.ts';
 
@@ -86,6 +87,19 @@ export async function runComputerSetup(deps: ComputerJobDeps, computerId: string
     }
   }
 
+  const setupScript = setupScriptOf(computer.source);
+  const scripted = pending(STEP.setupScript);
+  if (scripted && setupScript) {
+    await updateStep(deps.db, computerId, STEP.setupScript, { status: 'running', error: null, startedAt: now() });
+    try {
+      await runSetupScript(deps, target, setupScript, ctx.signal);
+      await updateStep(deps.db, computerId, STEP.setupScript, { status: 'completed', completedAt: now() });
+    } catch (err) {
+      if (ctx.signal.aborted || (err instanceof SshError && ctx.attempt <= retryLimit)) throw err;
+      await updateStep(deps.db, computerId, STEP.setupScript, { status: 'failed', error: messageOf(err), completedAt: now() });
+    }
+  }
+
   if (pending(STEP.installDeps)?.status === 'pending') {
     await deps.db.$transaction(async (tx) => {
       const fresh = await tx.computer.findUniqueOrThrow({ where: { id: computerId } });
@@ -111,6 +125,16 @@ async function prepareWorkspace(deps: ComputerJobDeps, target: SshTarget, signal
   const result = await deps.ssh.exec(target, `mkdir -p "$HOME/${WORKSPACE_DIR}" && printf %s "$HOME"`, { signal, timeoutMs: 30_000 });
   if (result.exitCode !== 0) throw new Error(`creating ~/${WORKSPACE_DIR} failed: ${result.stderr.trim() || `exit ${result.exitCode}`}`);
   return result.stdout.trim();
+}
+
+const SETUP_SCRIPT_TIMEOUT_MS = 30 * 60_000;
+
+/** A template's setup script, run by bash from the user's home; a non-zero exit fails with the output's end. */
+async function runSetupScript(deps: ComputerJobDeps, target: SshTarget, script: string, signal: AbortSignal): Promise<void> {
+  const result = await deps.ssh.exec(target, 'cd "$HOME" && bash -se', { stdin: script, signal, timeoutMs: SETUP_SCRIPT_TIMEOUT_MS });
+  if (result.exitCode === 0) return;
+  const tail = `${result.stdout}\n${result.stderr}`.trim().split('\n').slice(-10).join('\n');
+  throw new Error(`the setup script ${result.exitCode === null ? 'was killed' : `exited with ${result.exitCode}`}: ${tail}`);
 }
 
 /** An agent machine reports its id only when it connects; a clash with a live sibling is left unset. */

@@ -7,6 +7,7 @@ export const STEP = {
   connect: 'connect',
   verify: 'verify',
   clone: (n: number) => `clone-${n}`,
+  setupScript: 'setup-script',
   installDeps: 'install-deps',
   teardown: 'teardown',
 } as const;
@@ -35,7 +36,7 @@ export function byomSteps(opts: { repos: string[]; autoInstallDeps: boolean; con
  * A managed computer's provisioning: the provider's infrastructure (its Pulumi stack), its sshd
  * answering with the host key the stack reported, the user and workspace, then as for byom.
  */
-export function managedSteps(opts: { repos: string[]; autoInstallDeps: boolean }): NewStep[] {
+export function managedSteps(opts: { repos: string[]; autoInstallDeps: boolean; setupScript: boolean }): NewStep[] {
   const pending = (id: string, name: string): NewStep => ({ id, name, status: 'pending' });
   return [
     pending(STEP.infrastructure, 'Creating computer'),
@@ -45,9 +46,10 @@ export function managedSteps(opts: { repos: string[]; autoInstallDeps: boolean }
   ];
 }
 
-function workspaceSteps(opts: { repos: string[]; autoInstallDeps: boolean }): NewStep[] {
+function workspaceSteps(opts: { repos: string[]; autoInstallDeps: boolean; setupScript?: boolean }): NewStep[] {
   return [
     ...opts.repos.map((url, i): NewStep => ({ id: STEP.clone(i + 1), name: `Cloning ${url}`, status: 'pending' })),
+    ...(opts.setupScript ? [{ id: STEP.setupScript, name: "Running the template's setup script", status: 'pending' as const }] : []),
     ...(opts.autoInstallDeps ? [{ id: STEP.installDeps, name: 'Installing dependencies', status: 'pending' as const }] : []),
   ];
 }

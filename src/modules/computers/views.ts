@@ -1,9 +1,7 @@
 import type { Computer, ProvisioningStep } from '../../generated/prisma/client.ts';
+import type { StoredSource } from './managed/source.ts';
 import type { ComputerView } from './schemas.ts';
 
-type StoredSource =
-  | { kind: 'template' | 'execution-template'; templateId: string }
-  | { kind: 'computer'; sourceComputerId: string };
 
 const ms = (d: Date | null) => (d === null ? undefined : d.getTime());
 const opt = <T>(v: T | null) => (v === null ? undefined : v);

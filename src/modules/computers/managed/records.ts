@@ -14,6 +14,7 @@ import { bulkCreate } from './bulk.ts';
 import { managedSteps, STEP } from '../steps.ts';
 import { computerStackJob, provisionJobId } from './jobs.ts';
 import { usableProvider } from './provider-choice.ts';
+import { applySource, setupScriptOf } from './source.ts';
 import { deadline, POWER_TIMEOUT_MS } from './settings.ts';
 import { waitForOperation } from './wait.ts';
 
@@ -27,15 +28,14 @@ export function managedComputers(deps: ComputersDeps) {
    * the caller (bulk creation sends them all once every computer is stored).
    */
   async function create(principal: Principal, owner: Owner, input: CreateComputerInput, opts: { queue?: boolean } = {}) {
-    const provider = await usableProvider(deps.providers, input.provider);
     if (input.connection) throw new BadRequest('connection applies to byom machines; a managed computer is reached through its provider');
-    if (input.source) throw new BadRequest('source is not supported yet for managed computers; create the computer without it');
+    const sourced = await applySource(deps.db, principal.organizationId, input);
+    const provider = await usableProvider(deps.providers, sourced.provider);
     await assertMayAddComputer(deps.db, deps.clock, principal.organizationId, owner);
     await assertNameAndHostFree(deps.db, principal.organizationId, owner, input.name, input.hostId);
     const id = newId('cmp');
     const key = generateKeyPair(`agentplane-${id}`);
-    const repos = input.repos ?? [];
-    const autoInstallDeps = input.autoInstallDeps ?? false;
+    const { repos, autoInstallDeps } = sourced;
     const now = deps.clock.now();
     return insertComputer(
       deps,
@@ -47,6 +47,8 @@ export function managedComputers(deps: ComputersDeps) {
         providerType: provider.name,
         status: 'provisioning',
         hostId: input.hostId,
+        isListed: sourced.isListed,
+        source: sourced.source,
         repos,
         autoInstallDeps,
         sshPublicKey: key.publicKey,
@@ -55,7 +57,7 @@ export function managedComputers(deps: ComputersDeps) {
         operation: 'provision',
         operationDeadline: deadline(now, deps.managed.provisionTimeoutMs),
       },
-      managedSteps({ repos, autoInstallDeps }),
+      managedSteps({ repos, autoInstallDeps, setupScript: setupScriptOf(sourced.source) !== undefined }),
       {
         audit: { name: input.name, providerType: provider.name, ownerId: owner.id },
         send: (tx) => deps.queue.send(computerStackJob, { computerId: id, operation: 'provision' }, { tx }),
