@@ -144,6 +144,28 @@ describe.skipIf(skip)('managed computers on the local provider, through HTTP wit
     await torndown(c.id);
   });
 
+  it("copies another computer's workspace (source computer), after checking the caller can reach it", async () => {
+    const unknown = await api.call('POST', '/api/v0/computers', { as, body: { name: 'nope', provider: 'local', source: { kind: 'computer', sourceComputerId: 'cmp_unknown' } } });
+    expect(unknown.status).toBe(400);
+    const foreign = await api.call('POST', '/api/v0/computers', {
+      as: api.globex.members.owner.apiKey,
+      body: { name: 'nope', provider: 'local', source: { kind: 'computer', sourceComputerId: computerId } },
+    });
+    expect(foreign.status).toBe(400);
+
+    const res = await api.call('POST', '/api/v0/computers', { as, body: { name: 'copy', provider: 'local', source: { kind: 'computer', sourceComputerId: computerId } } });
+    expect(res.status).toBe(201);
+    expect(res.body.computerSource).toEqual({ kind: 'computer', computerId });
+    const c = await settled(res.body.id);
+    expect(c.status, JSON.stringify(c.provisioningSteps)).toBe('active');
+    expect(c.provisioningSteps.map((s: { id: string }) => s.id)).toEqual(['create-infrastructure', 'connect', 'verify', 'copy-workspace']);
+    const home = path.join(api.dataDir, 'computers', c.id, 'home');
+    expect(c.clonedRepoDirectories).toEqual([path.join(home, 'workspace', 'app')]);
+    expect(readFileSync(path.join(home, 'workspace', 'app', 'README.md'), 'utf8')).toBe('# app\n');
+    expect((await api.call('DELETE', `/api/v0/computers/${c.id}`, { as })).status).toBe(204);
+    await torndown(c.id);
+  });
+
   it('reports metrics from the cgroup counters', async () => {
     const res = await api.call('GET', `/api/v0/computers/${computerId}/metrics`, { as });
     expect(res.status).toBe(200);

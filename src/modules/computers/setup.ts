@@ -6,7 +6,8 @@ import type { ComputerJobDeps } from './job-deps.ts';
 import { BYOM, targetFor } from './machines.ts';
 import { deadline, INSTALL_DEADLINE_MS, SSH_WAIT_MS } from './managed/settings.ts';
 import { settleProvisioning } from './managed/settle.ts';
-import { setupScriptOf } from './managed/source.ts';
+import { copyWorkspace } from './managed/copy-workspace.ts';
+import { setupScriptOf, sourceComputerOf } from './managed/source.ts';
 import { waitForSsh } from './managed/wait-for-ssh.ts';
 import { STEP, updateStep } from './steps.ts';
 
@@ -72,6 +73,21 @@ export async function runComputerSetup(deps: ComputerJobDeps, computerId: string
   }
 
   const directories = new Set(computer.clonedRepoDirectories);
+  const sourceComputerId = sourceComputerOf(computer.source);
+  if (pending(STEP.copyWorkspace) && sourceComputerId) {
+    await updateStep(deps.db, computerId, STEP.copyWorkspace, { status: 'running', error: null, startedAt: now() });
+    try {
+      const from = await deps.db.computer.findFirst({ where: { id: sourceComputerId, deletedAt: null } });
+      if (!from) throw new Error(`the source computer ${sourceComputerId} was deleted`);
+      for (const d of await copyWorkspace(deps, from, { target, home }, ctx.signal)) directories.add(d);
+      await deps.db.computer.update({ where: { id: computerId }, data: { clonedRepoDirectories: [...directories] } });
+      await updateStep(deps.db, computerId, STEP.copyWorkspace, { status: 'completed', completedAt: now() });
+    } catch (err) {
+      if (ctx.signal.aborted) throw err;
+      await updateStep(deps.db, computerId, STEP.copyWorkspace, { status: 'failed', error: messageOf(err), completedAt: now() });
+    }
+  }
+
   for (const [i, url] of computer.repos.entries()) {
     const step = pending(STEP.clone(i + 1));
     if (!step) continue;

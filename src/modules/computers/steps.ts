@@ -7,6 +7,7 @@ export const STEP = {
   connect: 'connect',
   verify: 'verify',
   clone: (n: number) => `clone-${n}`,
+  copyWorkspace: 'copy-workspace',
   setupScript: 'setup-script',
   installDeps: 'install-deps',
   teardown: 'teardown',
@@ -36,12 +37,13 @@ export function byomSteps(opts: { repos: string[]; autoInstallDeps: boolean; con
  * A managed computer's provisioning: the provider's infrastructure (its Pulumi stack), its sshd
  * answering with the host key the stack reported, the user and workspace, then as for byom.
  */
-export function managedSteps(opts: { repos: string[]; autoInstallDeps: boolean; setupScript: boolean }): NewStep[] {
+export function managedSteps(opts: { repos: string[]; autoInstallDeps: boolean; setupScript: boolean; copyWorkspace: boolean }): NewStep[] {
   const pending = (id: string, name: string): NewStep => ({ id, name, status: 'pending' });
   return [
     pending(STEP.infrastructure, 'Creating computer'),
     pending(STEP.connect, 'Waiting for SSH'),
     pending(STEP.verify, 'Setting up user and workspace'),
+    ...(opts.copyWorkspace ? [pending(STEP.copyWorkspace, "Copying the source computer's workspace")] : []),
     ...workspaceSteps(opts),
   ];
 }

@@ -14,7 +14,7 @@ import { bulkCreate } from './bulk.ts';
 import { managedSteps, STEP } from '../steps.ts';
 import { computerStackJob, provisionJobId } from './jobs.ts';
 import { usableProvider } from './provider-choice.ts';
-import { applySource, setupScriptOf } from './source.ts';
+import { applySource, setupScriptOf, sourceComputerOf } from './source.ts';
 import { deadline, POWER_TIMEOUT_MS } from './settings.ts';
 import { waitForOperation } from './wait.ts';
 
@@ -29,7 +29,7 @@ export function managedComputers(deps: ComputersDeps) {
    */
   async function create(principal: Principal, owner: Owner, input: CreateComputerInput, opts: { queue?: boolean } = {}) {
     if (input.connection) throw new BadRequest('connection applies to byom machines; a managed computer is reached through its provider');
-    const sourced = await applySource(deps.db, principal.organizationId, input);
+    const sourced = await applySource(deps.db, principal, input);
     const provider = await usableProvider(deps.providers, sourced.provider);
     await assertMayAddComputer(deps.db, deps.clock, principal.organizationId, owner);
     await assertNameAndHostFree(deps.db, principal.organizationId, owner, input.name, input.hostId);
@@ -57,7 +57,12 @@ export function managedComputers(deps: ComputersDeps) {
         operation: 'provision',
         operationDeadline: deadline(now, deps.managed.provisionTimeoutMs),
       },
-      managedSteps({ repos, autoInstallDeps, setupScript: setupScriptOf(sourced.source) !== undefined }),
+      managedSteps({
+        repos,
+        autoInstallDeps,
+        setupScript: setupScriptOf(sourced.source) !== undefined,
+        copyWorkspace: sourceComputerOf(sourced.source) !== undefined,
+      }),
       {
         audit: { name: input.name, providerType: provider.name, ownerId: owner.id },
         send: (tx) => deps.queue.send(computerStackJob, { computerId: id, operation: 'provision' }, { tx }),

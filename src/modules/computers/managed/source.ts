@@ -1,5 +1,7 @@
+import type { Principal } from '../../../auth/principal.ts';
 import type { Db } from '../../../db/client.ts';
-import { BadRequest } from '../../../lib/errors.ts';
+import { AppError, BadRequest } from '../../../lib/errors.ts';
+import { reachableComputer } from '../access.ts';
 import type { CreateComputerInput } from '../schemas.ts';
 
 type Source = NonNullable<CreateComputerInput['source']>;
@@ -19,17 +21,23 @@ export interface SourcedInput {
 }
 
 /**
- * Applies a template source (`template` and `execution-template` alike: the spec tells them apart
- * by name only) to a create request. An unknown or deleted template is 400: the body is wrong.
+ * Applies a create request's `source`. A template (`template` and `execution-template` alike: the
+ * spec tells them apart by name only) fills in what the request leaves out. A `computer` source
+ * must be an active computer the caller can reach; its workspace is copied during provisioning.
+ * A source that does not qualify is 400: the body is wrong.
  */
-export async function applySource(db: Db, organizationId: string, input: CreateComputerInput): Promise<SourcedInput> {
+export async function applySource(db: Db, principal: Principal, input: CreateComputerInput): Promise<SourcedInput> {
   const plain = { provider: input.provider, repos: input.repos ?? [], autoInstallDeps: input.autoInstallDeps ?? false, isListed: true };
   const source: Source | undefined = input.source;
   if (!source) return plain;
   if (source.kind === 'computer') {
-    throw new BadRequest('source kind "computer" is not supported yet; create the computer from a template or without a source');
+    const from = await reachableComputer(db, principal, source.sourceComputerId).catch((err: unknown) => {
+      throw err instanceof AppError ? new BadRequest(`source.sourceComputerId: ${err.message}`) : err;
+    });
+    if (from.status !== 'active') throw new BadRequest(`source computer "${from.name}" is ${from.status}; its workspace is copied from an active computer`);
+    return { ...plain, source: { kind: 'computer', sourceComputerId: from.id } };
   }
-  const template = await db.computerTemplate.findFirst({ where: { id: source.templateId, organizationId, deletedAt: null } });
+  const template = await db.computerTemplate.findFirst({ where: { id: source.templateId, organizationId: principal.organizationId, deletedAt: null } });
   if (!template) throw new BadRequest(`source.templateId ${source.templateId} is not a computer template of this organization`);
   return {
     provider: input.provider ?? template.provider ?? undefined,
@@ -38,6 +46,12 @@ export async function applySource(db: Db, organizationId: string, input: CreateC
     isListed: source.isListed,
     source: { kind: source.kind, templateId: template.id, ...(template.setupScript ? { setupScript: template.setupScript } : {}) },
   };
+}
+
+/** The computer whose workspace this one starts with, if any. */
+export function sourceComputerOf(source: unknown): string | undefined {
+  const s = source as StoredSource | null;
+  return s?.kind === 'computer' ? s.sourceComputerId : undefined;
 }
 
 /** The setup script a computer was made with, if any. */
