@@ -217,19 +217,19 @@ describe.skipIf(skip)('managed computers on the local provider, through HTTP wit
   it('bulk: lowest free suffixes, parallel provisioning, fail-fast without rollback on a failure midway', async () => {
     const lone = await api.call('POST', '/api/v0/computers', { as, body: { name: 'w-2', provider: 'local' } });
     expect(lone.status).toBe(201);
-    // The plan allows three more computers (box and w-2 exist), so the fourth of five fails.
+    // The plan allows two more computers, so the third of four fails.
     const live = await api.db.prisma.computer.count({ where: { organizationId: api.acme.id, deletedAt: null } });
-    await api.db.prisma.organization.update({ where: { id: api.acme.id }, data: { entitlements: { maxComputers: live + 3 } } });
+    await api.db.prisma.organization.update({ where: { id: api.acme.id }, data: { entitlements: { maxComputers: live + 2 } } });
     try {
-      const res = await api.call('POST', '/api/v0/computers/bulk', { as, body: { quantity: 5, namePrefix: 'w', provider: 'local' } });
+      const res = await api.call('POST', '/api/v0/computers/bulk', { as, body: { quantity: 4, namePrefix: 'w', provider: 'local' } });
       expect(res.status).toBe(201);
-      expect(res.body.requestedQuantity).toBe(5);
-      expect(res.body.computers.map((c: { name: string }) => c.name)).toEqual(['w-1', 'w-3', 'w-4']);
-      expect(res.body.error.message).toMatch(/"w-5".*plan allows/);
+      expect(res.body.requestedQuantity).toBe(4);
+      expect(res.body.computers.map((c: { name: string }) => c.name)).toEqual(['w-1', 'w-3']);
+      expect(res.body.error.message).toMatch(/"w-4".*plan allows/);
       const ids = [lone.body.id, ...res.body.computers.map((c: { id: string }) => c.id)];
       const done = await Promise.all(ids.map(settled));
-      expect(done.map((c) => c.status)).toEqual(['active', 'active', 'active', 'active']);
-      expect(new Set(done.map((c) => c.remoteUser)).size).toBe(4);
+      expect(done.map((c) => c.status)).toEqual(['active', 'active', 'active']);
+      expect(new Set(done.map((c) => c.remoteUser)).size).toBe(3);
 
       // Nothing created is rolled back; a request failing at once answers with the failure itself.
       const none = await api.call('POST', '/api/v0/computers/bulk', { as, body: { quantity: 2, namePrefix: 'z', provider: 'local' } });

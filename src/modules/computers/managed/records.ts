@@ -28,9 +28,9 @@ export function managedComputers(deps: ComputersDeps) {
    * the caller (bulk creation sends them all once every computer is stored).
    */
   async function create(principal: Principal, owner: Owner, input: CreateComputerInput, opts: { queue?: boolean } = {}) {
-    if (input.connection) throw new BadRequest('connection applies to byom machines; a managed computer is reached through its provider');
     const sourced = await applySource(deps.db, principal, input);
     const provider = await usableProvider(deps.providers, sourced.provider);
+    if (input.connection) throw new BadRequest('connection applies to byom machines; a managed computer is reached through its provider');
     await assertMayAddComputer(deps.db, deps.clock, principal.organizationId, owner);
     await assertNameAndHostFree(deps.db, principal.organizationId, owner, input.name, input.hostId);
     const id = newId('cmp');
