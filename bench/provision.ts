@@ -150,6 +150,9 @@ async function main() {
     console.log(`  201 after ${sec(accepted)}, all active after ${sec(bulkWall)} = ${(bulkWall / one).toFixed(1)}x one computer (goal < 4x)`);
     console.log(`  vs ${QUANTITY} sequential: ${sec(sequentialWall)} (${(sequentialWall / bulkWall).toFixed(1)}x the bulk)`);
     await deleteAll(api);
+  } catch (err) {
+    console.error(server.output().split('\n').filter((l) => /"level":(40|50|60)/.test(l)).slice(-10).join('\n'));
+    throw err;
   } finally {
     await deleteAll(api).catch(() => undefined);
     await server.stop();
