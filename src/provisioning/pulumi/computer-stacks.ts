@@ -7,6 +7,7 @@ import type { EngineEvent, OutputMap, PulumiCommand, Stack } from '@pulumi/pulum
 import type { Logger } from '../../lib/logger.ts';
 import type { ComputerProgramInput, ManagedProvider } from '../providers/types.ts';
 import { engineEnv, pulumiCommand } from './engine-env.ts';
+import { repairInterruptedWrites } from './file-backend-repair.ts';
 import type { PulumiStateSettings } from './state-settings.ts';
 import type { PulumiToolchain } from './toolchain.ts';
 
@@ -63,11 +64,16 @@ export function createComputerStacks(opts: ComputerStacksOptions): ComputerStack
   const envVars = engineEnv({ backendUrl: opts.backendUrl, passphrase: opts.passphrase, toolchain: opts.toolchain });
 
   // A file:// backend is a directory, which Pulumi expects to exist.
-  const stateDir = opts.backendUrl.startsWith('file://') ? mkdir(fileURLToPath(opts.backendUrl), { recursive: true }) : undefined;
+  const stateDir = opts.backendUrl.startsWith('file://') ? fileURLToPath(opts.backendUrl) : undefined;
+  const stateDirMade = stateDir ? mkdir(stateDir, { recursive: true }) : undefined;
 
-  async function open(provider: ManagedProvider, input: ComputerProgramInput, fresh = false): Promise<Stack> {
+  async function open(provider: ManagedProvider, input: ComputerProgramInput, log: Logger, fresh = false): Promise<Stack> {
     const workDir = path.join(opts.workspacesDir, input.computerId);
-    await Promise.all([mkdir(workDir, { recursive: true }), stateDir]);
+    await Promise.all([mkdir(workDir, { recursive: true }), stateDirMade]);
+    if (stateDir) {
+      const repaired = await repairInterruptedWrites(stateDir, COMPUTERS_PROJECT, input.computerId);
+      if (repaired.length) log.warn({ stack: input.computerId, files: repaired }, 'removed metadata files a killed Pulumi run left broken');
+    }
     command ??= pulumiCommand(opts.toolchain);
     const args = { projectName: COMPUTERS_PROJECT, stackName: input.computerId, program: () => provider.program(input) as never };
     const wsOpts = {
@@ -152,7 +158,7 @@ export function createComputerStacks(opts: ComputerStacksOptions): ComputerStack
 
   return {
     async up(provider, input, runOpts) {
-      const o = await up(await open(provider, input, runOpts.fresh), runOpts);
+      const o = await up(await open(provider, input, runOpts.log, runOpts.fresh), runOpts);
       const value = (key: string) => {
         const v = o[key]?.value;
         if (v === undefined || v === null || v === '') throw new StackOperationFailed(`provider ${provider.name} gave no ${key} output`);
@@ -167,7 +173,7 @@ export function createComputerStacks(opts: ComputerStacksOptions): ComputerStack
     },
 
     async destroy(provider, input, runOpts) {
-      const stack = await open(provider, input);
+      const stack = await open(provider, input, runOpts.log);
       // A run killed mid-create leaves "pending creates" that destroy would forget: bring the
       // stack up first, which adopts them (programs' creates are idempotent), then tear it down.
       const state = await stack.exportStack();

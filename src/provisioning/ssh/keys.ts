@@ -10,10 +10,20 @@ export interface SshKeyPair {
   fingerprint: string;
 }
 
-/** A new ed25519 key pair, e.g. an organization's control-plane key. */
+// ssh2 1.17.0's generateKeyPairSync('ed25519') writes, about once in 400 calls, a private key its
+// own parser rejects ("Malformed OpenSSH private key"); such a pair is drawn again.
+const KEY_ATTEMPTS = 5;
+
+/** A new ed25519 key pair, e.g. an organization's control-plane key or a managed computer's own. */
 export function generateKeyPair(comment = 'agentplane'): SshKeyPair {
-  const pair = ssh2.utils.generateKeyPairSync('ed25519', { comment });
-  return { privateKey: pair.private, ...publicKeyOf(pair.private, comment) };
+  for (let attempt = 1; ; attempt++) {
+    const pair = ssh2.utils.generateKeyPairSync('ed25519', { comment });
+    try {
+      return { privateKey: pair.private, ...publicKeyOf(pair.private, comment) };
+    } catch (err) {
+      if (attempt >= KEY_ATTEMPTS) throw err;
+    }
+  }
 }
 
 /** The public half of a stored private key, as an `authorized_keys` line and its fingerprint. */
