@@ -7,7 +7,7 @@ import { computersReapJob } from '../../src/modules/computers/managed/jobs.ts';
 import { cgroupLayout, readCgroup } from '../../src/provisioning/providers/local/cgroups.ts';
 import { localNames } from '../../src/provisioning/providers/local/names.ts';
 import { startTestApi, type TestApi } from '../support/api.ts';
-import { hostTraces, localProviderMissing, startGitDaemon, type GitDaemon } from '../support/local-computers.ts';
+import { hostTraces, localProviderMissing, removeLocalComputer, startGitDaemon, type GitDaemon } from '../support/local-computers.ts';
 import { startServerProcess, type ServerProcess } from '../support/server-process.ts';
 import { waitFor } from '../support/wait.ts';
 
@@ -64,6 +64,9 @@ describe.skipIf(skip)('managed computers on the local provider, through HTTP wit
       await waitFor('every teardown to finish', async () => (await api.db.prisma.computer.count({ where: { operation: 'teardown' } })) === 0, PROVISION_MS, 250).catch(
         (err: unknown) => console.error(err),
       );
+      for (const { id } of await api.db.prisma.computer.findMany({ select: { id: true } })) {
+        if (hostTraces(api.dataDir, id).length > 0) removeLocalComputer(api.dataDir, id);
+      }
     }
     await api?.close();
     await git?.stop();
@@ -322,6 +325,7 @@ describe.skipIf(skip)('a control plane killed mid-provision', () => {
       expect(hostTraces(dataDir, id)).toEqual([]);
     } finally {
       await server?.stop('SIGKILL');
+      if (id && hostTraces(dataDir, id).length > 0) removeLocalComputer(dataDir, id);
       rmSync(dataDir, { recursive: true, force: true });
     }
   });
