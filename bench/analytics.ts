@@ -33,6 +33,7 @@ import { startMachineAccess } from '../src/modules/computers/machine-access.ts';
 import { createProviderRegistry } from '../src/provisioning/providers/registry.ts';
 import { listenOnFreePort } from '../test/support/http.ts';
 import { startPostgres } from '../test/support/postgres-server.ts';
+import { managedJobDeps } from '../src/provisioning/provisioner.ts';
 
 const { values: args } = parseArgs({
   options: { users: { type: 'string', default: '1000' }, days: { type: 'string', default: '365' }, runs: { type: 'string', default: '7' } },
@@ -100,7 +101,7 @@ try {
 
   const dataDir = mkdtempSync(join(tmpdir(), 'agentplane-bench-'));
   const machines = await startMachineAccess({ dataDir, host: '127.0.0.1' }, prisma, log);
-  const queue = createJobQueue(db, { log, jobs: jobsFor({ prisma, clock, dataDir, ...machines }) });
+  const queue = createJobQueue(db, { log, jobs: jobsFor({ prisma, clock, dataDir, ...machines, ...managedJobDeps(dataDir, machines.secrets) }) });
   await queue.start();
   const { app } = createApp({
     config: loadConfig({}), prisma, reads: db.reads, log, clock, providers: createProviderRegistry([]), queue, machines, pendingMigrations: async () => [],

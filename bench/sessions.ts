@@ -38,6 +38,7 @@ import { runPersistedTurn, type TurnEnvironment } from '../src/modules/sessions/
 import { createModelClient, defaultTools, toolSpecs, type RuntimeMessage } from '../src/modules/sessions/runtime/index.ts';
 import { watchTurn } from '../src/modules/sessions/turn-watch.ts';
 import type { SshTarget } from '../src/provisioning/ssh/index.ts';
+import { managedJobDeps } from '../src/provisioning/provisioner.ts';
 
 const { values: args } = parseArgs({
   options: { messages: { type: 'string', default: '100000' }, runs: { type: 'string', default: '21' }, calls: { type: 'string', default: '40' } },
@@ -105,7 +106,7 @@ try {
 
   const dataDir = mkdtempSync(join(tmpdir(), 'agentplane-bench-'));
   const machines = await startMachineAccess({ dataDir, host: '127.0.0.1' }, prisma, log);
-  const queue = createJobQueue(db, { log, jobs: jobsFor({ prisma, clock: systemClock, dataDir, ...machines }) });
+  const queue = createJobQueue(db, { log, jobs: jobsFor({ prisma, clock: systemClock, dataDir, ...machines, ...managedJobDeps(dataDir, machines.secrets) }) });
   await queue.start();
   const { app } = createApp({
     config: loadConfig({}), prisma, reads: db.reads, log, clock: systemClock, providers: createProviderRegistry([]), queue, machines, pendingMigrations: async () => [],

@@ -13,6 +13,8 @@ import type { Clock } from './lib/clock.ts';
 import type { Logger } from './lib/logger.ts';
 import { analyticsRoutes } from './modules/analytics/routes.ts';
 import { createAnalyticsService } from './modules/analytics/service.ts';
+import { templateRoutes } from './modules/computer-templates/routes.ts';
+import { createTemplatesService } from './modules/computer-templates/service.ts';
 import { computerRoutes } from './modules/computers/routes.ts';
 import { createComputersService } from './modules/computers/service.ts';
 import { organizationRoutes } from './modules/organization/routes.ts';
@@ -32,7 +34,7 @@ import type { ProviderRegistry } from './provisioning/providers/registry.ts';
 import type { SshClient } from './provisioning/ssh/index.ts';
 
 export interface AppDeps {
-  config: Pick<Config, 'bodyLimit' | 'jwt' | 'sessionsOrgs' | 'appUrl' | 'sessions'>;
+  config: Pick<Config, 'bodyLimit' | 'jwt' | 'sessionsOrgs' | 'appUrl' | 'sessions' | 'managed'>;
   prisma: PrismaClient;
   /** Prepared reads on the same database (`Database.reads`): the credential lookup on every request. */
   reads: ReadRows;
@@ -60,11 +62,25 @@ export function createApp(deps: AppDeps) {
   routes.push(
     ...systemRoutes(createSystemService({ db: deps.prisma, pendingMigrations: deps.pendingMigrations }), openApiDocument),
     ...computerRoutes(
-      createComputersService({ db: deps.prisma, clock: deps.clock, providers: deps.providers, queue: deps.queue, ...deps.machines }),
+      createComputersService({
+        db: deps.prisma,
+        clock: deps.clock,
+        providers: deps.providers,
+        queue: deps.queue,
+        managed: deps.config.managed,
+        ...deps.machines,
+      }),
     ),
     ...serviceAccountRoutes(
-      createServiceAccountsService({ db: deps.prisma, clock: deps.clock, reads: deps.reads, gateway: deps.machines.gateway }),
+      createServiceAccountsService({
+        db: deps.prisma,
+        clock: deps.clock,
+        reads: deps.reads,
+        computers: { queue: deps.queue, managed: deps.config.managed },
+        gateway: deps.machines.gateway,
+      }),
     ),
+    ...templateRoutes(createTemplatesService({ db: deps.prisma, clock: deps.clock })),
     ...organizationRoutes(createOrganizationService({ db: deps.prisma, clock: deps.clock })),
     ...analyticsRoutes(createAnalyticsService({ db: deps.prisma, clock: deps.clock })),
     ...readinessRoutes(

@@ -47,6 +47,22 @@ const EnvSchema = z.object({
   AGENTPLANE_APP_URL: z.url().optional(),
   AGENTPLANE_MAX_CONCURRENT_SESSIONS: z.coerce.number().int().min(1).default(10),
   AGENTPLANE_SESSION_RETENTION_DAYS: z.coerce.number().int().min(0).default(30),
+  AGENTPLANE_PULUMI_BACKEND_URL: z
+    .string()
+    .regex(/^[a-z][a-z0-9+.-]*:\/\//, 'must be a URL Pulumi accepts as a backend, e.g. file:///var/lib/agentplane/pulumi or s3://bucket/prefix')
+    .optional(),
+  AGENTPLANE_PULUMI_PASSPHRASE: z.string().min(16, 'must be at least 16 characters').optional(),
+  AGENTPLANE_PROVISION_CONCURRENCY: z.coerce.number().int().min(1).max(64).default(10),
+  AGENTPLANE_PROVISION_TIMEOUT_SECONDS: z.coerce.number().int().min(30).default(900),
+  AGENTPLANE_COMPUTER_IDLE_MINUTES: z.coerce.number().int().min(0).default(60),
+  AGENTPLANE_COMPUTER_CPUS: z.coerce.number().positive().max(256).default(1),
+  AGENTPLANE_COMPUTER_MEMORY_MIB: z.coerce.number().int().min(64).default(2048),
+  AGENTPLANE_COMPUTER_DISK_GIB: z.coerce.number().int().min(1).default(10),
+  AGENTPLANE_LOCAL_PROVIDER: bool.default(true),
+  AGENTPLANE_LOCAL_SUBNET: z
+    .string()
+    .regex(/^(\d{1,3}\.){3}\d{1,3}\/(\d|[12]\d|30)$/, 'must be an IPv4 CIDR block, e.g. 10.231.0.0/16')
+    .default('10.231.0.0/16'),
 });
 
 /** Source-control integrations from configuration (until an API exists): written onto computers by `refresh`. */
@@ -137,6 +153,23 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env) {
       maxConcurrentSessions: e.AGENTPLANE_MAX_CONCURRENT_SESSIONS,
       // Days a deleted session stays restorable before the purge job removes it.
       retentionDays: e.AGENTPLANE_SESSION_RETENTION_DAYS,
+    },
+    managed: {
+      // Unset: file:// under the data directory, for a single machine; replicas need a shared backend.
+      pulumiBackendUrl: e.AGENTPLANE_PULUMI_BACKEND_URL,
+      // Unset: derived from the encryption key, which replicas already share.
+      pulumiPassphrase: e.AGENTPLANE_PULUMI_PASSPHRASE,
+      // Pulumi operations at once in this process (bulk creation runs this many in parallel).
+      concurrency: e.AGENTPLANE_PROVISION_CONCURRENCY,
+      provisionTimeoutMs: e.AGENTPLANE_PROVISION_TIMEOUT_SECONDS * 1000,
+      // 0: never pause idle computers.
+      idlePauseMs: e.AGENTPLANE_COMPUTER_IDLE_MINUTES * 60_000,
+      resources: {
+        cpus: e.AGENTPLANE_COMPUTER_CPUS,
+        memoryMiB: e.AGENTPLANE_COMPUTER_MEMORY_MIB,
+        diskGiB: e.AGENTPLANE_COMPUTER_DISK_GIB,
+      },
+      local: { enabled: e.AGENTPLANE_LOCAL_PROVIDER, subnet: e.AGENTPLANE_LOCAL_SUBNET },
     },
   };
 }

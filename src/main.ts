@@ -7,6 +7,7 @@ import { jobsFor } from './jobs/catalog.ts';
 import { runAgentCommand, type AgentCommandOptions } from './machine-agent/command.ts';
 import { startMachineAccess } from './modules/computers/machine-access.ts';
 import { startWorker } from './jobs/worker.ts';
+import { createProvisioner } from './provisioning/provisioner.ts';
 import { systemClock } from './lib/clock.ts';
 import { createLogger, type Logger } from './lib/logger.ts';
 import { seedCommand } from './modules/analytics/seed-command.ts';
@@ -100,7 +101,12 @@ program
     await migrateDatabase(db, log);
     // A worker has no SSH gateway: jobs for agent-connected machines wait for a server's worker.
     const machines = await startMachineAccess({ ...config, sshGateway: undefined }, db.prisma, log);
-    const worker = await startWorker({ db, log, jobs: jobsFor({ prisma: db.prisma, clock: systemClock, dataDir: config.dataDir, ...machines }) });
+    const provisioner = createProvisioner(config, machines.secrets);
+    const worker = await startWorker({
+      db,
+      log,
+      jobs: jobsFor({ prisma: db.prisma, clock: systemClock, dataDir: config.dataDir, ...machines, provisioner, managed: config.managed }),
+    });
     log.info({ database: db.kind }, 'worker running');
     untilSignal(log, async () => {
       await worker.stop(config.shutdownTimeoutMs);

@@ -14,8 +14,8 @@ import { syncGitIntegrations } from './modules/computers/integrations.ts';
 import { startMachineAccess } from './modules/computers/machine-access.ts';
 import { bootstrapOrganization, hasAnyOrganization } from './modules/organization/bootstrap.ts';
 import { scheduleSessionJobs } from './modules/sessions/jobs.ts';
-import { managedProviders } from './provisioning/providers/index.ts';
-import { createProviderRegistry } from './provisioning/providers/registry.ts';
+import { scheduleComputerReaper } from './modules/computers/managed/jobs.ts';
+import { createProvisioner } from './provisioning/provisioner.ts';
 
 export interface RunningServer {
   url: string;
@@ -36,10 +36,15 @@ export async function startServer(config: Config, log: Logger): Promise<RunningS
   // Every server sends jobs; with AGENTPLANE_WORKER=false it leaves running them to `agentplane worker`.
   const machines = await startMachineAccess(config, db.prisma, log);
   await syncGitIntegrations(db.prisma, machines.secrets, config.gitIntegrations);
-  const queue = createJobQueue(db, { log, jobs: jobsFor({ prisma: db.prisma, clock: systemClock, dataDir: config.dataDir, ...machines }) });
+  const provisioner = createProvisioner(config, machines.secrets);
+  const queue = createJobQueue(db, {
+    log,
+    jobs: jobsFor({ prisma: db.prisma, clock: systemClock, dataDir: config.dataDir, ...machines, provisioner, managed: config.managed }),
+  });
   await queue.start();
   await scheduleMetricsSampling(queue);
   await scheduleSessionJobs(queue);
+  await scheduleComputerReaper(queue);
   // The nightly roll-up is a stored cron schedule; catching up covers days missed while stopped.
   await scheduleAnalyticsRollup(queue, { catchUp: true });
   if (config.runWorker) await queue.work();
@@ -49,7 +54,7 @@ export async function startServer(config: Config, log: Logger): Promise<RunningS
     reads: db.reads,
     log,
     clock: systemClock,
-    providers: createProviderRegistry(managedProviders(config)),
+    providers: provisioner.providers,
     queue,
     machines,
     pendingMigrations: () => listPendingMigrations(db),

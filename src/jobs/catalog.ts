@@ -6,6 +6,8 @@ import { analyticsRollupJob } from '../modules/analytics/jobs.ts';
 import { computerJobs } from '../modules/computers/jobs.ts';
 import { computerTargets, type AgentDialer } from '../modules/computers/machines.ts';
 import { readinessEvaluateJob } from '../modules/readiness/jobs.ts';
+import type { ManagedSettings } from '../modules/computers/managed/settings.ts';
+import type { Provisioner } from '../provisioning/provisioner.ts';
 import { sessionJobs } from '../modules/sessions/jobs.ts';
 import type { SshClient } from '../provisioning/ssh/index.ts';
 import type { JobDefinition } from './job.ts';
@@ -19,6 +21,9 @@ export interface JobDeps {
   gateway?: AgentDialer;
   /** Local scratch space (readiness clones live under it). */
   dataDir: string;
+  /** Managed computers' providers and stacks, and their limits. */
+  provisioner: Provisioner;
+  managed: ManagedSettings;
 }
 
 /**
@@ -29,7 +34,7 @@ export function jobsFor(deps: JobDeps): JobDefinition[] {
   const machines = { db: deps.prisma, ssh: deps.ssh, secrets: deps.secrets, gateway: deps.gateway };
   return [
     analyticsRollupJob(deps),
-    ...computerJobs({ ...machines, clock: deps.clock }),
+    ...computerJobs({ ...machines, clock: deps.clock, provisioner: deps.provisioner, managed: deps.managed }),
     readinessEvaluateJob({
       prisma: deps.prisma,
       clock: deps.clock,

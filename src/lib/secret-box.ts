@@ -1,4 +1,4 @@
-import { createCipheriv, createDecipheriv, randomBytes } from 'node:crypto';
+import { createCipheriv, createDecipheriv, hkdfSync, randomBytes } from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
 
@@ -10,6 +10,11 @@ import path from 'node:path';
 export interface SecretBox {
   seal(plaintext: string): string;
   open(ciphertext: string): string;
+  /**
+   * A secret derived from the key for one purpose (HKDF-SHA256, base64url), e.g. the Pulumi
+   * stacks' passphrase: every replica sharing the key derives the same one.
+   */
+  derive(purpose: string): string;
 }
 
 const VERSION = 'v1';
@@ -36,6 +41,9 @@ export function createSecretBox(key: Buffer): SecretBox {
       } catch {
         throw new Error('cannot decrypt a stored secret: AGENTPLANE_ENCRYPTION_KEY differs from the key it was written with');
       }
+    },
+    derive(purpose) {
+      return Buffer.from(hkdfSync('sha256', key, Buffer.alloc(0), `agentplane ${purpose}`, KEY_BYTES)).toString('base64url');
     },
   };
 }

@@ -12,6 +12,7 @@ import { ROLLUP_CRON, ROLLUP_JOB, scheduleAnalyticsRollup } from '../../src/modu
 import { startMachineAccess, type MachineAccess } from '../../src/modules/computers/machine-access.ts';
 import { createOrgFixture } from '../support/api.ts';
 import { BACKENDS, openTestDatabase } from '../support/test-db.ts';
+import { managedJobDeps } from '../../src/provisioning/provisioner.ts';
 
 describe.each(BACKENDS)('analytics roll-up job on %s', (backend) => {
   let db: Awaited<ReturnType<typeof openTestDatabase>>;
@@ -27,7 +28,7 @@ describe.each(BACKENDS)('analytics roll-up job on %s', (backend) => {
     machines = await startMachineAccess({ dataDir, host: '127.0.0.1' }, db.prisma, log);
     queue = createJobQueue(db, {
       log,
-      jobs: jobsFor({ prisma: db.prisma, clock, dataDir, ...machines }),
+      jobs: jobsFor({ prisma: db.prisma, clock, dataDir, ...machines, ...managedJobDeps(dataDir, machines.secrets) }),
       maintenanceIntervalSeconds: 1,
       pollingIntervalSeconds: 0.5,
     });

@@ -19,7 +19,8 @@ const agentplane = (args: string[], env: Record<string, string>) =>
   run(process.execPath, [CLI, ...args], { cwd: REPO_ROOT, env: { ...process.env, AGENTPLANE_LOG_LEVEL: 'warn', ...env } });
 
 describe('agentplane CLI', () => {
-  // Four processes each open the embedded database (a few seconds apiece on a busy machine).
+  // Three fresh embedded databases and a server start: about 15 s alone, and twice that beside a
+  // CPU-heavy file (the local provider's Pulumi runs) on two cores.
   it('bootstrap is idempotent, prints the key once, and the key works against the server', { timeout: 90_000 }, async () => {
     const env = { AGENTPLANE_DATA_DIR: tempDir() };
     const first = JSON.parse((await agentplane(['bootstrap', '--org', 'acme', '--email', 'Ops@Acme.test', '--json'], env)).stdout);

@@ -43,6 +43,8 @@ describe.each(backends)('agentplane serve on $name', (backend) => {
       ...target.env,
       AGENTPLANE_JWT_SECRET: JWT_SECRET,
       AGENTPLANE_BOOTSTRAP_EMAIL: OWNER,
+      // Whether the local provider is usable depends on the machine; test/e2e/computers-local.test.ts covers it.
+      AGENTPLANE_LOCAL_PROVIDER: 'false',
     });
   });
   afterAll(async () => {

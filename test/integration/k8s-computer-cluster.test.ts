@@ -13,7 +13,7 @@ import type { ComputerProgramInput } from '../../src/provisioning/providers/type
 import { engineEnv, pulumiCommand } from '../../src/provisioning/pulumi/engine-env.ts';
 import { locatePulumiToolchain } from '../../src/provisioning/pulumi/toolchain.ts';
 import { createSshClient, fingerprintOf, generateKeyPair } from '../../src/provisioning/ssh/index.ts';
-import { freePort } from '../support/sshd.ts';
+import { freePort } from '../support/http.ts';
 import { waitFor } from '../support/wait.ts';
 
 /**

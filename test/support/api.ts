@@ -12,7 +12,7 @@ import { createJobQueue, type JobQueue } from '../../src/jobs/queue.ts';
 import { newId } from '../../src/lib/ids.ts';
 import { startMachineAccess, type MachineAccess } from '../../src/modules/computers/machine-access.ts';
 import { createLogger } from '../../src/lib/logger.ts';
-import { createProviderRegistry } from '../../src/provisioning/providers/registry.ts';
+import { createProvisioner } from '../../src/provisioning/provisioner.ts';
 import { listenOnFreePort } from './http.ts';
 import { openTestDatabase, type Backend } from './test-db.ts';
 
@@ -71,6 +71,8 @@ export async function createOrgFixture(db: Awaited<ReturnType<typeof openTestDat
 
 export interface TestApi {
   url: string;
+  /** The server's AGENTPLANE_DATA_DIR (removed on close). */
+  dataDir: string;
   db: Awaited<ReturnType<typeof openTestDatabase>>;
   queue: JobQueue;
   machines: MachineAccess;
@@ -88,6 +90,8 @@ export interface TestApiOptions {
   worker?: boolean;
   /** Start the SSH gateway for agents on a free loopback port. */
   gateway?: boolean;
+  /** Configuration variables on top of the defaults (the local provider is off unless enabled here). */
+  env?: Record<string, string>;
 }
 
 /**
@@ -104,21 +108,23 @@ export async function startTestApi(backend: Backend, opts: TestApiOptions = {}):
     db.prisma,
     log,
   );
+  const config = loadConfig({ AGENTPLANE_JWT_SECRET: JWT_SECRET, AGENTPLANE_DATA_DIR: dataDir, AGENTPLANE_LOCAL_PROVIDER: 'false', ...opts.env });
+  const provisioner = createProvisioner(config, machines.secrets);
   const queue = createJobQueue(db, {
     log,
-    jobs: jobsFor({ prisma: db.prisma, clock, dataDir, ...machines }),
+    jobs: jobsFor({ prisma: db.prisma, clock, dataDir, ...machines, provisioner, managed: config.managed }),
     maintenanceIntervalSeconds: 1,
     pollingIntervalSeconds: 0.5,
   });
   await queue.start();
   if (opts.worker) await queue.work();
   const { app } = createApp({
-    config: loadConfig({ AGENTPLANE_JWT_SECRET: JWT_SECRET }),
+    config,
     prisma: db.prisma,
     reads: db.reads,
     log,
     clock,
-    providers: createProviderRegistry([]),
+    providers: provisioner.providers,
     queue,
     machines,
     pendingMigrations: async () => [],
@@ -127,6 +133,7 @@ export async function startTestApi(backend: Backend, opts: TestApiOptions = {}):
   const [acme, globex] = [await createOrgFixture(db, 'acme'), await createOrgFixture(db, 'globex')];
   return {
     url: server.url,
+    dataDir,
     db,
     queue,
     machines,

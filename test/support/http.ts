@@ -1,3 +1,4 @@
+import net from 'node:net';
 import type { AddressInfo } from 'node:net';
 import type { Express } from 'express';
 
@@ -11,4 +12,16 @@ export async function listenOnFreePort(app: Express): Promise<{ url: string; clo
     url: `http://127.0.0.1:${port}`,
     close: () => new Promise((resolve) => server.close(() => resolve())),
   };
+}
+
+/** A TCP port free on `host` right now (closed again before it is returned). */
+export async function freePort(host = '127.0.0.1'): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const srv = net.createServer();
+    srv.listen(0, host, () => {
+      const { port } = srv.address() as AddressInfo;
+      srv.close(() => resolve(port));
+    });
+    srv.on('error', reject);
+  });
 }

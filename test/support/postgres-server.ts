@@ -3,6 +3,7 @@ import fs from 'node:fs';
 import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
+import { freePort } from './http.ts';
 
 /** A private PostgreSQL cluster on a spare loopback port, for tests. */
 export interface PostgresServer {
@@ -18,17 +19,6 @@ function findBinDir(): string | undefined {
     .filter((v) => fs.existsSync(path.join(root, v, 'bin', 'pg_ctl')))
     .sort((a, b) => Number(b) - Number(a));
   return versions[0] ? path.join(root, versions[0], 'bin') : undefined;
-}
-
-async function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const srv = net.createServer();
-    srv.listen(0, '127.0.0.1', () => {
-      const { port } = srv.address() as net.AddressInfo;
-      srv.close(() => resolve(port));
-    });
-    srv.on('error', reject);
-  });
 }
 
 /** PostgreSQL refuses to run as root: as root, run its tools as the `postgres` user. */

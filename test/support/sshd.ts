@@ -4,6 +4,7 @@ import fs from 'node:fs';
 import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
+import { freePort } from './http.ts';
 
 /**
  * Real OpenSSH servers for tests: each runs from its own temp directory with its own config,
@@ -82,17 +83,6 @@ export interface TestSshd {
   /** Network namespace machines only: packets to the machine vanish until `restoreNetwork`. */
   cutNetwork(): void;
   restoreNetwork(): void;
-}
-
-export async function freePort(host: string): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const srv = net.createServer();
-    srv.listen(0, host, () => {
-      const { port } = srv.address() as net.AddressInfo;
-      srv.close(() => resolve(port));
-    });
-    srv.on('error', reject);
-  });
 }
 
 function keygen(file: string, comment: string): void {

@@ -1,7 +1,7 @@
 import { roleAtLeast, type Principal } from '../../auth/principal.ts';
 import type { Db } from '../../db/client.ts';
 import type { Computer } from '../../generated/prisma/client.ts';
-import { Forbidden, NotFound } from '../../lib/errors.ts';
+import { BadRequest, Forbidden, NotFound } from '../../lib/errors.ts';
 
 export interface Owner {
   kind: 'human' | 'service';
@@ -34,4 +34,22 @@ export async function reachableComputer(db: Db, principal: Principal, computerId
     throw new Forbidden('Only managers and owners can reach computers owned by service accounts');
   }
   return computer;
+}
+
+/**
+ * Who a new computer belongs to: the principal, or (for human managers and owners) the active
+ * service account named by `serviceAccountId`.
+ */
+export async function creatingOwner(db: Db, principal: Principal, serviceAccountId: string | undefined): Promise<Owner> {
+  if (principal.role === 'guest') throw new Forbidden('Guests cannot create computers; ask a manager for the user role');
+  if (serviceAccountId === undefined) return ownerOf(principal);
+  if (principal.kind !== 'user' || !['manager', 'owner'].includes(principal.role)) {
+    throw new Forbidden('Only human managers and owners can create computers for a service account');
+  }
+  const account = await db.serviceAccount.findFirst({
+    where: { id: serviceAccountId, organizationId: principal.organizationId, status: { not: 'deleted' } },
+  });
+  if (!account) throw new BadRequest(`Service account ${serviceAccountId} not found in this organization`);
+  if (account.status !== 'active') throw new BadRequest(`Service account ${serviceAccountId} is ${account.status}; activate it first`);
+  return { kind: 'service', id: account.id };
 }

@@ -4,6 +4,7 @@ import type { JobQueue } from '../../jobs/queue.ts';
 import { BadRequest, Conflict } from '../../lib/errors.ts';
 import { newId, newUuid } from '../../lib/ids.ts';
 import { installRunJob } from './jobs.ts';
+import { settleProvisioning } from './managed/settle.ts';
 import { STEP } from './steps.ts';
 
 /**
@@ -75,4 +76,5 @@ export async function finishInstallRun(
       completedAt: now,
     },
   });
+  await settleProvisioning(tx, run.computerId, now);
 }

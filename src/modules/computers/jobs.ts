@@ -3,6 +3,7 @@ import { defineJobKind, type JobDefinition } from '../../jobs/job.ts';
 import type { JobQueue } from '../../jobs/queue.ts';
 import type { ComputerJobDeps } from './job-deps.ts';
 import { runInstallRun } from './install-run.ts';
+import { managedComputerJobs } from './managed/jobs.ts';
 import { sampleAllComputers } from './metrics.ts';
 import { runComputerSetup } from './setup.ts';
 
@@ -45,6 +46,7 @@ export function computerJobs(deps: ComputerJobDeps): JobDefinition[] {
     metricsSampleJob.handledBy(async (_p, ctx) => {
       await sampleAllComputers(deps, ctx);
     }),
+    ...managedComputerJobs(deps),
   ] as JobDefinition[];
 }
 

@@ -8,6 +8,9 @@ import { SshError, type SshClient, type SshTarget } from '../../provisioning/ssh
 import { reachableComputer } from './access.ts';
 import { organizationSshKey } from './org-ssh-key.ts';
 
+/** The provider type of registered machines; every other provider is a managed one. */
+export const BYOM = 'byom';
+
 /** The SSH gateway as the computers module sees it: a way to open a stream to an agent's machine. */
 export interface AgentDialer {
   readonly port: number;
@@ -26,14 +29,14 @@ export interface MachineDeps {
 }
 
 /**
- * How to reach a registered computer over SSH: directly with the organization's key, or through
- * the agent's tunnel; the host key is always the one pinned at registration.
+ * How to reach a computer over SSH: a managed one directly with its own key; a byom one directly
+ * with the organization's key, or through the agent's tunnel. The host key is always the one
+ * pinned at registration (byom) or reported by the provider (managed).
  */
 export async function targetFor(deps: MachineDeps, computer: Computer): Promise<SshTarget> {
-  const key = await organizationSshKey(deps.db, deps.secrets, computer.organizationId);
   const common = {
     username: computer.remoteUser ?? 'root',
-    privateKey: key.privateKey,
+    privateKey: await credentialOf(deps, computer),
     hostKeyFingerprint: computer.hostKeyFingerprint ?? undefined,
   };
   if (computer.connectionType === 'agent') {
@@ -46,9 +49,22 @@ export async function targetFor(deps: MachineDeps, computer: Computer): Promise<
     return { ...common, host: `${computer.name}.agent`, port: gateway.port, dial: (signal) => gateway.dial(computer.id, signal) };
   }
   if (!computer.sshHost) {
-    throw new ServiceUnavailable(`Computer "${computer.name}" has no connection to reach it by; register the machine again`);
+    throw new ServiceUnavailable(
+      computer.providerType === BYOM
+        ? `Computer "${computer.name}" has no connection to reach it by; register the machine again`
+        : `Computer "${computer.name}" is not provisioned yet`,
+    );
   }
   return { ...common, host: computer.sshHost, port: computer.sshPort ?? 22 };
+}
+
+async function credentialOf(deps: MachineDeps, computer: Computer): Promise<string> {
+  if (computer.providerType === BYOM) return (await organizationSshKey(deps.db, deps.secrets, computer.organizationId)).privateKey;
+  if (!computer.sshKeyCiphertext) throw new ServiceUnavailable(`Computer "${computer.name}" was deleted; its key is revoked`);
+  if (computer.powerState === 'paused') {
+    throw new ServiceUnavailable(`Computer "${computer.name}" is paused; resume it with POST /api/v0/computers/${computer.id}/restart`);
+  }
+  return deps.secrets.open(computer.sshKeyCiphertext);
 }
 
 /** `targetFor` of a computer the principal may reach (404/403 otherwise), for other modules. */

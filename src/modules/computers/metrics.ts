@@ -1,18 +1,31 @@
+import type { Db } from '../../db/client.ts';
 import type { Computer } from '../../generated/prisma/client.ts';
 import type { JobContext } from '../../jobs/job.ts';
+import type { Clock } from '../../lib/clock.ts';
 import { sampleMetrics } from '../../provisioning/machine/index.ts';
+import type { ProviderRegistry } from '../../provisioning/providers/registry.ts';
 import type { ComputerJobDeps } from './job-deps.ts';
-import { targetFor } from './machines.ts';
+import { BYOM, targetFor, type MachineDeps } from './machines.ts';
+
+type SampleDeps = MachineDeps & { db: Db; clock: Clock; providers: ProviderRegistry };
 
 /** Samples are taken every 5 minutes and kept for 4 days (the hosted platform's window). */
 export const SAMPLE_INTERVAL_MS = 5 * 60_000;
 export const RETENTION_MS = 4 * 24 * 3600_000;
 const PARALLEL_SAMPLES = 8;
 
-/** Samples one computer now and stores the sample. */
-export async function sampleComputer(deps: ComputerJobDeps, computer: Computer, signal?: AbortSignal) {
-  const target = await targetFor(deps, computer);
-  const s = await sampleMetrics(deps.ssh, target, { signal, now: () => deps.clock.now() });
+/**
+ * Samples one computer now and stores the sample. A managed computer is read through its
+ * provider where it can (local: cgroup counters), else over SSH like a byom machine; a paused
+ * one has nothing to sample (undefined).
+ */
+export async function sampleComputer(deps: SampleDeps, computer: Computer, signal?: AbortSignal) {
+  if (computer.providerType !== BYOM && computer.powerState !== 'running') return undefined;
+  const provider = computer.providerType === BYOM ? undefined : deps.providers.get(computer.providerType);
+  const s = provider?.sampleMetrics
+    ? await provider.sampleMetrics(computer.id).then((m) => m && { ...m, timestamp: deps.clock.now() })
+    : await sampleMetrics(deps.ssh, await targetFor(deps, computer), { signal, now: () => deps.clock.now() });
+  if (!s) return undefined;
   const row = {
     computerId: computer.id,
     timestamp: s.timestamp,
@@ -42,7 +55,7 @@ export async function sampleAllComputers(deps: ComputerJobDeps, ctx: JobContext)
     while (next < computers.length && !ctx.signal.aborted) {
       const computer = computers[next++]!;
       try {
-        await sampleComputer(deps, computer, ctx.signal);
+        await sampleComputer({ ...deps, providers: deps.provisioner.providers }, computer, ctx.signal);
       } catch (err) {
         failed++;
         ctx.log.debug({ computerId: computer.id, err }, 'metrics sample failed');

@@ -1,16 +1,18 @@
 import type { Principal } from '../../auth/principal.ts';
-import { BadRequest, ServiceUnavailable } from '../../lib/errors.ts';
+import { BadRequest } from '../../lib/errors.ts';
 import { writeGitCredentials } from '../../provisioning/machine/index.ts';
 import { reachableComputer } from './access.ts';
 import type { ComputersDeps } from './deps.ts';
 import { startInstallSession } from './install.ts';
-import { machineUnavailable, targetFor } from './machines.ts';
+import { BYOM, machineUnavailable, targetFor } from './machines.ts';
+import { managedComputers } from './managed/records.ts';
 import { RETENTION_MS, SAMPLE_INTERVAL_MS, sampleComputer } from './metrics.ts';
 import { organizationSshKey } from './org-ssh-key.ts';
 import { computerView } from './views.ts';
 
 /** What runs on the machine: dependencies, credentials, metrics, restart. */
 export function computerOperations(deps: ComputersDeps) {
+  const managed = managedComputers(deps);
   // Writing credentials edits the user's git config; two writes at once on one machine could
   // interleave, so this process runs them one after another per computer.
   const refreshing = new Map<string, Promise<unknown>>();
@@ -93,12 +95,12 @@ export function computerOperations(deps: ComputersDeps) {
 
     async restart(principal: Principal, computerId: string): Promise<Record<string, never>> {
       const computer = await reachableComputer(deps.db, principal, computerId);
-      if (computer.providerType === 'byom') {
+      if (computer.providerType === BYOM) {
         throw new BadRequest(
           `Computer "${computer.name}" is a byom machine: restart resumes paused managed sandboxes; restart your own machine yourself`,
         );
       }
-      throw new ServiceUnavailable(`Provider "${computer.providerType}" is not available on this deployment`);
+      return managed.restart(principal, computerId);
     },
   };
 }

@@ -1,5 +1,7 @@
 import { defineRoute, type RouteSpec } from '../../http/route.ts';
 import {
+  BulkCreateBody,
+  BulkCreateResponse,
   ComputerIdParams,
   ComputerListResponse,
   ComputerNameParams,
@@ -62,6 +64,18 @@ export function computerRoutes(service: ComputersService): RouteSpec[] {
       responses: { 201: { description: 'The computer (byom: active; managed: provisioning)', schema: ComputerSchema } },
       errors: [400, 401, 402, 403, 409, 500],
       handler: async ({ principal, body }) => ({ status: 201, body: await service.create(principal, body) }),
+    }),
+    defineRoute({
+      tags,
+      method: 'post',
+      path: '/api/v0/computers/bulk',
+      operationId: 'bulkCreateComputers',
+      // Fail-fast without rollback: a failure midway still answers 201 with what was created and `error`.
+      summary: 'Create up to 20 managed computers named <namePrefix>-<n> (fail-fast, no rollback)',
+      body: BulkCreateBody,
+      responses: { 201: { description: 'The computers created (each provisioning)', schema: BulkCreateResponse } },
+      errors: [400, 401, 402, 403, 404, 409, 500, 503],
+      handler: async ({ principal, body }) => ({ status: 201, body: await service.bulkCreate(principal, body) }),
     }),
     defineRoute({
       tags,

@@ -24,7 +24,7 @@ const RemoteUser = z
 const HostId = z.uuid('hostId must be a UUID').meta({ description: 'Stable id of the physical machine' });
 
 /** https/http/ssh/git/file URLs, or scp-style `git@host:owner/repo.git`, as the clone step accepts them. */
-const RepoUrl = z
+export const RepoUrl = z
   .string()
   .max(2048, 'a repository URL must be at most 2048 characters')
   .superRefine((value, ctx) => {
@@ -68,6 +68,11 @@ export const ComputerSchema = z
     ownerId: z.string(),
     computerSource: ComputerSourceSchema.optional(),
     provisioningSteps: z.array(StepSchema).optional(),
+    powerState: z
+      .enum(['running', 'paused'])
+      .optional()
+      .meta({ description: 'Managed computers (agentplane extension): paused after the idle time; POST restart resumes' }),
+    deletedAt: z.number().optional().meta({ description: 'Unix ms; only in lists with includeDeleted=true' }),
   })
   .meta({ id: 'Computer' });
 export type ComputerView = z.infer<typeof ComputerSchema>;
@@ -119,6 +124,35 @@ export const CreateComputerBody = z.strictObject({
 });
 export type CreateComputerInput = z.infer<typeof CreateComputerBody>;
 
+const NamePrefix = z
+  .string()
+  .min(1, 'namePrefix must not be empty')
+  .max(59, 'namePrefix must be at most 59 characters, leaving room for "-<n>"')
+  .regex(/^[A-Za-z0-9][A-Za-z0-9._-]*$/, 'namePrefix may hold letters, digits, ".", "_" and "-", starting with a letter or digit');
+
+export const MAX_BULK = 20;
+
+export const BulkCreateBody = z.strictObject({
+  quantity: z.int('quantity must be an integer').min(1, 'quantity must be at least 1').max(MAX_BULK, `quantity must be at most ${MAX_BULK}`),
+  namePrefix: NamePrefix.meta({ description: 'Computers are named <namePrefix>-<n> with the lowest free n' }),
+  provider: z.string().min(1).optional().meta({ description: 'A managed provider from GET /computers/providers' }),
+  repos: z.array(RepoUrl).max(MAX_REPOS, `at most ${MAX_REPOS} repositories`).optional(),
+  autoInstallDeps: z.boolean().optional(),
+  serviceAccountId: z.string().min(1).optional(),
+});
+export type BulkCreateInput = z.infer<typeof BulkCreateBody>;
+
+export const BulkCreateResponse = z
+  .strictObject({
+    computers: z.array(ComputerSchema),
+    requestedQuantity: z.int(),
+    error: z
+      .strictObject({ message: z.string() })
+      .optional()
+      .meta({ description: 'Why creation stopped midway; the computers created before it stay (no rollback)' }),
+  })
+  .meta({ id: 'BulkCreateComputersResponse' });
+
 export const UpdateComputerBody = z.strictObject({
   name: ComputerName.optional(),
   hostId: HostId.optional().meta({ description: 'Assignable only while the computer has none' }),
@@ -132,6 +166,9 @@ export const ListComputersQuery = z.strictObject({
   hostId: HostId.optional(),
   includeProvisioningSteps: TrueFalse('includeProvisioningSteps'),
   includeUnlisted: TrueFalse('includeUnlisted'),
+  includeDeleted: TrueFalse('includeDeleted').meta({
+    description: 'agentplane extension: also deleted computers, with deletedAt and (with steps) their teardown step',
+  }),
 });
 
 export const ComputerIdParams = z.object({ computerId: z.string().min(1).meta({ description: 'Computer id' }) });

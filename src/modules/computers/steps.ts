@@ -3,10 +3,14 @@ import type { Db } from '../../db/client.ts';
 export type StepStatus = 'pending' | 'running' | 'completed' | 'failed' | 'skipped';
 
 export const STEP = {
+  infrastructure: 'create-infrastructure',
   connect: 'connect',
   verify: 'verify',
   clone: (n: number) => `clone-${n}`,
+  copyWorkspace: 'copy-workspace',
+  setupScript: 'setup-script',
   installDeps: 'install-deps',
+  teardown: 'teardown',
 } as const;
 
 export interface NewStep {
@@ -26,10 +30,28 @@ export function byomSteps(opts: { repos: string[]; autoInstallDeps: boolean; con
     opts.connectedAt
       ? { id, name, status: 'completed', startedAt: opts.connectedAt, completedAt: opts.connectedAt }
       : { id, name, status: 'pending' };
+  return [done(STEP.connect, 'Connecting to the machine'), done(STEP.verify, 'Verifying the machine'), ...workspaceSteps(opts)];
+}
+
+/**
+ * A managed computer's provisioning: the provider's infrastructure (its Pulumi stack), its sshd
+ * answering with the host key the stack reported, the user and workspace, then as for byom.
+ */
+export function managedSteps(opts: { repos: string[]; autoInstallDeps: boolean; setupScript: boolean; copyWorkspace: boolean }): NewStep[] {
+  const pending = (id: string, name: string): NewStep => ({ id, name, status: 'pending' });
   return [
-    done(STEP.connect, 'Connecting to the machine'),
-    done(STEP.verify, 'Verifying the machine'),
+    pending(STEP.infrastructure, 'Creating computer'),
+    pending(STEP.connect, 'Waiting for SSH'),
+    pending(STEP.verify, 'Setting up user and workspace'),
+    ...(opts.copyWorkspace ? [pending(STEP.copyWorkspace, "Copying the source computer's workspace")] : []),
+    ...workspaceSteps(opts),
+  ];
+}
+
+function workspaceSteps(opts: { repos: string[]; autoInstallDeps: boolean; setupScript?: boolean }): NewStep[] {
+  return [
     ...opts.repos.map((url, i): NewStep => ({ id: STEP.clone(i + 1), name: `Cloning ${url}`, status: 'pending' })),
+    ...(opts.setupScript ? [{ id: STEP.setupScript, name: "Running the template's setup script", status: 'pending' as const }] : []),
     ...(opts.autoInstallDeps ? [{ id: STEP.installDeps, name: 'Installing dependencies', status: 'pending' as const }] : []),
   ];
 }

@@ -1,9 +1,7 @@
 import type { Computer, ProvisioningStep } from '../../generated/prisma/client.ts';
+import type { StoredSource } from './managed/source.ts';
 import type { ComputerView } from './schemas.ts';
 
-type StoredSource =
-  | { kind: 'template' | 'execution-template'; templateId: string }
-  | { kind: 'computer'; sourceComputerId: string };
 
 const ms = (d: Date | null) => (d === null ? undefined : d.getTime());
 const opt = <T>(v: T | null) => (v === null ? undefined : v);
@@ -44,5 +42,7 @@ export function computerView(c: Computer & { provisioningSteps?: ProvisioningSte
     ownerId: c.ownerId,
     computerSource: sourceView(c.source),
     provisioningSteps: c.provisioningSteps?.map(stepView),
+    powerState: c.powerState === 'running' || c.powerState === 'paused' ? c.powerState : undefined,
+    deletedAt: ms(c.deletedAt),
   };
 }

@@ -5,7 +5,7 @@ import type { ServiceAccount } from '../../generated/prisma/client.ts';
 import { Conflict } from '../../lib/errors.ts';
 import { newId } from '../../lib/ids.ts';
 import { recordAudit } from '../audit/record.ts';
-import { deleteComputer } from '../computers/records.ts';
+import { retireServiceAccountComputers } from '../computers/retire.ts';
 import {
   accountNotFound,
   ACCOUNT_EVENT,
@@ -34,7 +34,7 @@ function nameTaken(name: string, holder?: { id: string; status: string }): Confl
   );
 }
 
-export function accountOperations({ db, clock, reads, gateway }: ServiceAccountsDeps) {
+export function accountOperations({ db, clock, reads, computers, gateway }: ServiceAccountsDeps) {
   async function find(tx: Db, organizationId: string, id: string): Promise<ServiceAccount> {
     const row = await tx.serviceAccount.findFirst({ where: { id, organizationId } });
     if (!row) throw accountNotFound(id);
@@ -151,8 +151,8 @@ export function accountOperations({ db, clock, reads, gateway }: ServiceAccounts
 
     /**
      * Soft delete: status `deleted`, every key revoked (rotation grace windows end too), the
-     * computers it owns deleted as the computers API deletes one, and stored git credentials
-     * purged, in one transaction. Deleting a deleted account changes nothing.
+     * computers it owns deleted as the computers API deletes one (managed ones torn down), and
+     * stored git credentials purged, in one transaction. Deleting a deleted account changes nothing.
      */
     async remove(actor: Principal, id: string) {
       const organizationId = actor.organizationId;
@@ -175,16 +175,8 @@ export function accountOperations({ db, clock, reads, gateway }: ServiceAccounts
           where: { serviceAccountId: id, validUntil: { gt: now } },
           data: { validUntil: now },
         });
-        const owned = await tx.computer.findMany({
-          where: { organizationId, ownerKind: 'service', ownerId: id, deletedAt: null },
-          orderBy: { id: 'asc' },
-        });
-        const computersDeleted: string[] = [];
-        for (const computer of owned) {
-          if (!(await deleteComputer(tx, actor, computer, now))) continue;
-          computersDeleted.push(computer.id);
-          if (computer.connectionType === 'agent') agentComputers.push(computer.id);
-        }
+        const retired = await retireServiceAccountComputers(tx, computers, actor, id, now);
+        agentComputers.push(...retired.filter((c) => c.connectionType === 'agent').map((c) => c.id));
         const gitCredentials = await tx.gitCredential.deleteMany({ where: { serviceAccountId: id } });
         await recordAudit(tx, {
           organizationId,
@@ -200,7 +192,7 @@ export function accountOperations({ db, clock, reads, gateway }: ServiceAccounts
             toStatus: 'deleted',
             keysRevoked: keysRevoked.count,
             graceWindowsEnded: graceWindowsEnded.count,
-            computersDeleted,
+            computersDeleted: retired.map((c) => c.id),
             gitCredentialsPurged: gitCredentials.count,
           },
           at: now,

@@ -76,7 +76,7 @@ export function serviceAccountRoutes(service: ServiceAccountsService): RouteSpec
       method: 'delete',
       path: '/api/v0/service-accounts/{serviceAccountId}',
       operationId: 'deleteServiceAccount',
-      summary: 'Delete a service account: its keys are revoked, the computers it owns deleted and its stored git credentials purged',
+      summary: 'Delete a service account: its keys are revoked, the computers it owns deleted (managed ones torn down) and its stored git credentials purged',
       params: ServiceAccountIdParams,
       responses: { 200: { description: 'The account is deleted', schema: DeletedServiceAccountResponse } },
       errors: [401, 403, 404, 500],

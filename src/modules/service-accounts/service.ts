@@ -2,6 +2,7 @@ import type { PrismaClient } from '../../db/client.ts';
 import type { ReadRows } from '../../db/reads.ts';
 import type { Clock } from '../../lib/clock.ts';
 import type { AgentDialer } from '../computers/machines.ts';
+import type { RetireDeps } from '../computers/retire.ts';
 import { accountOperations } from './accounts.ts';
 import { apiKeyOperations } from './api-keys.ts';
 
@@ -10,6 +11,8 @@ export interface ServiceAccountsDeps {
   clock: Clock;
   /** How hot reads run (the list): the opened database's prepared reads. */
   reads: ReadRows;
+  /** Deleting an account deletes its computers; managed ones are torn down by a job. */
+  computers: RetireDeps;
   /** This server's SSH gateway: a deleted account's agent-connected computers lose their tunnel. */
   gateway?: Pick<AgentDialer, 'disconnect'>;
 }

@@ -1,10 +1,4 @@
-/** A managed compute provider (one Pulumi program each); byom is not one of them. */
-export interface ManagedProvider {
-  /** The identifier clients send as `provider`, e.g. `local` or `kubernetes`. */
-  readonly name: string;
-  /** Whether this deployment can provision with it right now (prerequisites present). */
-  isAvailable(): Promise<boolean>;
-}
+import type { ManagedProvider } from './types.ts';
 
 export interface ProviderRegistry {
   available(): Promise<string[]>;

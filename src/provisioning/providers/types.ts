@@ -1,4 +1,5 @@
 import type { Input } from '@pulumi/pulumi';
+import type { MetricsSample } from '../machine/metrics-parse.ts';
 
 /**
  * The contract between the provisioner and a managed provider. A provider is a Pulumi inline
@@ -53,15 +54,8 @@ export interface ComputerProgramOutputs {
 /** Runs inside `pulumi up`/`destroy` (an inline program): declares the computer's resources. */
 export type ComputerProgram = (input: ComputerProgramInput) => Promise<ComputerProgramOutputs>;
 
-/** A sample of a computer's usage read by the provider itself (local: cgroup counters). */
-export interface ProviderMetricSample {
-  cpuUsedPct: number;
-  cpuCount: number;
-  memUsed: number;
-  memTotal: number;
-  diskUsed: number;
-  diskTotal: number;
-}
+/** A sample of a computer's usage read by the provider itself (local: cgroup counters), in the metrics API's units. */
+export type ProviderMetricSample = Omit<MetricsSample, 'timestamp'>;
 
 /** A managed compute provider; byom is not one of them. */
 export interface ManagedProvider {

@@ -1,6 +1,6 @@
 import { createRequire } from 'node:module';
 import path from 'node:path';
-import { PulumiCommand } from '@pulumi/pulumi/automation/index.js';
+import type { PulumiCommand } from '@pulumi/pulumi/automation/index.js';
 import type { PulumiToolchain } from './toolchain.ts';
 
 export interface EngineEnvOptions {
@@ -34,6 +34,8 @@ export function engineEnv(opts: EngineEnvOptions): Record<string, string> {
 
 /** The CLI for LocalWorkspace's `pulumiCommand`, checked to be exactly the toolchain's version. */
 export async function pulumiCommand(toolchain: PulumiToolchain, skipVersionCheck = false): Promise<PulumiCommand> {
+  // Loaded on first use: the Automation API takes most of a second to import, which every CLI command would pay.
+  const { PulumiCommand } = await import('@pulumi/pulumi/automation/index.js');
   const cmd = await PulumiCommand.get({ root: path.dirname(toolchain.binDir), skipVersionCheck });
   if (cmd.version?.version !== toolchain.version) {
     throw new Error(

@@ -1,0 +1,79 @@
+import type { Principal } from '../../auth/principal.ts';
+import type { Db } from '../../db/client.ts';
+import { isUniqueViolation } from '../../db/errors.ts';
+import type { Prisma } from '../../generated/prisma/client.ts';
+import { Conflict } from '../../lib/errors.ts';
+import { recordAudit } from '../audit/record.ts';
+import type { Owner } from './access.ts';
+import type { ComputersDeps } from './deps.ts';
+import type { NewStep } from './steps.ts';
+import { computerView } from './views.ts';
+
+export const AUDIT_SOURCE = 'public_api_v0';
+
+export const nameTaken = (name: string) =>
+  new Conflict(`A computer named "${name}" already exists for this owner; choose another name`);
+export const hostTaken = (hostId: string) => new Conflict(`Another of this owner's computers already has hostId ${hostId}`);
+
+export async function assertNameAndHostFree(db: Db, organizationId: string, owner: Owner, name: string, hostId?: string) {
+  const live = { organizationId, ownerId: owner.id };
+  if (await db.computer.findFirst({ where: { ...live, liveName: name }, select: { id: true } })) throw nameTaken(name);
+  if (hostId && (await db.computer.findFirst({ where: { ...live, liveHostId: hostId }, select: { id: true } }))) {
+    throw hostTaken(hostId);
+  }
+}
+
+/** What differs between computers; ownership, live name and host id, and creation are filled in. */
+type ComputerFields = Omit<
+  Prisma.ComputerUncheckedCreateInput,
+  'organizationId' | 'ownerKind' | 'ownerId' | 'liveName' | 'liveHostId' | 'createdBy' | 'createdAt'
+> & { id: string; name: string };
+
+/**
+ * Stores a new computer of `owner` with its steps and an audit record, and sends its first job,
+ * in one transaction. A name or hostId taken meanwhile by a concurrent request is a 409.
+ */
+export async function insertComputer(
+  deps: Pick<ComputersDeps, 'db' | 'clock'>,
+  principal: Principal,
+  owner: Owner,
+  fields: ComputerFields,
+  steps: NewStep[],
+  opts: { audit: Prisma.InputJsonValue; send?: (tx: Db) => Promise<unknown> },
+) {
+  const data: Prisma.ComputerUncheckedCreateInput = {
+    ...fields,
+    organizationId: principal.organizationId,
+    ownerKind: owner.kind,
+    ownerId: owner.id,
+    liveName: fields.name,
+    liveHostId: fields.hostId,
+    createdBy: principal.kind === 'user' ? principal.userId : principal.serviceAccountId,
+    createdAt: deps.clock.now(),
+  };
+  try {
+    const created = await deps.db.$transaction(async (tx) => {
+      const computer = await tx.computer.create({
+        data: { ...data, provisioningSteps: { create: steps.map((s, position) => ({ ...s, position })) } },
+        include: { provisioningSteps: { orderBy: { position: 'asc' } } },
+      });
+      await recordAudit(tx, {
+        organizationId: principal.organizationId,
+        eventType: 'computer_change',
+        source: AUDIT_SOURCE,
+        actor: principal,
+        target: { computerId: fields.id },
+        after: opts.audit,
+        payload: { action: 'created' },
+        at: computer.createdAt,
+      });
+      await opts.send?.(tx);
+      return computer;
+    });
+    return computerView(created);
+  } catch (err) {
+    if (!isUniqueViolation(err)) throw err;
+    await assertNameAndHostFree(deps.db, principal.organizationId, owner, fields.name, fields.hostId ?? undefined);
+    throw err;
+  }
+}

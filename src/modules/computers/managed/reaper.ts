@@ -1,0 +1,101 @@
+import type { JobContext } from '../../../jobs/job.ts';
+import type { ComputerJobDeps } from '../job-deps.ts';
+import { BYOM } from '../machines.ts';
+import { STEP } from '../steps.ts';
+import { computerStackJob } from './jobs.ts';
+import { sendProvision } from './records.ts';
+import { deadline, POWER_TIMEOUT_MS, type Operation } from './settings.ts';
+
+/**
+ * Ends every operation whose deadline passed in a real state, re-checking each computer under a
+ * row lock first (another replica's reaper, or the job itself finishing, may have got there):
+ * provisioning ends in `error`, a pause or resume is dropped with its reason, and a teardown is
+ * queued again, because a deleted computer's resources are never forgotten. Then idle computers
+ * are paused.
+ */
+export async function reapComputers(deps: ComputerJobDeps, ctx: Pick<JobContext, 'send' | 'log'>): Promise<void> {
+  const now = deps.clock.now();
+  const hung = await deps.db.computer.findMany({
+    where: { operation: { not: null }, operationDeadline: { lt: now } },
+    select: { id: true },
+  });
+  for (const { id } of hung) await reapOne(deps, ctx, id, now);
+  await queueUnstartedProvisioning(deps, ctx, now);
+  await pauseIdleComputers(deps, ctx, now);
+}
+
+// A bulk creation queues provisioning right after storing its computers; older than this and
+// still not started, the queueing was lost (a crash in between).
+const UNSTARTED_MS = 60_000;
+
+/** Queues the provisioning of computers whose first step never started (the job id makes it a no-op otherwise). */
+async function queueUnstartedProvisioning(deps: ComputerJobDeps, ctx: Pick<JobContext, 'send' | 'log'>, now: Date) {
+  const unstarted = await deps.db.computer.findMany({
+    where: {
+      operation: 'provision',
+      createdAt: { lt: new Date(now.getTime() - UNSTARTED_MS) },
+      provisioningSteps: { some: { id: STEP.infrastructure, status: 'pending' } },
+    },
+    select: { id: true },
+  });
+  for (const { id } of unstarted) await sendProvision(ctx, id);
+}
+
+async function reapOne(deps: ComputerJobDeps, ctx: Pick<JobContext, 'send' | 'log'>, id: string, now: Date): Promise<void> {
+  await deps.db.$transaction(async (tx) => {
+    const [row] = await tx.$queryRaw<{ operation: Operation | null; operation_deadline: Date | null }[]>`
+      SELECT operation, operation_deadline FROM computers WHERE id = ${id} FOR UPDATE SKIP LOCKED`;
+    if (!row?.operation || !row.operation_deadline || row.operation_deadline >= now) return;
+    const late = `${row.operation} did not finish by ${row.operation_deadline.toISOString()}`;
+    ctx.log.warn({ computerId: id, operation: row.operation }, 'reaping a hung computer operation');
+    if (row.operation === 'provision') {
+      await tx.provisioningStep.updateMany({ where: { computerId: id, status: 'running' }, data: { status: 'failed', error: `timed out: ${late}`, completedAt: now } });
+      await tx.provisioningStep.updateMany({ where: { computerId: id, status: 'pending' }, data: { status: 'skipped', error: 'provisioning timed out' } });
+      await tx.computer.update({ where: { id }, data: { status: 'error', operation: null, operationDeadline: null, operationError: late } });
+    } else if (row.operation === 'teardown') {
+      await tx.computer.update({ where: { id }, data: { operationDeadline: deadline(now, deps.managed.provisionTimeoutMs) } });
+      await ctx.send(computerStackJob, { computerId: id, operation: 'teardown' }, { tx });
+    } else {
+      await tx.computer.update({ where: { id }, data: { operation: null, operationDeadline: null, operationError: late } });
+    }
+  });
+}
+
+/**
+ * Pauses running managed computers unused for the idle time: no API use (`lastActiveAt`), no
+ * session turn pending, running or updated, and no dependency install under way since then.
+ */
+async function pauseIdleComputers(deps: ComputerJobDeps, ctx: Pick<JobContext, 'send' | 'log'>, now: Date): Promise<void> {
+  if (deps.managed.idlePauseMs <= 0) return;
+  const cutoff = new Date(now.getTime() - deps.managed.idlePauseMs);
+  const candidates = await deps.db.computer.findMany({
+    where: {
+      deletedAt: null,
+      status: 'active',
+      powerState: 'running',
+      operation: null,
+      providerType: { not: BYOM },
+      OR: [{ lastActiveAt: { lt: cutoff } }, { lastActiveAt: null, createdAt: { lt: cutoff } }],
+    },
+    select: { id: true },
+  });
+  for (const { id } of candidates) {
+    const session = await deps.db.session.findFirst({
+      where: { computerId: id, deletedAt: null, OR: [{ status: { in: ['pending', 'running'] } }, { updatedAt: { gte: cutoff } }] },
+      select: { id: true },
+    });
+    const install = await deps.db.installRun.findFirst({
+      where: { computerId: id, OR: [{ status: { in: ['queued', 'running'] } }, { completedAt: { gte: cutoff } }] },
+      select: { id: true },
+    });
+    if (session || install) continue;
+    await deps.db.$transaction(async (tx) => {
+      const { count } = await tx.computer.updateMany({
+        where: { id, operation: null, powerState: 'running', deletedAt: null },
+        data: { operation: 'pause', operationDeadline: deadline(now, POWER_TIMEOUT_MS), operationError: null },
+      });
+      if (count === 1) await ctx.send(computerStackJob, { computerId: id, operation: 'pause' }, { tx });
+    });
+    ctx.log.info({ computerId: id }, 'pausing an idle computer');
+  }
+}

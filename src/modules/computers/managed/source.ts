@@ -1,0 +1,61 @@
+import type { Principal } from '../../../auth/principal.ts';
+import type { Db } from '../../../db/client.ts';
+import { AppError, BadRequest } from '../../../lib/errors.ts';
+import { reachableComputer } from '../access.ts';
+import type { CreateComputerInput } from '../schemas.ts';
+
+type Source = NonNullable<CreateComputerInput['source']>;
+
+/** What a computer is made from, as stored on it: the template's setup script is copied, so later edits do not change it. */
+export type StoredSource =
+  | { kind: 'template' | 'execution-template'; templateId: string; setupScript?: string }
+  | { kind: 'computer'; sourceComputerId: string };
+
+/** A create request with its `source` applied: a template fills in what the request leaves out. */
+export interface SourcedInput {
+  provider?: string;
+  repos: string[];
+  autoInstallDeps: boolean;
+  isListed: boolean;
+  source?: StoredSource;
+}
+
+/**
+ * Applies a create request's `source`. A template (`template` and `execution-template` alike: the
+ * spec tells them apart by name only) fills in what the request leaves out. A `computer` source
+ * must be an active computer the caller can reach; its workspace is copied during provisioning.
+ * A source that does not qualify is 400: the body is wrong.
+ */
+export async function applySource(db: Db, principal: Principal, input: CreateComputerInput): Promise<SourcedInput> {
+  const plain = { provider: input.provider, repos: input.repos ?? [], autoInstallDeps: input.autoInstallDeps ?? false, isListed: true };
+  const source: Source | undefined = input.source;
+  if (!source) return plain;
+  if (source.kind === 'computer') {
+    const from = await reachableComputer(db, principal, source.sourceComputerId).catch((err: unknown) => {
+      throw err instanceof AppError ? new BadRequest(`source.sourceComputerId: ${err.message}`) : err;
+    });
+    if (from.status !== 'active') throw new BadRequest(`source computer "${from.name}" is ${from.status}; its workspace is copied from an active computer`);
+    return { ...plain, source: { kind: 'computer', sourceComputerId: from.id } };
+  }
+  const template = await db.computerTemplate.findFirst({ where: { id: source.templateId, organizationId: principal.organizationId, deletedAt: null } });
+  if (!template) throw new BadRequest(`source.templateId ${source.templateId} is not a computer template of this organization`);
+  return {
+    provider: input.provider ?? template.provider ?? undefined,
+    repos: input.repos ?? template.repos,
+    autoInstallDeps: input.autoInstallDeps ?? template.autoInstallDeps,
+    isListed: source.isListed,
+    source: { kind: source.kind, templateId: template.id, ...(template.setupScript ? { setupScript: template.setupScript } : {}) },
+  };
+}
+
+/** The computer whose workspace this one starts with, if any. */
+export function sourceComputerOf(source: unknown): string | undefined {
+  const s = source as StoredSource | null;
+  return s?.kind === 'computer' ? s.sourceComputerId : undefined;
+}
+
+/** The setup script a computer was made with, if any. */
+export function setupScriptOf(source: unknown): string | undefined {
+  const s = source as StoredSource | null;
+  return s && s.kind !== 'computer' ? s.setupScript : undefined;
+}

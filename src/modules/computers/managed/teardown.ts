@@ -1,0 +1,32 @@
+import type { JobContext } from '../../../jobs/job.ts';
+import type { ComputerJobDeps } from '../job-deps.ts';
+import { STEP, updateStep } from '../steps.ts';
+import { programInput } from './program-input.ts';
+
+/**
+ * `pulumi destroy` and removal of a deleted computer's stack. A failure is recorded on the
+ * `teardown` step and thrown, so the queue retries; after the last retry the reaper queues the
+ * teardown again once its deadline passes. It is never forgotten.
+ */
+export async function runTeardown(deps: ComputerJobDeps, computerId: string, ctx: JobContext): Promise<void> {
+  const computer = await deps.db.computer.findFirst({ where: { id: computerId, deletedAt: { not: null }, operation: 'teardown' } });
+  if (!computer) return;
+  const now = () => deps.clock.now();
+  await updateStep(deps.db, computerId, STEP.teardown, { status: 'running', startedAt: now(), completedAt: null });
+  try {
+    const provider = deps.provisioner.providers.get(computer.providerType);
+    if (!provider) throw new Error(`provider ${computer.providerType} is not configured on this control plane; its stack ${computer.id} waits for it`);
+    await deps.provisioner.stacks.destroy(provider, programInput(computer), { signal: ctx.signal, log: ctx.log });
+  } catch (err) {
+    const message = err instanceof Error ? err.message : String(err);
+    await updateStep(deps.db, computerId, STEP.teardown, { status: 'failed', error: `attempt ${ctx.attempt}: ${message}`, completedAt: now() });
+    await deps.db.computer.updateMany({ where: { id: computerId, operation: 'teardown' }, data: { operationError: message } });
+    throw err;
+  }
+  await deps.db.computer.updateMany({
+    where: { id: computerId, operation: 'teardown' },
+    data: { operation: null, operationDeadline: null, operationError: null, powerState: null },
+  });
+  await updateStep(deps.db, computerId, STEP.teardown, { status: 'completed', error: null, completedAt: now() });
+  ctx.log.info({ computerId }, 'computer torn down');
+}

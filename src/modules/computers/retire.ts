@@ -1,0 +1,60 @@
+import type { Principal } from '../../auth/principal.ts';
+import type { Db } from '../../db/client.ts';
+import type { Computer } from '../../generated/prisma/client.ts';
+import { recordAudit } from '../audit/record.ts';
+import type { ComputersDeps } from './deps.ts';
+import { BYOM } from './machines.ts';
+import { scheduleTeardown } from './managed/records.ts';
+import { AUDIT_SOURCE } from './insert.ts';
+
+export type RetireDeps = Pick<ComputersDeps, 'queue' | 'managed'>;
+
+type Retired = Pick<Computer, 'id' | 'organizationId' | 'name' | 'providerType' | 'connectionType'>;
+
+/**
+ * Deletes a computer inside the caller's transaction, as `DELETE /computers/{id}` does and a
+ * service account's delete does for the computers it owns: hidden from every read, its name and
+ * hostId freed, queued installs failed, a managed computer's teardown scheduled, the change
+ * audited. False when it was deleted already (compare-and-set on `deletedAt`). Once the
+ * transaction commits, the caller drops an agent's tunnel (`AgentDialer.disconnect`).
+ */
+export async function retireComputer(tx: Db, deps: RetireDeps, actor: Principal, computer: Retired, now: Date): Promise<boolean> {
+  const { count } = await tx.computer.updateMany({
+    where: { id: computer.id, deletedAt: null },
+    data: { deletedAt: now, liveName: null, liveHostId: null, updatedAt: now },
+  });
+  if (count === 0) return false;
+  await tx.installRun.updateMany({
+    where: { computerId: computer.id, status: { in: ['queued', 'running'] } },
+    data: { status: 'failed', error: 'the computer was deleted', completedAt: now },
+  });
+  if (computer.providerType !== BYOM) await scheduleTeardown(tx, deps, computer, now);
+  await recordAudit(tx, {
+    organizationId: computer.organizationId,
+    eventType: 'computer_change',
+    source: AUDIT_SOURCE,
+    actor,
+    target: { computerId: computer.id },
+    before: { name: computer.name, providerType: computer.providerType },
+    payload: { action: 'deleted' },
+    at: now,
+  });
+  return true;
+}
+
+/** Deletes every live computer a service account owns (spec 3.3: they go with it); answers those it deleted. */
+export async function retireServiceAccountComputers(
+  tx: Db,
+  deps: RetireDeps,
+  actor: Principal,
+  serviceAccountId: string,
+  now: Date,
+): Promise<Retired[]> {
+  const owned = await tx.computer.findMany({
+    where: { organizationId: actor.organizationId, ownerKind: 'service', ownerId: serviceAccountId, deletedAt: null },
+    orderBy: { id: 'asc' },
+  });
+  const retired: Retired[] = [];
+  for (const computer of owned) if (await retireComputer(tx, deps, actor, computer, now)) retired.push(computer);
+  return retired;
+}

@@ -1,0 +1,34 @@
+import { readFileSync } from 'node:fs';
+
+const read = (name: string) => readFileSync(new URL(`./scripts/${name}.sh`, import.meta.url), 'utf8');
+const lib = read('lib');
+
+export interface ResourceScripts {
+  /** First create: a failure undoes what the script did, so nothing untracked is left behind. */
+  create: string;
+  /** Re-run on a changed input or to adopt what an interrupted create left: never undoes. */
+  update: string;
+  delete: string;
+}
+
+/**
+ * The shell of one resource, self-contained: the text is stored in the stack's state, so the
+ * delete that runs at `pulumi destroy` is the one that matched the create, whatever the
+ * installed version of agentplane is by then.
+ */
+function resource(name: string): ResourceScripts {
+  const body = `${lib}\n${read(name)}\n`;
+  return {
+    create: `${body}trap 'status=$?; if [ "$status" -ne 0 ]; then (set +e; delete) >/dev/null 2>&1; fi; exit "$status"' EXIT\ncreate\n`,
+    update: `${body}create\n`,
+    delete: `${body}delete\n`,
+  };
+}
+
+export const SCRIPTS = {
+  network: resource('network'),
+  user: resource('user'),
+  cgroup: resource('cgroup'),
+  sshd: resource('sshd'),
+  power: resource('power'),
+};

@@ -1,0 +1,46 @@
+import path from 'node:path';
+import { loadConfig, type Config } from '../config.ts';
+import type { SecretBox } from '../lib/secret-box.ts';
+import { managedProviders } from './providers/index.ts';
+import { createProviderRegistry, type ProviderRegistry } from './providers/registry.ts';
+import { createComputerStacks, type ComputerStacks } from './pulumi/computer-stacks.ts';
+import { pulumiStateSettings } from './pulumi/state-settings.ts';
+import { locatePulumiToolchain } from './pulumi/toolchain.ts';
+
+/** What runs Pulumi for managed computers: the providers' programs and the computers' stacks. */
+export interface Provisioner {
+  providers: ProviderRegistry;
+  stacks: ComputerStacks;
+}
+
+/**
+ * The managed providers and the stacks of this deployment, from configuration. Nothing runs
+ * until a stack operation does; a missing Pulumi CLI makes the providers unavailable.
+ */
+export function createProvisioner(
+  config: Pick<Config, 'dataDir' | 'pulumiHome' | 'managed' | 'kubernetes'>,
+  secrets: Pick<SecretBox, 'derive'>,
+): Provisioner {
+  const toolchain = locatePulumiToolchain({ AGENTPLANE_PULUMI_HOME: config.pulumiHome });
+  const state = pulumiStateSettings({
+    dataDir: config.dataDir,
+    derivePassphrase: () => secrets.derive('pulumi stack passphrase'),
+    backendUrl: config.managed.pulumiBackendUrl,
+    passphrase: config.managed.pulumiPassphrase,
+  });
+  return {
+    providers: createProviderRegistry(
+      managedProviders(config, toolchain, Buffer.from(secrets.derive('kubernetes computer host keys'), 'base64url')),
+    ),
+    stacks: createComputerStacks({ ...state, workspacesDir: path.join(config.dataDir, 'pulumi', 'workspaces'), toolchain }),
+  };
+}
+
+/**
+ * The managed half of the job catalog's dependencies for a data directory, with the default
+ * settings (local provider included); for tools and tests that build a catalog without a config.
+ */
+export function managedJobDeps(dataDir: string, secrets: Pick<SecretBox, 'derive'>, env: NodeJS.ProcessEnv = {}) {
+  const config = loadConfig({ ...env, AGENTPLANE_DATA_DIR: dataDir });
+  return { provisioner: createProvisioner(config, secrets), managed: config.managed };
+}

@@ -1,0 +1,26 @@
+import path from 'node:path';
+import { pathToFileURL } from 'node:url';
+
+export interface PulumiStateSettings {
+  /** Where stacks' state lives: any backend URL Pulumi accepts (file://, s3://, ...). */
+  backendUrl: string;
+  /** Encrypts each stack's secrets; never the Pulumi Cloud. */
+  passphrase: string;
+}
+
+/**
+ * The backend and passphrase of computers' stacks. Defaults suit one machine: state under the
+ * data directory, and a passphrase derived from the encryption key, so replicas that share the
+ * key (and a backend URL) share the passphrase without configuring another secret.
+ */
+export function pulumiStateSettings(opts: {
+  dataDir: string;
+  derivePassphrase: () => string;
+  backendUrl?: string;
+  passphrase?: string;
+}): PulumiStateSettings {
+  return {
+    backendUrl: opts.backendUrl ?? pathToFileURL(path.join(opts.dataDir, 'pulumi', 'state')).href,
+    passphrase: opts.passphrase ?? opts.derivePassphrase(),
+  };
+}

@@ -1,0 +1,139 @@
+import { execFileSync, spawn } from 'node:child_process';
+import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { missingLocalPrerequisites } from '../../src/provisioning/providers/local/prerequisites.ts';
+import { CGROUP_PARENT, localNames } from '../../src/provisioning/providers/local/names.ts';
+import { SCRIPTS } from '../../src/provisioning/providers/local/scripts.ts';
+import { COMPUTERS_PROJECT } from '../../src/provisioning/pulumi/computer-stacks.ts';
+import { locatePulumiToolchain } from '../../src/provisioning/pulumi/toolchain.ts';
+import { freePort } from './http.ts';
+
+/** Why the local provider cannot run here (root, iproute2, sshd, cgroups, the Pulumi CLI), or undefined. */
+export async function localProviderMissing(): Promise<string | undefined> {
+  const missing = await missingLocalPrerequisites(locatePulumiToolchain());
+  return missing.length ? `local provider prerequisites missing: ${missing.join(', ')}` : undefined;
+}
+
+const run = (cmd: string, args: string[]) => {
+  try {
+    return execFileSync(cmd, args, { encoding: 'utf8', stdio: ['ignore', 'pipe', 'ignore'] });
+  } catch {
+    return '';
+  }
+};
+
+/** The cgroup directories of a computer that exist on this host (v1 hierarchies or the v2 tree). */
+export function cgroupDirs(computerId: string): string[] {
+  const roots = readdirSync('/sys/fs/cgroup').map((d) => path.join('/sys/fs/cgroup', d));
+  return [...roots, '/sys/fs/cgroup'].map((r) => path.join(r, CGROUP_PARENT, computerId)).filter((d) => existsSync(d));
+}
+
+/**
+ * Everything a local computer leaves on the host, as a list of what is still there: its network
+ * namespace, host-side veth, unix user, cgroups, processes, directory, address slot, Pulumi stack
+ * and workspace. Empty means nothing is left.
+ */
+export function hostTraces(dataDir: string, computerId: string): string[] {
+  const n = localNames(path.join(dataDir, 'computers'), computerId);
+  const traces: string[] = [];
+  if (existsSync(`/run/netns/${n.netns}`)) traces.push(`netns ${n.netns}`);
+  if (run('ip', ['link', 'show', n.vethHost])) traces.push(`veth ${n.vethHost}`);
+  if (run('getent', ['passwd', n.user])) traces.push(`user ${n.user}`);
+  for (const d of cgroupDirs(computerId)) traces.push(`cgroup ${d}`);
+  const pids = run('pgrep', ['-f', computerId]).trim();
+  if (pids) traces.push(`processes ${pids.split('\n').join(',')}`);
+  if (existsSync(n.dir)) traces.push(`directory ${n.dir}`);
+  const slots = '/run/agentplane/local/slots';
+  for (const f of existsSync(slots) ? readdirSync(slots) : []) {
+    if (readFileSync(path.join(slots, f), 'utf8').trim() === computerId) traces.push(`address slot ${f}`);
+  }
+  const stack = path.join(dataDir, 'pulumi', 'state', '.pulumi', 'stacks', COMPUTERS_PROJECT, `${computerId}.json`);
+  if (existsSync(stack)) traces.push(`stack ${stack}`);
+  const workspace = path.join(dataDir, 'pulumi', 'workspaces', computerId);
+  if (existsSync(workspace)) traces.push(`workspace ${workspace}`);
+  return traces;
+}
+
+/**
+ * Removes a local computer from the host by running its provider's delete scripts directly, for a
+ * test that failed before its teardown ran (the control plane that would tear it down is gone).
+ */
+export function removeLocalComputer(dataDir: string, computerId: string): void {
+  const n = localNames(path.join(dataDir, 'computers'), computerId);
+  const env = {
+    ...process.env,
+    ID: computerId,
+    ROOT: path.join(dataDir, 'computers'),
+    DIR: n.dir,
+    CG: n.cgroup,
+    NS: n.netns,
+    VETH_HOST: n.vethHost,
+    VETH_GUEST: n.vethGuest,
+    USER_NAME: n.user,
+  };
+  for (const part of ['power', 'sshd', 'network', 'user', 'cgroup'] as const) {
+    try {
+      execFileSync('/bin/sh', ['-c', SCRIPTS[part].delete], { env, stdio: 'ignore' });
+    } catch {
+      // Best effort: what one script cannot remove, the next may not depend on.
+    }
+  }
+}
+
+/** An IPv4 address of this host that a computer's namespace reaches through its default route. */
+export function hostAddress(): string {
+  for (const [name, addresses] of Object.entries(os.networkInterfaces())) {
+    if (name.startsWith('aph')) continue;
+    const v4 = addresses?.find((a) => a.family === 'IPv4' && !a.internal);
+    if (v4) return v4.address;
+  }
+  throw new Error('this host has no non-loopback IPv4 address for local computers to reach');
+}
+
+export interface GitDaemon {
+  /** `git://host:port/<name>.git` of a served repository. */
+  url(name: string): string;
+  stop(): Promise<void>;
+}
+
+/**
+ * `git daemon` serving bare repositories made from `repos` (name -> files), on an address local
+ * computers reach. (A file:// URL would not do: git refuses repositories owned by another user.)
+ */
+export async function startGitDaemon(repos: Record<string, Record<string, string>>): Promise<GitDaemon> {
+  const base = mkdtempSync(path.join(os.tmpdir(), 'agentplane-git-'));
+  for (const [name, files] of Object.entries(repos)) {
+    const work = path.join(base, `${name}-work`);
+    const git = (...args: string[]) => execFileSync('git', ['-C', work, ...args], { stdio: 'pipe' });
+    execFileSync('git', ['init', '-q', '-b', 'main', work]);
+    for (const [file, content] of Object.entries(files)) execFileSync('sh', ['-c', 'cat > "$1"', 'sh', path.join(work, file)], { input: content });
+    git('add', '.');
+    git('-c', 'user.name=t', '-c', 'user.email=t@t', 'commit', '-q', '-m', 'init');
+    execFileSync('git', ['clone', '-q', '--bare', work, path.join(base, `${name}.git`)]);
+  }
+  const host = hostAddress();
+  const port = await freePort(host);
+  const daemon = spawn('git', ['daemon', '--reuseaddr', '--export-all', `--base-path=${base}`, `--listen=${host}`, `--port=${port}`, base], {
+    stdio: 'ignore',
+  });
+  // Ready once a clone through it works.
+  const probeDir = path.join(base, 'probe');
+  const first = Object.keys(repos)[0]!;
+  for (let i = 0; ; i++) {
+    try {
+      execFileSync('git', ['clone', '-q', `git://${host}:${port}/${first}.git`, probeDir], { stdio: 'pipe' });
+      break;
+    } catch (err) {
+      if (i > 100) throw err;
+      await new Promise((r) => setTimeout(r, 50));
+    }
+  }
+  return {
+    url: (name) => `git://${host}:${port}/${name}.git`,
+    stop: async () => {
+      daemon.kill('SIGTERM');
+      rmSync(base, { recursive: true, force: true });
+    },
+  };
+}
