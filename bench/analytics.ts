@@ -15,24 +15,21 @@ import http from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
-import pg from 'pg';
 import { createApp } from '../src/app.ts';
 import { issueApiKey } from '../src/auth/issue-api-key.ts';
 import { loadConfig } from '../src/config.ts';
-import { openDatabase } from '../src/db/client.ts';
-import { migrateDatabase } from '../src/db/migrations.ts';
 import { jobsFor } from '../src/jobs/catalog.ts';
 import { createJobQueue } from '../src/jobs/queue.ts';
 import { fixedClock } from '../src/lib/clock.ts';
 import { newId } from '../src/lib/ids.ts';
 import { createLogger } from '../src/lib/logger.ts';
+import { openBenchPostgres } from './postgres-database.ts';
 import { addDays } from '../src/modules/analytics/dates.ts';
 import { rollupDays } from '../src/modules/analytics/rollup.ts';
 import { seedAnalytics } from '../src/modules/analytics/seed.ts';
 import { startMachineAccess } from '../src/modules/computers/machine-access.ts';
 import { createProviderRegistry } from '../src/provisioning/providers/registry.ts';
 import { listenOnFreePort } from '../test/support/http.ts';
-import { startPostgres } from '../test/support/postgres-server.ts';
 import { managedJobDeps } from '../src/provisioning/provisioner.ts';
 
 const { values: args } = parseArgs({
@@ -65,16 +62,9 @@ async function transferFloor(bytes: number): Promise<number> {
   return median(times);
 }
 
-const server = await startPostgres();
-if (!server) throw new Error('PostgreSQL is not installed (apt-get install postgresql)');
 const log = createLogger({ level: 'warn' });
+const { db, stop } = await openBenchPostgres('bench', log);
 try {
-  const admin = new pg.Client({ connectionString: server.url });
-  await admin.connect();
-  await admin.query('CREATE DATABASE bench');
-  await admin.end();
-  const db = await openDatabase({ databaseUrl: server.url.replace(/\/postgres$/, '/bench'), dataDir: '/tmp' });
-  await migrateDatabase(db, log);
   const prisma = db.prisma;
   const org = await prisma.organization.create({ data: { id: newId('org'), name: 'bench', createdAt: new Date(`${FIRST}T00:00:00Z`) } });
   const user = await prisma.user.create({ data: { id: newId('usr'), email: 'manager@bench.test' } });
@@ -144,7 +134,6 @@ try {
   await api.close();
   await queue.stop({ timeoutMs: 5_000 });
   await machines.close();
-  await db.close();
 } finally {
-  server.stop();
+  await stop();
 }

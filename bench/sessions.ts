@@ -14,22 +14,19 @@ import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
-import pg from 'pg';
 import { createApp } from '../src/app.ts';
 import { issueApiKey } from '../src/auth/issue-api-key.ts';
 import { loadConfig } from '../src/config.ts';
-import { openDatabase } from '../src/db/client.ts';
-import { migrateDatabase } from '../src/db/migrations.ts';
 import { encodeOpaqueCursor } from '../src/http/pagination.ts';
 import { jobsFor } from '../src/jobs/catalog.ts';
 import { createJobQueue } from '../src/jobs/queue.ts';
 import { systemClock } from '../src/lib/clock.ts';
 import { newId } from '../src/lib/ids.ts';
 import { createLogger } from '../src/lib/logger.ts';
+import { openBenchPostgres } from './postgres-database.ts';
 import { startMachineAccess } from '../src/modules/computers/machine-access.ts';
 import { createProviderRegistry } from '../src/provisioning/providers/registry.ts';
 import { listenOnFreePort } from '../test/support/http.ts';
-import { startPostgres } from '../test/support/postgres-server.ts';
 import { startModelServer } from '../test/support/model-server.ts';
 import { startSshd } from '../test/support/sshd.ts';
 import type { PrismaClient } from '../src/db/client.ts';
@@ -51,16 +48,9 @@ const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.len
 const p90 = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length * 0.9)]!;
 const ms = (n: number) => `${n.toFixed(2)} ms`;
 
-const server = await startPostgres();
-if (!server) throw new Error('PostgreSQL is not installed (apt-get install postgresql)');
 const log = createLogger({ level: 'warn' });
+const { db, stop } = await openBenchPostgres('bench_sessions', log);
 try {
-  const admin = new pg.Client({ connectionString: server.url });
-  await admin.connect();
-  await admin.query('CREATE DATABASE bench_sessions');
-  await admin.end();
-  const db = await openDatabase({ databaseUrl: server.url.replace(/\/postgres$/, '/bench_sessions'), dataDir: '/tmp' });
-  await migrateDatabase(db, log);
   const prisma = db.prisma;
   const org = await prisma.organization.create({ data: { id: newId('org'), name: 'bench' } });
   const user = await prisma.user.create({ data: { id: newId('usr'), email: 'user@bench.test' } });
@@ -144,9 +134,8 @@ try {
   await toolCallOverhead(prisma, { organizationId: org.id, userId: user.id, machines });
   await queue.stop({ timeoutMs: 5_000 });
   await machines.close();
-  await db.close();
 } finally {
-  server.stop();
+  await stop();
 }
 
 /**
