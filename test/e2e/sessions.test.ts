@@ -11,7 +11,7 @@ import { createLogger } from '../../src/lib/logger.ts';
 import { createProviderRegistry } from '../../src/provisioning/providers/registry.ts';
 import { purgeExpiredSessions } from '../../src/modules/sessions/jobs.ts';
 import { knownModel } from '../../src/modules/sessions/models.ts';
-import { addUsage, appendMessage, setSessionStatus, takeQueuedMessages } from '../../src/modules/sessions/store.ts';
+import { addActiveTime, addUsage, appendMessage, setSessionStatus, takeQueuedMessages } from '../../src/modules/sessions/store.ts';
 import { JWT_SECRET, startTestApi, type TestApi } from '../support/api.ts';
 import { listenOnFreePort } from '../support/http.ts';
 import { writeModelsFile } from '../support/models-file.ts';
@@ -543,7 +543,8 @@ describe.skipIf(skip).each(BACKENDS)('sessions API on %s', (backend) => {
     const owner = { organizationId: api.acme.id, ownerKind: 'human', ownerId: api.acme.members.user.userId, computerId, cwd: workDir };
     await api.db.prisma.session.create({ data: { id: child, parentSessionId: parent, ...owner } });
     await api.db.prisma.session.create({ data: { id: grandchild, parentSessionId: child, ...owner } });
-    await addUsage(api.db.prisma, parent, { inputTokens: 100, outputTokens: 10, serviceCredits: 1.5, assistantActiveTimeMs: 700 });
+    await addUsage(api.db.prisma, parent, { inputTokens: 100, outputTokens: 10, serviceCredits: 1.5 });
+    await addActiveTime(api.db.prisma, parent, 700);
     await addUsage(api.db.prisma, child, { inputTokens: 20, cacheReadTokens: 5, serviceCredits: 0.25 });
     await addUsage(api.db.prisma, grandchild, { thinkingTokens: 3, serviceCredits: 0.25 });
     const res = await api.call('GET', `/api/v0/sessions/${parent}`, { as: user });

@@ -15,7 +15,7 @@ import {
 } from './runtime/index.ts';
 import type { ContentBlock } from './schemas.ts';
 import type { StoredSettings } from './settings.ts';
-import { addUsage, appendMessage } from './store.ts';
+import { addActiveTime, addUsage, appendMessage } from './store.ts';
 import { turnEvents } from './turn-events.ts';
 
 /** What every turn of one job shares: the model, the computer and the storage. */
@@ -106,7 +106,7 @@ export async function runPersistedTurn(
       toolCallEvents.push(...events.toolCall(clock.now(), call));
     },
   });
-  await addUsage(db, session.id, { assistantActiveTimeMs: Date.now() - started });
+  await addActiveTime(db, session.id, Date.now() - started);
   return { ...result, emitted };
 }
 

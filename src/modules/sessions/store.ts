@@ -114,7 +114,7 @@ export async function setSessionStatus(
 export async function addUsage(
   db: Db,
   sessionId: string,
-  usage: Partial<TokenUsage> & { assistantActiveTimeMs?: number },
+  usage: Partial<TokenUsage>,
 ): Promise<void> {
   const n = (v: number | undefined) => BigInt(Math.round(v ?? 0));
   const inclusive = {
@@ -134,7 +134,6 @@ export async function addUsage(
       cacheReadTokens: { increment: n(usage.cacheReadTokens) },
       thinkingTokens: { increment: n(usage.thinkingTokens) },
       serviceCredits: { increment: usage.serviceCredits ?? 0 },
-      assistantActiveMs: { increment: n(usage.assistantActiveTimeMs) },
       ...inclusive,
     },
     select: { parentSessionId: true },
@@ -146,4 +145,9 @@ export async function addUsage(
     const row: { parentSessionId: string | null } = await db.session.update({ where: { id }, data: inclusive, select: { parentSessionId: true } });
     id = row.parentSessionId;
   }
+}
+
+/** Adds a turn's wall time to the session's `assistantActiveTimeMs` (the session's own, not its ancestors'). */
+export async function addActiveTime(db: Db, sessionId: string, ms: number): Promise<void> {
+  await db.session.update({ where: { id: sessionId }, data: { assistantActiveMs: { increment: BigInt(Math.round(ms)) } } });
 }
