@@ -1,6 +1,6 @@
 import type { PrismaClient } from '../../db/client.ts';
 import type { Clock } from '../../lib/clock.ts';
-import { appendMessage, hasQueuedMessages } from './store.ts';
+import { endTurn } from './store.ts';
 
 /**
  * A running turn beats every few seconds; a crashed worker's turn is retried within about
@@ -25,17 +25,8 @@ export async function reapStuckTurns(
   const running = await deps.db.session.findMany({ where: { status: 'running', ...stale }, select: { id: true, turnHeartbeatAt: true } });
   let ended = 0;
   for (const s of running) {
-    const done = await deps.db.$transaction(async (tx) => {
-      // Compare-and-set on the heartbeat: a worker that came back meanwhile keeps its turn.
-      const claimed = await tx.session.updateMany({
-        where: { id: s.id, status: 'running', turnHeartbeatAt: s.turnHeartbeatAt },
-        data: { status: 'idle', turnHeartbeatAt: null, interruptRequestedAt: null, completedAt: now, updatedAt: now },
-      });
-      if (claimed.count === 0) return false;
-      await appendMessage(tx, s.id, { role: 'assistant', content: [{ type: 'text', text: STOPPED_TURN }], isError: true }, now);
-      if (await hasQueuedMessages(tx, s.id)) await tx.session.update({ where: { id: s.id }, data: { status: 'pending', completedAt: null } });
-      return true;
-    });
+    // Compare-and-set on the heartbeat: a worker that came back meanwhile keeps its turn.
+    const done = await deps.db.$transaction((tx) => endTurn(tx, s.id, now, { note: STOPPED_TURN, heartbeat: s.turnHeartbeatAt }));
     if (done) ended++;
   }
   const pending = await deps.db.session.findMany({ where: { status: 'pending', deletedAt: null, updatedAt: { lt: cutoff } }, select: { id: true } });

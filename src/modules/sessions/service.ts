@@ -1,7 +1,7 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import { z } from 'zod';
 import type { Principal } from '../../auth/principal.ts';
-import type { Db, Prisma, PrismaClient } from '../../db/client.ts';
+import type { Prisma, PrismaClient } from '../../db/client.ts';
 import type { Session } from '../../generated/prisma/client.ts';
 import { decodeOpaqueCursor, encodeOpaqueCursor, pageQuery, toPage } from '../../http/pagination.ts';
 import type { JobQueue } from '../../jobs/queue.ts';
@@ -25,7 +25,7 @@ import {
   type PostMessageInput,
   type SessionSettingsInput,
 } from './schemas.ts';
-import { mergeSettings, organizationDefaults, type StoredSettings } from './settings.ts';
+import { enterpriseSettingsOf, mergeSettings, organizationDefaults, type StoredSettings } from './settings.ts';
 import { appendMessage } from './store.ts';
 import { messageView, sessionView, storedSettings } from './views.ts';
 
@@ -46,11 +46,6 @@ function cwdError(cwd: string, problem: string): BadRequest {
   return new BadRequest(`cwd ${JSON.stringify(cwd)} ${problem} on the computer; pass an existing directory`, {
     metadata: { errors: [{ field: 'cwd', message: problem }], cwd },
   });
-}
-
-async function organizationSettings(db: Db, organizationId: string): Promise<unknown> {
-  const org = await db.organization.findUnique({ where: { id: organizationId }, select: { enterpriseSettings: true } });
-  return org?.enterpriseSettings ?? {};
 }
 
 /** The organization's session defaults, keeping only fields that are valid session settings. */
@@ -127,7 +122,7 @@ export function createSessionsService(deps: SessionsDeps) {
   return {
     async create(principal: Principal, input: CreateSessionInput) {
       const owner = ownerOf(principal);
-      const enterprise = await organizationSettings(db, principal.organizationId);
+      const enterprise = await enterpriseSettingsOf(db, principal.organizationId);
       const settings = mergeSettings(validDefaults(enterprise), input.sessionSettings ?? {});
       if (!settings.model) {
         throw new BadRequest('sessionSettings.model is required (the organization sets no default model)', {
@@ -198,7 +193,7 @@ export function createSessionsService(deps: SessionsDeps) {
       const settings = mergeSettings(storedSettings(session), change);
       checkModels(
         { model: change.model, specModeModel: change.specModeModel },
-        await organizationSettings(db, principal.organizationId),
+        await enterpriseSettingsOf(db, principal.organizationId),
       );
       const archivedAt = change.archivedAt === undefined ? session.archivedAt : change.archivedAt === null ? null : new Date(change.archivedAt);
       const updated = await db.session.update({

@@ -151,3 +151,30 @@ export async function addUsage(
 export async function addActiveTime(db: Db, sessionId: string, ms: number): Promise<void> {
   await db.session.update({ where: { id: sessionId }, data: { assistantActiveMs: { increment: BigInt(Math.round(ms)) } } });
 }
+
+/**
+ * Ends a running turn: compare-and-set from `running` (and, for the reaper, from the heartbeat it
+ * saw), an `isError` assistant note when given, then idle, or pending when messages wait for the
+ * next turn; heartbeat and interrupt cleared. False when the session was not in that state.
+ */
+export async function endTurn(
+  tx: Db,
+  sessionId: string,
+  now: Date,
+  opts: { note?: string; heartbeat?: Date | null } = {},
+): Promise<boolean> {
+  const queued = await hasQueuedMessages(tx, sessionId);
+  const { count } = await tx.session.updateMany({
+    where: { id: sessionId, status: 'running', ...(opts.heartbeat !== undefined ? { turnHeartbeatAt: opts.heartbeat } : {}) },
+    data: {
+      status: queued ? 'pending' : 'idle',
+      turnHeartbeatAt: null,
+      interruptRequestedAt: null,
+      updatedAt: now,
+      ...(queued ? {} : { completedAt: now }),
+    },
+  });
+  if (count === 0) return false;
+  if (opts.note) await appendMessage(tx, sessionId, { role: 'assistant', content: [{ type: 'text', text: opts.note }], isError: true }, now);
+  return true;
+}

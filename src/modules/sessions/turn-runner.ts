@@ -9,8 +9,8 @@ import { resolveModel } from './models.ts';
 import { runPersistedTurn, runtimeHistory, type TurnEnvironment } from './persisted-turn.ts';
 import { createModelClient, zeroUsage, type ContentBlock, type TurnResult } from './runtime/index.ts';
 import { sessionTools } from './session-tools.ts';
-import type { StoredSettings } from './settings.ts';
-import { appendMessage, hasQueuedMessages, loadHistory, takeQueuedMessages } from './store.ts';
+import { enterpriseSettingsOf, type StoredSettings } from './settings.ts';
+import { appendMessage, endTurn, loadHistory, takeQueuedMessages } from './store.ts';
 import { subagentTool } from './subagent.ts';
 import { systemPrompt } from './system-prompt.ts';
 import { turnEvents } from './turn-events.ts';
@@ -130,8 +130,8 @@ async function executeTurn(deps: TurnRunnerDeps, session: Session, ctx: JobConte
 
 /** The model and the computer of a turn; a TurnRefused names what is missing. */
 async function environment(deps: TurnRunnerDeps, session: Session, settings: StoredSettings): Promise<TurnEnvironment> {
-  const [org, computer] = await Promise.all([
-    deps.db.organization.findUniqueOrThrow({ where: { id: session.organizationId }, select: { enterpriseSettings: true } }),
+  const [enterpriseSettings, computer] = await Promise.all([
+    enterpriseSettingsOf(deps.db, session.organizationId),
     deps.db.computer.findFirst({ where: { id: session.computerId, deletedAt: null } }),
   ]);
   if (!computer) throw new TurnRefused(`Computer ${session.computerId} was deleted; send the next message with another computerId`);
@@ -144,7 +144,7 @@ async function environment(deps: TurnRunnerDeps, session: Session, settings: Sto
   if (!modelId) throw new TurnRefused('The session has no model; set sessionSettings.model with PATCH');
   let resolved;
   try {
-    resolved = resolveModel(modelId, org.enterpriseSettings, deps.env);
+    resolved = resolveModel(modelId, enterpriseSettings, deps.env);
   } catch (err) {
     throw new TurnRefused((err as Error).message);
   }
@@ -175,18 +175,5 @@ const STOP_NOTES: Partial<Record<TurnResult['stopReason'], (r: Pick<TurnResult, 
 async function finishTurn(deps: TurnRunnerDeps, session: Session, result: Pick<TurnResult, 'stopReason' | 'error'> & { steps?: number }) {
   const now = deps.clock.now();
   const note = STOP_NOTES[result.stopReason]?.({ error: result.error, steps: result.steps ?? 0 });
-  await deps.db.$transaction(async (tx) => {
-    if (note) await appendMessage(tx, session.id, { role: 'assistant', content: [{ type: 'text', text: note }], isError: true }, now);
-    const queued = await hasQueuedMessages(tx, session.id);
-    await tx.session.updateMany({
-      where: { id: session.id, status: 'running' },
-      data: {
-        status: queued ? 'pending' : 'idle',
-        turnHeartbeatAt: null,
-        interruptRequestedAt: null,
-        updatedAt: now,
-        ...(queued ? {} : { completedAt: now }),
-      },
-    });
-  });
+  await deps.db.$transaction((tx) => endTurn(tx, session.id, now, { note }));
 }
