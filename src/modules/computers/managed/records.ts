@@ -65,7 +65,7 @@ export function managedComputers(deps: ComputersDeps) {
       }),
       {
         audit: { name: input.name, providerType: provider.name, ownerId: owner.id },
-        send: (tx) => deps.queue.send(computerStackJob, { computerId: id, operation: 'provision' }, { tx }),
+        send: opts.queue === false ? undefined : (tx) => sendProvision(deps.queue, id, tx),
       },
     );
   }
