@@ -106,7 +106,11 @@ export async function startGitDaemon(repos: Record<string, Record<string, string
   const daemon = spawn('git', ['daemon', '--reuseaddr', '--export-all', `--base-path=${base}`, `--listen=${host}`, `--port=${port}`, base], {
     stdio: 'ignore',
   });
-  // Ready once a clone through it works.
+  const stop = async () => {
+    daemon.kill('SIGTERM');
+    rmSync(base, { recursive: true, force: true });
+  };
+  // Ready once a clone through it works; a daemon that never gets there is not left running.
   const probeDir = path.join(base, 'probe');
   const first = Object.keys(repos)[0]!;
   for (let i = 0; ; i++) {
@@ -114,15 +118,12 @@ export async function startGitDaemon(repos: Record<string, Record<string, string
       execFileSync('git', ['clone', '-q', `git://${host}:${port}/${first}.git`, probeDir], { stdio: 'pipe' });
       break;
     } catch (err) {
-      if (i > 100) throw err;
+      if (i > 100) {
+        await stop();
+        throw err;
+      }
       await new Promise((r) => setTimeout(r, 50));
     }
   }
-  return {
-    url: (name) => `git://${host}:${port}/${name}.git`,
-    stop: async () => {
-      daemon.kill('SIGTERM');
-      rmSync(base, { recursive: true, force: true });
-    },
-  };
+  return { url: (name) => `git://${host}:${port}/${name}.git`, stop };
 }
