@@ -28,6 +28,11 @@ describe.each(BACKENDS)('computer templates on %s', (backend) => {
     expect((await api.call('GET', `/api/v0/computer-templates/${id}`, { as: api.acme.members.guest.apiKey })).body.name).toBe('node service');
     expect((await api.call('GET', `/api/v0/computer-templates/${id}`, { as: api.globex.members.owner.apiKey })).status).toBe(404);
     expect((await api.call('GET', '/api/v0/computer-templates', { as: api.globex.members.owner.apiKey })).body.templates).toEqual([]);
+    // Nor change or delete them: 404, and the template stays as it was.
+    const outsider = api.globex.members.owner.apiKey;
+    expect((await api.call('PATCH', `/api/v0/computer-templates/${id}`, { as: outsider, body: { name: 'taken over' } })).status).toBe(404);
+    expect((await api.call('DELETE', `/api/v0/computer-templates/${id}`, { as: outsider })).status).toBe(404);
+    expect((await api.call('GET', `/api/v0/computer-templates/${id}`, { as: manager })).body.name).toBe('node service');
 
     const duplicate = await api.call('POST', '/api/v0/computer-templates', { as: manager, body: { name: 'node service' } });
     expect(duplicate.status).toBe(409);

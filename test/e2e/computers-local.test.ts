@@ -3,7 +3,7 @@ import { chmodSync, existsSync, mkdtempSync, readFileSync, rmSync } from 'node:f
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { computersReapJob } from '../../src/modules/computers/managed/jobs.ts';
+import { computersReapJob, provisionJobId } from '../../src/modules/computers/managed/jobs.ts';
 import { cgroupLayout, readCgroup } from '../../src/provisioning/providers/local/cgroups.ts';
 import { localNames } from '../../src/provisioning/providers/local/names.ts';
 import { startTestApi, type TestApi } from '../support/api.ts';
@@ -79,6 +79,13 @@ describe.skipIf(skip)('managed computers on the local provider, through HTTP wit
       return c.status !== 'provisioning' && c;
     }, PROVISION_MS, 250);
   const torndown = (id: string) => tornDown(api.url, as, id);
+  const provisionJobs = async (id: string) =>
+    (
+      await api.db.prisma.$queryRawUnsafe<{ id: string }[]>(
+        `SELECT id::text FROM pgboss.job WHERE name = 'computers.stack' AND data->>'computerId' = $1 AND data->>'operation' = 'provision'`,
+        id,
+      )
+    ).map((j) => j.id);
   const inNamespace = (id: string, command: string) =>
     execFileSync('ip', ['netns', 'exec', localNames(path.join(api.dataDir, 'computers'), id).netns, 'sh', '-c', command], { encoding: 'utf8' });
   const cgroup = async (id: string) => (await readCgroup(cgroupLayout(readFileSync('/proc/self/mounts', 'utf8')), `agentplane/${id}`))!;
@@ -233,6 +240,8 @@ describe.skipIf(skip)('managed computers on the local provider, through HTTP wit
       const done = await Promise.all(ids.map(settled));
       expect(done.map((c) => c.status)).toEqual(['active', 'active', 'active']);
       expect(new Set(done.map((c) => c.remoteUser)).size).toBe(3);
+      // Each computer's provisioning was queued once, bulk or not (the reaper re-sends under the same job id).
+      for (const id of ids) expect(await provisionJobs(id), id).toEqual([provisionJobId(id)]);
 
       // Nothing created is rolled back; a request failing at once answers with the failure itself.
       const none = await api.call('POST', '/api/v0/computers/bulk', { as, body: { quantity: 2, namePrefix: 'z', provider: 'local' } });

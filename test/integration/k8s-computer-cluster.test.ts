@@ -33,17 +33,17 @@ function kubectl(...args: string[]): string {
 
 describe.skipIf(!kubeconfig)('kubernetes provider on a real cluster (KUBECONFIG)', () => {
   it('creates a reachable computer, pauses and resumes it with its home, and destroys every object', { timeout: 900_000 }, async () => {
-    const missing = await missingPrerequisites();
+    const toolchain = locatePulumiToolchain();
+    const missing = await missingPrerequisites(toolchain);
     if (spawnSync('kubectl', ['version', '--client']).error) missing.push('kubectl is not on PATH');
     if (!process.env.AGENTPLANE_K8S_COMPUTER_IMAGE) missing.push('AGENTPLANE_K8S_COMPUTER_IMAGE: an images/computer build the cluster can pull');
     if (missing.length) throw new Error(`KUBECONFIG is set, but: ${missing.join('; ')}`);
 
-    const toolchain = locatePulumiToolchain();
     const dir = await mkdtemp(path.join(os.tmpdir(), 'agentplane-k8s-computer-'));
     const suffix = randomBytes(4).toString('hex');
     const namespace = `agentplane-test-${suffix}`;
     const settings = { ...loadConfig(process.env).kubernetes, namespace };
-    const provider = createKubernetesProvider({ settings, hostKeySecret: randomBytes(32) });
+    const provider = createKubernetesProvider({ settings, hostKeySecret: randomBytes(32), toolchain });
     const key = generateKeyPair('control-plane');
     const input: ComputerProgramInput = {
       computerId: `cmp_test${suffix}`,

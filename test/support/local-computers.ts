@@ -4,7 +4,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { missingLocalPrerequisites } from '../../src/provisioning/providers/local/prerequisites.ts';
 import { CGROUP_PARENT, localNames } from '../../src/provisioning/providers/local/names.ts';
-import { SCRIPTS } from '../../src/provisioning/providers/local/scripts.ts';
+import { SCRIPTS, scriptEnvironment } from '../../src/provisioning/providers/local/scripts.ts';
 import { COMPUTERS_PROJECT } from '../../src/provisioning/pulumi/computer-stacks.ts';
 import { locatePulumiToolchain } from '../../src/provisioning/pulumi/toolchain.ts';
 import { freePort } from './http.ts';
@@ -60,18 +60,7 @@ export function hostTraces(dataDir: string, computerId: string): string[] {
  * test that failed before its teardown ran (the control plane that would tear it down is gone).
  */
 export function removeLocalComputer(dataDir: string, computerId: string): void {
-  const n = localNames(path.join(dataDir, 'computers'), computerId);
-  const env = {
-    ...process.env,
-    ID: computerId,
-    ROOT: path.join(dataDir, 'computers'),
-    DIR: n.dir,
-    CG: n.cgroup,
-    NS: n.netns,
-    VETH_HOST: n.vethHost,
-    VETH_GUEST: n.vethGuest,
-    USER_NAME: n.user,
-  };
+  const env = { ...process.env, ...scriptEnvironment(path.join(dataDir, 'computers'), computerId) };
   for (const part of ['power', 'sshd', 'network', 'user', 'cgroup'] as const) {
     try {
       execFileSync('/bin/sh', ['-c', SCRIPTS[part].delete], { env, stdio: 'ignore' });
@@ -117,7 +106,11 @@ export async function startGitDaemon(repos: Record<string, Record<string, string
   const daemon = spawn('git', ['daemon', '--reuseaddr', '--export-all', `--base-path=${base}`, `--listen=${host}`, `--port=${port}`, base], {
     stdio: 'ignore',
   });
-  // Ready once a clone through it works.
+  const stop = async () => {
+    daemon.kill('SIGTERM');
+    rmSync(base, { recursive: true, force: true });
+  };
+  // Ready once a clone through it works; a daemon that never gets there is not left running.
   const probeDir = path.join(base, 'probe');
   const first = Object.keys(repos)[0]!;
   for (let i = 0; ; i++) {
@@ -125,15 +118,12 @@ export async function startGitDaemon(repos: Record<string, Record<string, string
       execFileSync('git', ['clone', '-q', `git://${host}:${port}/${first}.git`, probeDir], { stdio: 'pipe' });
       break;
     } catch (err) {
-      if (i > 100) throw err;
+      if (i > 100) {
+        await stop();
+        throw err;
+      }
       await new Promise((r) => setTimeout(r, 50));
     }
   }
-  return {
-    url: (name) => `git://${host}:${port}/${name}.git`,
-    stop: async () => {
-      daemon.kill('SIGTERM');
-      rmSync(base, { recursive: true, force: true });
-    },
-  };
+  return { url: (name) => `git://${host}:${port}/${name}.git`, stop };
 }

@@ -25,7 +25,7 @@ const token = touch(path.join(dir, 'serviceaccount', 'token'));
 const base = { AGENTPLANE_PULUMI_HOME: pulumiCache };
 
 const provider = (env: NodeJS.ProcessEnv, inClusterToken = path.join(dir, 'no-token')) =>
-  createKubernetesProvider({ settings: loadConfig({}).kubernetes, hostKeySecret: Buffer.alloc(32), env, inClusterToken });
+  createKubernetesProvider({ settings: loadConfig({}).kubernetes, hostKeySecret: Buffer.alloc(32), toolchain: locatePulumiToolchain(env), env, inClusterToken });
 
 describe('kubernetes provider availability', () => {
   it('is available with a kubeconfig named by KUBECONFIG and the CLI and plugin installed', async () => {
@@ -42,17 +42,17 @@ describe('kubernetes provider availability', () => {
 
   it('is unavailable without a cluster, saying so', async () => {
     expect(await provider(base).isAvailable()).toBe(false);
-    expect(await missingPrerequisites(base, path.join(dir, 'no-token'))).toEqual([
+    expect(await missingPrerequisites(toolchain, base, path.join(dir, 'no-token'))).toEqual([
       'no cluster: set KUBECONFIG, or run the control plane in a pod with a service account',
     ]);
-    expect(await missingPrerequisites({ ...base, KUBECONFIG: path.join(dir, 'gone') })).toEqual([
+    expect(await missingPrerequisites(toolchain, { ...base, KUBECONFIG: path.join(dir, 'gone') })).toEqual([
       `no file named by KUBECONFIG exists (${path.join(dir, 'gone')})`,
     ]);
   });
 
   it('is unavailable without the Pulumi CLI or the kubernetes plugin, naming where they belong', async () => {
     const empty = { AGENTPLANE_PULUMI_HOME: path.join(dir, 'empty'), KUBECONFIG: kubeconfig };
-    const missing = await missingPrerequisites(empty);
+    const missing = await missingPrerequisites(locatePulumiToolchain(empty), empty);
     expect(missing).toHaveLength(2);
     expect(missing[0]).toContain(locatePulumiToolchain(empty).pulumiBin);
     expect(missing[1]).toContain(kubernetesPluginPath(locatePulumiToolchain(empty).pulumiHome));

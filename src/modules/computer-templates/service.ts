@@ -89,11 +89,10 @@ export function createTemplatesService({ db, clock }: TemplatesDeps) {
     },
 
     async update(principal: Principal, templateId: string, input: UpdateTemplateInput) {
-      await liveTemplate(db, principal.organizationId, templateId);
       const updated = await write(input.name, () =>
         db.$transaction(async (tx) => {
           const { count } = await tx.computerTemplate.updateMany({
-            where: { id: templateId, deletedAt: null },
+            where: { id: templateId, organizationId: principal.organizationId, deletedAt: null },
             data: { ...input, ...(input.name !== undefined ? { liveName: input.name } : {}), updatedAt: clock.now() },
           });
           if (count === 0) throw new NotFound(`Computer template ${templateId} not found`);
@@ -107,11 +106,10 @@ export function createTemplatesService({ db, clock }: TemplatesDeps) {
 
     /** Computers made from the template keep what they were made with. */
     async remove(principal: Principal, templateId: string) {
-      await liveTemplate(db, principal.organizationId, templateId);
       await db.$transaction(async (tx) => {
         const now = clock.now();
         const { count } = await tx.computerTemplate.updateMany({
-          where: { id: templateId, deletedAt: null },
+          where: { id: templateId, organizationId: principal.organizationId, deletedAt: null },
           data: { deletedAt: now, liveName: null, updatedAt: now },
         });
         if (count === 0) throw new NotFound(`Computer template ${templateId} not found`);

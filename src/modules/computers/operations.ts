@@ -5,14 +5,13 @@ import { reachableComputer } from './access.ts';
 import type { ComputersDeps } from './deps.ts';
 import { startInstallSession } from './install.ts';
 import { BYOM, machineUnavailable, targetFor } from './machines.ts';
-import { managedComputers } from './managed/records.ts';
+import { restartManaged } from './managed/records.ts';
 import { RETENTION_MS, SAMPLE_INTERVAL_MS, sampleComputer } from './metrics.ts';
 import { organizationSshKey } from './org-ssh-key.ts';
 import { computerView } from './views.ts';
 
 /** What runs on the machine: dependencies, credentials, metrics, restart. */
 export function computerOperations(deps: ComputersDeps) {
-  const managed = managedComputers(deps);
   // Writing credentials edits the user's git config; two writes at once on one machine could
   // interleave, so this process runs them one after another per computer.
   const refreshing = new Map<string, Promise<unknown>>();
@@ -100,7 +99,7 @@ export function computerOperations(deps: ComputersDeps) {
           `Computer "${computer.name}" is a byom machine: restart resumes paused managed sandboxes; restart your own machine yourself`,
         );
       }
-      return managed.restart(principal, computerId);
+      return restartManaged(deps, computer);
     },
   };
 }

@@ -14,7 +14,7 @@ export function managedProviders(
   toolchain: PulumiToolchain,
   hostKeySecret: Buffer,
 ): ManagedProvider[] {
-  const providers: ManagedProvider[] = [createKubernetesProvider({ settings: config.kubernetes, hostKeySecret })];
+  const providers: ManagedProvider[] = [createKubernetesProvider({ settings: config.kubernetes, hostKeySecret, toolchain })];
   if (config.managed.local.enabled) {
     providers.push(createLocalProvider({ root: path.join(config.dataDir, 'computers'), subnet: config.managed.local.subnet, toolchain }));
   }

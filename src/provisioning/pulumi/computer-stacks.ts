@@ -63,12 +63,14 @@ export function createComputerStacks(opts: ComputerStacksOptions): ComputerStack
   let command: Promise<PulumiCommand> | undefined;
   const envVars = engineEnv({ backendUrl: opts.backendUrl, passphrase: opts.passphrase, toolchain: opts.toolchain });
 
-  // A file:// backend is a directory, which Pulumi expects to exist.
+  // A file:// backend is a directory, which Pulumi expects to exist. Made on the first stack
+  // operation, as the CLI is found then: processes that run no stack make nothing.
   const stateDir = opts.backendUrl.startsWith('file://') ? fileURLToPath(opts.backendUrl) : undefined;
-  const stateDirMade = stateDir ? mkdir(stateDir, { recursive: true }) : undefined;
+  let stateDirMade: Promise<unknown> | undefined;
 
   async function open(provider: ManagedProvider, input: ComputerProgramInput, log: Logger, fresh = false): Promise<Stack> {
     const workDir = path.join(opts.workspacesDir, input.computerId);
+    if (stateDir) stateDirMade ??= mkdir(stateDir, { recursive: true });
     await Promise.all([mkdir(workDir, { recursive: true }), stateDirMade]);
     if (stateDir) {
       const repaired = await repairInterruptedWrites(stateDir, COMPUTERS_PROJECT, input.computerId);

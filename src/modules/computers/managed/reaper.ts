@@ -79,16 +79,22 @@ async function pauseIdleComputers(deps: ComputerJobDeps, ctx: Pick<JobContext, '
     },
     select: { id: true },
   });
+  if (candidates.length === 0) return;
+  // The candidates' recent sessions and installs in two queries, not two per candidate.
+  const computerId = { in: candidates.map((c) => c.id) };
+  const sessions = await deps.db.session.findMany({
+    where: { computerId, deletedAt: null, OR: [{ status: { in: ['pending', 'running'] } }, { updatedAt: { gte: cutoff } }] },
+    select: { computerId: true },
+    distinct: ['computerId'],
+  });
+  const installs = await deps.db.installRun.findMany({
+    where: { computerId, OR: [{ status: { in: ['queued', 'running'] } }, { completedAt: { gte: cutoff } }] },
+    select: { computerId: true },
+    distinct: ['computerId'],
+  });
+  const busy = new Set([...sessions, ...installs].map((r) => r.computerId));
   for (const { id } of candidates) {
-    const session = await deps.db.session.findFirst({
-      where: { computerId: id, deletedAt: null, OR: [{ status: { in: ['pending', 'running'] } }, { updatedAt: { gte: cutoff } }] },
-      select: { id: true },
-    });
-    const install = await deps.db.installRun.findFirst({
-      where: { computerId: id, OR: [{ status: { in: ['queued', 'running'] } }, { completedAt: { gte: cutoff } }] },
-      select: { id: true },
-    });
-    if (session || install) continue;
+    if (busy.has(id)) continue;
     await deps.db.$transaction(async (tx) => {
       const { count } = await tx.computer.updateMany({
         where: { id, operation: null, powerState: 'running', deletedAt: null },

@@ -5,7 +5,7 @@ import type { Computer } from '../../../generated/prisma/client.ts';
 import { BadRequest, Conflict, ServiceUnavailable } from '../../../lib/errors.ts';
 import { newId } from '../../../lib/ids.ts';
 import { generateKeyPair } from '../../../provisioning/ssh/index.ts';
-import { reachableComputer, type Owner } from '../access.ts';
+import type { Owner } from '../access.ts';
 import type { ComputersDeps } from '../deps.ts';
 import { assertNameAndHostFree, insertComputer } from '../insert.ts';
 import { assertMayAddComputer } from '../quota.ts';
@@ -21,7 +21,7 @@ import { waitForOperation } from './wait.ts';
 // How long POST restart waits for the resume before answering 503 (the resume goes on).
 const RESTART_WAIT_MS = 120_000;
 
-/** Managed computers as records: create (provisioning follows as a job), teardown on delete, restart. */
+/** Managed computers as records: create (provisioning follows as a job); teardown on delete and restart below. */
 export function managedComputers(deps: ComputersDeps) {
   /**
    * Stores the computer in `provisioning`. `queue: false` leaves sending its provisioning job to
@@ -65,7 +65,7 @@ export function managedComputers(deps: ComputersDeps) {
       }),
       {
         audit: { name: input.name, providerType: provider.name, ownerId: owner.id },
-        send: (tx) => deps.queue.send(computerStackJob, { computerId: id, operation: 'provision' }, { tx }),
+        send: opts.queue === false ? undefined : (tx) => sendProvision(deps.queue, id, tx),
       },
     );
   }
@@ -76,38 +76,39 @@ export function managedComputers(deps: ComputersDeps) {
 
     bulkCreate: (principal: Principal, input: BulkCreateInput) =>
       bulkCreate(deps, (p, owner, one) => create(p, owner, one, { queue: false }), principal, input),
-
-    /**
-     * Resumes a paused computer and answers once it runs again; a running one is a no-op. A
-     * pause in flight is overtaken: the resume queues behind it on the computer's stack.
-     */
-    async restart(principal: Principal, computerId: string): Promise<Record<string, never>> {
-      const computer = await reachableComputer(deps.db, principal, computerId);
-      if (computer.status !== 'active') {
-        throw new Conflict(`Computer "${computer.name}" is ${computer.status}; restart resumes an active computer that was paused`);
-      }
-      const now = deps.clock.now();
-      if (computer.powerState === 'running' && computer.operation === null) {
-        await deps.db.computer.updateMany({ where: { id: computerId, operation: null }, data: { lastActiveAt: now } });
-        return {};
-      }
-      if (computer.operation !== 'resume') {
-        const started = await deps.db.$transaction(async (tx) => {
-          const { count } = await tx.computer.updateMany({
-            where: { id: computerId, deletedAt: null, operation: computer.operation },
-            data: { operation: 'resume', operationDeadline: deadline(now, POWER_TIMEOUT_MS), operationError: null, lastActiveAt: now },
-          });
-          if (count === 1) await deps.queue.send(computerStackJob, { computerId, operation: 'resume' }, { tx });
-          return count === 1;
-        });
-        if (!started) throw new Conflict(`Computer "${computer.name}" changed state meanwhile; try again`);
-      }
-      const settled = await waitForOperation(deps.db, computerId, 'resume', RESTART_WAIT_MS);
-      if (!settled) throw new ServiceUnavailable(`Computer "${computer.name}" is still resuming; try again shortly`);
-      if (settled.operationError) throw new ServiceUnavailable(`Computer "${computer.name}" could not be resumed: ${settled.operationError}`);
-      return {};
-    },
   };
+}
+
+/**
+ * Resumes a paused managed computer (one the caller may reach) and answers once it runs again; a
+ * running one is a no-op. A pause in flight is overtaken: the resume queues behind it on the
+ * computer's stack.
+ */
+export async function restartManaged(deps: Pick<ComputersDeps, 'db' | 'clock' | 'queue'>, computer: Computer): Promise<Record<string, never>> {
+  const computerId = computer.id;
+  if (computer.status !== 'active') {
+    throw new Conflict(`Computer "${computer.name}" is ${computer.status}; restart resumes an active computer that was paused`);
+  }
+  const now = deps.clock.now();
+  if (computer.powerState === 'running' && computer.operation === null) {
+    await deps.db.computer.updateMany({ where: { id: computerId, operation: null }, data: { lastActiveAt: now } });
+    return {};
+  }
+  if (computer.operation !== 'resume') {
+    const started = await deps.db.$transaction(async (tx) => {
+      const { count } = await tx.computer.updateMany({
+        where: { id: computerId, deletedAt: null, operation: computer.operation },
+        data: { operation: 'resume', operationDeadline: deadline(now, POWER_TIMEOUT_MS), operationError: null, lastActiveAt: now },
+      });
+      if (count === 1) await deps.queue.send(computerStackJob, { computerId, operation: 'resume' }, { tx });
+      return count === 1;
+    });
+    if (!started) throw new Conflict(`Computer "${computer.name}" changed state meanwhile; try again`);
+  }
+  const settled = await waitForOperation(deps.db, computerId, 'resume', RESTART_WAIT_MS);
+  if (!settled) throw new ServiceUnavailable(`Computer "${computer.name}" is still resuming; try again shortly`);
+  if (settled.operationError) throw new ServiceUnavailable(`Computer "${computer.name}" could not be resumed: ${settled.operationError}`);
+  return {};
 }
 
 /** Queues a computer's provisioning (once: the job id is deterministic). */

@@ -1,6 +1,7 @@
 import type { Principal } from '../../../auth/principal.ts';
 import type { Db } from '../../../db/client.ts';
-import { AppError, BadRequest } from '../../../lib/errors.ts';
+import { AppError, BadRequest, NotFound } from '../../../lib/errors.ts';
+import { liveTemplate } from '../../computer-templates/service.ts';
 import { reachableComputer } from '../access.ts';
 import type { CreateComputerInput } from '../schemas.ts';
 
@@ -37,8 +38,9 @@ export async function applySource(db: Db, principal: Principal, input: CreateCom
     if (from.status !== 'active') throw new BadRequest(`source computer "${from.name}" is ${from.status}; its workspace is copied from an active computer`);
     return { ...plain, source: { kind: 'computer', sourceComputerId: from.id } };
   }
-  const template = await db.computerTemplate.findFirst({ where: { id: source.templateId, organizationId: principal.organizationId, deletedAt: null } });
-  if (!template) throw new BadRequest(`source.templateId ${source.templateId} is not a computer template of this organization`);
+  const template = await liveTemplate(db, principal.organizationId, source.templateId).catch((err: unknown) => {
+    throw err instanceof NotFound ? new BadRequest(`source.templateId ${source.templateId} is not a computer template of this organization`) : err;
+  });
   return {
     provider: input.provider ?? template.provider ?? undefined,
     repos: input.repos ?? template.repos,

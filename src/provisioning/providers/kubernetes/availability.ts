@@ -1,7 +1,7 @@
 import { access } from 'node:fs/promises';
 import { createRequire } from 'node:module';
 import path from 'node:path';
-import { locatePulumiToolchain } from '../../pulumi/toolchain.ts';
+import type { PulumiToolchain } from '../../pulumi/toolchain.ts';
 
 /** Where Kubernetes mounts a pod's service-account token: present when the control plane runs in a cluster. */
 export const IN_CLUSTER_TOKEN = '/var/run/secrets/kubernetes.io/serviceaccount/token';
@@ -16,11 +16,12 @@ export function kubernetesPluginPath(pulumiHome: string): string {
 
 /**
  * What is missing before the provider can run (empty when nothing is): a cluster to talk to —
- * a kubeconfig named by KUBECONFIG or the in-cluster service account — and the Pulumi CLI with
- * the kubernetes plugin. A `~/.kube/config` alone does not count: a developer's personal
- * cluster should not silently become where computers are created.
+ * a kubeconfig named by KUBECONFIG or the in-cluster service account — and the toolchain's
+ * Pulumi CLI with the kubernetes plugin. A `~/.kube/config` alone does not count: a developer's
+ * personal cluster should not silently become where computers are created.
  */
 export async function missingPrerequisites(
+  toolchain: PulumiToolchain,
   env: NodeJS.ProcessEnv = process.env,
   inClusterToken: string = IN_CLUSTER_TOKEN,
 ): Promise<string[]> {
@@ -32,7 +33,6 @@ export async function missingPrerequisites(
   } else if (!env.KUBERNETES_SERVICE_HOST || !(await exists(inClusterToken))) {
     missing.push('no cluster: set KUBECONFIG, or run the control plane in a pod with a service account');
   }
-  const toolchain = locatePulumiToolchain(env);
   if (!(await exists(toolchain.pulumiBin))) missing.push(`the Pulumi CLI is not at ${toolchain.pulumiBin} (bash scripts/pulumi-toolchain.sh)`);
   const plugin = kubernetesPluginPath(toolchain.pulumiHome);
   if (!(await exists(plugin))) missing.push(`the kubernetes plugin is not at ${plugin} (bash scripts/pulumi-deploy-tools.sh)`);

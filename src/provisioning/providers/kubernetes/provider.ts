@@ -1,3 +1,4 @@
+import type { PulumiToolchain } from '../../pulumi/toolchain.ts';
 import type { ManagedProvider } from '../types.ts';
 import { missingPrerequisites } from './availability.ts';
 import { kubernetesComputerProgram } from './program.ts';
@@ -8,7 +9,9 @@ export interface KubernetesProviderOptions {
   settings: KubernetesSettings;
   /** The control plane's encryption key (loadEncryptionKey): the root every computer's host key is derived from. */
   hostKeySecret: Buffer;
-  /** Where KUBECONFIG, KUBERNETES_SERVICE_HOST and AGENTPLANE_PULUMI_HOME are read; this process's by default. */
+  /** The Pulumi CLI and plugins the provisioner runs stacks with. */
+  toolchain: PulumiToolchain;
+  /** Where KUBECONFIG and KUBERNETES_SERVICE_HOST are read; this process's by default. */
   env?: NodeJS.ProcessEnv;
   /** The in-cluster service-account token's path; tests point it elsewhere. */
   inClusterToken?: string;
@@ -18,7 +21,7 @@ export interface KubernetesProviderOptions {
 export function createKubernetesProvider(o: KubernetesProviderOptions): ManagedProvider {
   return {
     name: 'kubernetes',
-    isAvailable: async () => (await missingPrerequisites(o.env, o.inClusterToken)).length === 0,
+    isAvailable: async () => (await missingPrerequisites(o.toolchain, o.env, o.inClusterToken)).length === 0,
     program: kubernetesComputerProgram(o.settings, o.hostKeySecret),
   };
 }

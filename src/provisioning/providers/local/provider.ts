@@ -10,7 +10,7 @@ import type { ComputerProgramInput, ComputerProgramOutputs, ManagedProvider, Pro
 import { cgroupLayout, readCgroup, type CgroupLayout } from './cgroups.ts';
 import { localNames } from './names.ts';
 import { missingLocalPrerequisites } from './prerequisites.ts';
-import { SCRIPTS, type ResourceScripts } from './scripts.ts';
+import { SCRIPTS, scriptEnvironment, type ResourceScripts } from './scripts.ts';
 import { parseSubnet } from './subnet.ts';
 
 export const LOCAL_PROVIDER = 'local';
@@ -43,17 +43,7 @@ export function createLocalProvider(opts: LocalProviderOptions): ManagedProvider
     // Imported inside the program (Pulumi's runtime is running by then), so that loading this
     // provider costs every CLI command nothing.
     const [{ local }, { all }] = await Promise.all([import('@pulumi/command'), import('@pulumi/pulumi')]);
-    const n = localNames(opts.root, input.computerId);
-    const common = {
-      ID: input.computerId,
-      ROOT: opts.root,
-      DIR: n.dir,
-      CG: n.cgroup,
-      NS: n.netns,
-      VETH_HOST: n.vethHost,
-      VETH_GUEST: n.vethGuest,
-      USER_NAME: n.user,
-    };
+    const common = scriptEnvironment(opts.root, input.computerId);
     const command = (
       name: string,
       scripts: ResourceScripts,

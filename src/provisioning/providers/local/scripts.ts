@@ -1,4 +1,5 @@
 import { readFileSync } from 'node:fs';
+import { localNames } from './names.ts';
 
 const read = (name: string) => readFileSync(new URL(`./scripts/${name}.sh`, import.meta.url), 'utf8');
 const lib = read('lib');
@@ -32,3 +33,18 @@ export const SCRIPTS = {
   sshd: resource('sshd'),
   power: resource('power'),
 };
+
+/** The variables every script of a computer reads: its id and the host names derived from it. */
+export function scriptEnvironment(root: string, computerId: string): Record<string, string> {
+  const n = localNames(root, computerId);
+  return {
+    ID: computerId,
+    ROOT: root,
+    DIR: n.dir,
+    CG: n.cgroup,
+    NS: n.netns,
+    VETH_HOST: n.vethHost,
+    VETH_GUEST: n.vethGuest,
+    USER_NAME: n.user,
+  };
+}
