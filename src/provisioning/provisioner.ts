@@ -1,6 +1,6 @@
 import path from 'node:path';
 import { loadConfig, type Config } from '../config.ts';
-import type { SecretBox } from '../lib/secret-box.ts';
+import { createSecretBox, type SecretBox } from '../lib/secret-box.ts';
 import { managedProviders } from './providers/index.ts';
 import { createProviderRegistry, type ProviderRegistry } from './providers/registry.ts';
 import { createComputerStacks, type ComputerStacks } from './pulumi/computer-stacks.ts';
@@ -32,7 +32,12 @@ export function createProvisioner(
     providers: createProviderRegistry(
       managedProviders(config, toolchain, Buffer.from(secrets.derive('kubernetes computer host keys'), 'base64url')),
     ),
-    stacks: createComputerStacks({ ...state, workspacesDir: path.join(config.dataDir, 'pulumi', 'workspaces'), toolchain }),
+    stacks: createComputerStacks({
+      ...state,
+      workspacesDir: path.join(config.dataDir, 'pulumi', 'workspaces'),
+      toolchain,
+      stackKeys: createSecretBox(Buffer.from(secrets.derive('pulumi stack data keys'), 'base64url')),
+    }),
   };
 }
 

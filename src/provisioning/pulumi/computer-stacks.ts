@@ -5,9 +5,11 @@ import { fileURLToPath } from 'node:url';
 import { setTimeout as delay } from 'node:timers/promises';
 import type { EngineEvent, OutputMap, PulumiCommand, Stack } from '@pulumi/pulumi/automation/index.js';
 import type { Logger } from '../../lib/logger.ts';
+import type { SecretBox } from '../../lib/secret-box.ts';
 import type { ComputerProgramInput, ManagedProvider } from '../providers/types.ts';
 import { engineEnv, pulumiCommand } from './engine-env.ts';
 import { repairInterruptedWrites } from './file-backend-repair.ts';
+import { KEEPER_SECRETS_PROVIDER, startStackKeeper, type StackKeeper } from './stack-keeper.ts';
 import type { PulumiStateSettings } from './state-settings.ts';
 import type { PulumiToolchain } from './toolchain.ts';
 
@@ -48,6 +50,11 @@ export interface ComputerStacksOptions extends PulumiStateSettings {
   /** One LocalWorkspace directory per computer lives here. */
   workspacesDir: string;
   toolchain: PulumiToolchain;
+  /**
+   * Wraps the data key of each stack created from now on (see startStackKeeper). Stacks created
+   * with the passphrase keep it: their settings file names it, and the passphrase stays set.
+   */
+  stackKeys: Pick<SecretBox, 'seal' | 'open'>;
 }
 
 // A stack whose lock is held by a live process on this machine (e.g. a CLI orphaned by a killed
@@ -61,6 +68,7 @@ const LIVE_LOCK_WAIT_MS = 120_000;
  */
 export function createComputerStacks(opts: ComputerStacksOptions): ComputerStacks {
   let command: Promise<PulumiCommand> | undefined;
+  let keeper: Promise<StackKeeper> | undefined;
   const envVars = engineEnv({ backendUrl: opts.backendUrl, passphrase: opts.passphrase, toolchain: opts.toolchain });
 
   // A file:// backend is a directory, which Pulumi expects to exist. Made on the first stack
@@ -77,12 +85,14 @@ export function createComputerStacks(opts: ComputerStacksOptions): ComputerStack
       if (repaired.length) log.warn({ stack: input.computerId, files: repaired }, 'removed metadata files a killed Pulumi run left broken');
     }
     command ??= pulumiCommand(opts.toolchain);
+    keeper ??= startStackKeeper(opts.stackKeys);
     const args = { projectName: COMPUTERS_PROJECT, stackName: input.computerId, program: () => provider.program(input) as never };
     const wsOpts = {
       workDir,
       pulumiCommand: await command,
-      envVars,
-      secretsProvider: 'passphrase',
+      envVars: { ...envVars, ...(await keeper).env },
+      // Only `stack init` reads it: an existing stack keeps the provider its settings file names.
+      secretsProvider: KEEPER_SECRETS_PROVIDER,
       projectSettings: { name: COMPUTERS_PROJECT, runtime: 'nodejs' as const, backend: { url: opts.backendUrl } },
     };
     // Loaded on first use, as pulumiCommand is: only processes that run stacks pay for the import.
@@ -99,8 +109,7 @@ export function createComputerStacks(opts: ComputerStacksOptions): ComputerStack
 
   /**
    * `pulumi up`, with the outputs taken from its own engine events. Stack.up would read them
-   * afterwards with two more CLI runs and a history read, and each run derives the passphrase's
-   * key (PBKDF2, a third of a second of CPU): about a third of a computer's provisioning CPU.
+   * afterwards with two more CLI runs and a history read, each opening the stack's secrets manager.
    */
   async function up(stack: Stack, runOpts: StackRunOptions): Promise<OutputMap> {
     let outputs: OutputMap | undefined;

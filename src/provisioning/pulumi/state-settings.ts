@@ -4,7 +4,10 @@ import { pathToFileURL } from 'node:url';
 export interface PulumiStateSettings {
   /** Where stacks' state lives: any backend URL Pulumi accepts (file://, s3://, ...). */
   backendUrl: string;
-  /** Encrypts each stack's secrets; never the Pulumi Cloud. */
+  /**
+   * Encrypts the secrets of stacks created with the passphrase provider (before the stack keeper);
+   * never the Pulumi Cloud. Newer stacks' data keys are wrapped by the keeper instead.
+   */
   passphrase: string;
 }
 
