@@ -16,7 +16,9 @@ const require = createRequire(import.meta.url);
 
 /**
  * The environment for every Pulumi CLI run: offline, with no update check and no plugin
- * downloads, so a missing plugin fails at once instead of waiting on the network.
+ * downloads, so a missing plugin fails at once instead of waiting on the network. Every run
+ * also writes a log file under PULUMI_HOME/logs and first stats every file there (a week's by
+ * default: at ~5k files, 7% of a run's CPU), so a day's are kept.
  */
 export function engineEnv(opts: EngineEnvOptions): Record<string, string> {
   // Dynamic providers need pulumi-resource-pulumi-nodejs, which @pulumi/pulumi ships at its root.
@@ -27,6 +29,7 @@ export function engineEnv(opts: EngineEnvOptions): Record<string, string> {
     PULUMI_CONFIG_PASSPHRASE: opts.passphrase,
     PULUMI_SKIP_UPDATE_CHECK: 'true',
     PULUMI_DISABLE_AUTOMATIC_PLUGIN_ACQUISITION: 'true',
+    PULUMI_LOG_ROTATION_MAX_AGE_DAYS: '1',
     PULUMI_HOME: opts.toolchain.pulumiHome,
     PATH: [opts.toolchain.binDir, nodejsProviderDir, basePath].filter(Boolean).join(path.delimiter),
   };
