@@ -4,6 +4,9 @@ import { newId } from '../../lib/ids.ts';
 
 type Json = Prisma.InputJsonValue;
 
+/** The audit source of a change made through the public API (/api/v0). */
+export const PUBLIC_API_SOURCE = 'public_api_v0';
+
 export interface AuditEntry {
   organizationId: string;
   /** e.g. service_account_change, api_key_lifecycle_change, membership_change, user_limit_change */

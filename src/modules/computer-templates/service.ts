@@ -5,7 +5,7 @@ import type { ComputerTemplate } from '../../generated/prisma/client.ts';
 import type { Clock } from '../../lib/clock.ts';
 import { Conflict, NotFound } from '../../lib/errors.ts';
 import { newId } from '../../lib/ids.ts';
-import { recordAudit } from '../audit/record.ts';
+import { PUBLIC_API_SOURCE, recordAudit } from '../audit/record.ts';
 import type { CreateTemplateInput, UpdateTemplateInput } from './schemas.ts';
 import { templateView } from './views.ts';
 
@@ -14,7 +14,6 @@ export interface TemplatesDeps {
   clock: Clock;
 }
 
-const SOURCE = 'public_api_v0';
 const EVENT = 'computer_template_change';
 
 const nameTaken = (name: string) => new Conflict(`A computer template named "${name}" already exists; choose another name`);
@@ -32,7 +31,7 @@ export function createTemplatesService({ db, clock }: TemplatesDeps) {
     recordAudit(tx, {
       organizationId: principal.organizationId,
       eventType: EVENT,
-      source: SOURCE,
+      source: PUBLIC_API_SOURCE,
       actor: principal,
       target: { templateId: id },
       after: after ? { name: after.name, provider: after.provider, repos: after.repos } : null,

@@ -3,13 +3,12 @@ import type { Db } from '../../db/client.ts';
 import { isUniqueViolation } from '../../db/errors.ts';
 import type { Prisma } from '../../generated/prisma/client.ts';
 import { Conflict } from '../../lib/errors.ts';
-import { recordAudit } from '../audit/record.ts';
+import { PUBLIC_API_SOURCE, recordAudit } from '../audit/record.ts';
 import type { Owner } from './access.ts';
 import type { ComputersDeps } from './deps.ts';
 import type { NewStep } from './steps.ts';
 import { computerView } from './views.ts';
 
-export const AUDIT_SOURCE = 'public_api_v0';
 
 export const nameTaken = (name: string) =>
   new Conflict(`A computer named "${name}" already exists for this owner; choose another name`);
@@ -60,7 +59,7 @@ export async function insertComputer(
       await recordAudit(tx, {
         organizationId: principal.organizationId,
         eventType: 'computer_change',
-        source: AUDIT_SOURCE,
+        source: PUBLIC_API_SOURCE,
         actor: principal,
         target: { computerId: fields.id },
         after: opts.audit,

@@ -3,10 +3,10 @@ import { isUniqueViolation } from '../../db/errors.ts';
 import type { Prisma } from '../../generated/prisma/client.ts';
 import { BadRequest, NotFound } from '../../lib/errors.ts';
 import { newId } from '../../lib/ids.ts';
-import { recordAudit } from '../audit/record.ts';
+import { PUBLIC_API_SOURCE, recordAudit } from '../audit/record.ts';
 import { creatingOwner, ownerOf, reachableComputer } from './access.ts';
 import type { ComputersDeps } from './deps.ts';
-import { assertNameAndHostFree, AUDIT_SOURCE, hostTaken, insertComputer, nameTaken } from './insert.ts';
+import { assertNameAndHostFree, hostTaken, insertComputer, nameTaken } from './insert.ts';
 import { computerSetupJob } from './jobs.ts';
 import { BYOM } from './machines.ts';
 import { managedComputers } from './managed/records.ts';
@@ -17,7 +17,6 @@ import type { CreateComputerInput, UpdateComputerInput } from './schemas.ts';
 import { byomSteps } from './steps.ts';
 import { computerView } from './views.ts';
 
-const SOURCE = AUDIT_SOURCE;
 
 
 /** Computers as records: create (register), list, read, rename, delete. */
@@ -143,7 +142,7 @@ export function computerRecords(deps: ComputersDeps) {
           await recordAudit(tx, {
             organizationId: principal.organizationId,
             eventType: 'computer_change',
-            source: SOURCE,
+            source: PUBLIC_API_SOURCE,
             actor: principal,
             target: { computerId },
             before: { name: computer.name, hostId: computer.hostId, remoteUser: computer.remoteUser },

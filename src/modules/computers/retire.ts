@@ -1,11 +1,10 @@
 import type { Principal } from '../../auth/principal.ts';
 import type { Db } from '../../db/client.ts';
 import type { Computer } from '../../generated/prisma/client.ts';
-import { recordAudit } from '../audit/record.ts';
+import { PUBLIC_API_SOURCE, recordAudit } from '../audit/record.ts';
 import type { ComputersDeps } from './deps.ts';
 import { BYOM } from './machines.ts';
 import { scheduleTeardown } from './managed/records.ts';
-import { AUDIT_SOURCE } from './insert.ts';
 
 export type RetireDeps = Pick<ComputersDeps, 'queue' | 'managed'>;
 
@@ -32,7 +31,7 @@ export async function retireComputer(tx: Db, deps: RetireDeps, actor: Principal,
   await recordAudit(tx, {
     organizationId: computer.organizationId,
     eventType: 'computer_change',
-    source: AUDIT_SOURCE,
+    source: PUBLIC_API_SOURCE,
     actor,
     target: { computerId: computer.id },
     before: { name: computer.name, providerType: computer.providerType },

@@ -1,6 +1,6 @@
 import type { Principal } from '../../auth/principal.ts';
 import type { Db } from '../../db/client.ts';
-import { recordAudit } from '../audit/record.ts';
+import { PUBLIC_API_SOURCE, recordAudit } from '../audit/record.ts';
 import { lockOrganization } from './organization-lock.ts';
 import {
   UserLimitEntrySchema,
@@ -11,7 +11,6 @@ import {
 } from './schemas.ts';
 import type { OrganizationDeps } from './service.ts';
 
-const SOURCE = 'public_api_v0';
 
 const toNumber = (limit: bigint | null) => (limit === null ? null : Number(limit));
 const toBigInt = (limit: number | null) => (limit === null ? null : BigInt(limit));
@@ -31,7 +30,7 @@ export async function setGlobalLimit(deps: OrganizationDeps, actor: Principal, l
       await recordAudit(tx, {
         organizationId: org.id,
         eventType: 'user_limit_change',
-        source: SOURCE,
+        source: PUBLIC_API_SOURCE,
         actor,
         target: { organizationId: org.id },
         before: { limit: before },
@@ -117,7 +116,7 @@ async function applyUserLimit(
   await recordAudit(tx, {
     organizationId: membership.organizationId,
     eventType: 'user_limit_change',
-    source: SOURCE,
+    source: PUBLIC_API_SOURCE,
     actor,
     target: { membershipId: membership.id, userId: membership.userId, email: membership.user.email },
     before: { limit: before },

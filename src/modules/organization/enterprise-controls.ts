@@ -5,7 +5,7 @@ import type { Prisma } from '../../db/client.ts';
 import { decodeOpaqueCursor, encodeOpaqueCursor, type PageQuery, type Pagination } from '../../http/pagination.ts';
 import { Forbidden } from '../../lib/errors.ts';
 import { newId } from '../../lib/ids.ts';
-import { recordAudit } from '../audit/record.ts';
+import { PUBLIC_API_SOURCE, recordAudit } from '../audit/record.ts';
 import { lockOrganization } from './organization-lock.ts';
 import type { OrganizationDeps } from './service.ts';
 
@@ -57,7 +57,7 @@ export async function setEnterpriseControls(deps: OrganizationDeps, actor: Princ
     await recordAudit(tx, {
       organizationId: org.id,
       eventType: 'managed_settings_change',
-      source: 'public_api_v0',
+      source: PUBLIC_API_SOURCE,
       actor,
       target: { organizationId: org.id },
       before: { revision: org.enterpriseRevision, settings: current as Prisma.InputJsonObject },

@@ -4,12 +4,11 @@ import type { Membership, User } from '../../generated/prisma/client.ts';
 import { pageQuery, toPage, type PageQuery } from '../../http/pagination.ts';
 import { Conflict, Forbidden, NotFound } from '../../lib/errors.ts';
 import { newId } from '../../lib/ids.ts';
-import { recordAudit } from '../audit/record.ts';
+import { PUBLIC_API_SOURCE, recordAudit } from '../audit/record.ts';
 import { lockOrganization } from './organization-lock.ts';
 import type { InviteBody, InviteResult, OrganizationUser } from './schemas.ts';
 import type { OrganizationDeps } from './service.ts';
 
-const SOURCE = 'public_api_v0';
 
 export async function listUsers(deps: OrganizationDeps, actor: Principal, page: PageQuery) {
   const q = pageQuery(page);
@@ -143,7 +142,7 @@ function membershipAudit(actor: Principal, m: Membership & { user: User }, at: D
   return {
     organizationId: m.organizationId,
     eventType: 'membership_change',
-    source: SOURCE,
+    source: PUBLIC_API_SOURCE,
     actor,
     target: { membershipId: m.id, userId: m.userId, email: m.user.email },
     at,

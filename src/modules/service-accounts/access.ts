@@ -5,7 +5,6 @@ import { BadRequest, NotFound, PaymentRequired } from '../../lib/errors.ts';
 import { entitlementsOf } from '../organization/entitlements.ts';
 
 /** Audit vocabulary of this module. */
-export const AUDIT_SOURCE = 'public_api_v0';
 export const ACCOUNT_EVENT = 'service_account_change';
 export const KEY_EVENT = 'api_key_lifecycle_change';
 

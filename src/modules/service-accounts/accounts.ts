@@ -4,14 +4,13 @@ import type { Db } from '../../db/client.ts';
 import type { ServiceAccount } from '../../generated/prisma/client.ts';
 import { Conflict } from '../../lib/errors.ts';
 import { newId } from '../../lib/ids.ts';
-import { recordAudit } from '../audit/record.ts';
+import { PUBLIC_API_SOURCE, recordAudit } from '../audit/record.ts';
 import { retireServiceAccountComputers } from '../computers/retire.ts';
 import {
   accountNotFound,
   ACCOUNT_EVENT,
   actorId,
   assertServiceAccountsPlan,
-  AUDIT_SOURCE,
   requireServiceAccountsPlan,
 } from './access.ts';
 import { accountRowOf, LISTED_ACCOUNTS, type ListedAccountsRow } from './reads.ts';
@@ -90,7 +89,7 @@ export function accountOperations({ db, clock, reads, computers, gateway }: Serv
           await recordAudit(tx, {
             organizationId,
             eventType: ACCOUNT_EVENT,
-            source: AUDIT_SOURCE,
+            source: PUBLIC_API_SOURCE,
             actor,
             target: { serviceAccountId: row.id, name: row.name },
             before: null,
@@ -134,7 +133,7 @@ export function accountOperations({ db, clock, reads, computers, gateway }: Serv
         await recordAudit(tx, {
           organizationId,
           eventType: ACCOUNT_EVENT,
-          source: AUDIT_SOURCE,
+          source: PUBLIC_API_SOURCE,
           actor,
           target: { serviceAccountId: id, name: current.name },
           before,
@@ -181,7 +180,7 @@ export function accountOperations({ db, clock, reads, computers, gateway }: Serv
         await recordAudit(tx, {
           organizationId,
           eventType: ACCOUNT_EVENT,
-          source: AUDIT_SOURCE,
+          source: PUBLIC_API_SOURCE,
           actor,
           target: { serviceAccountId: id, name: current.name },
           before: serviceAccountView(current),

@@ -2,11 +2,10 @@ import { issueApiKey } from '../../auth/issue-api-key.ts';
 import type { Principal } from '../../auth/principal.ts';
 import type { Db } from '../../db/client.ts';
 import { BadRequest, Conflict } from '../../lib/errors.ts';
-import { recordAudit } from '../audit/record.ts';
+import { PUBLIC_API_SOURCE, recordAudit } from '../audit/record.ts';
 import {
   accountNotFound,
   assertServiceAccountsPlan,
-  AUDIT_SOURCE,
   futureExpiry,
   KEY_EVENT,
   keyNotFound,
@@ -81,7 +80,7 @@ export function apiKeyOperations({ db, clock }: ServiceAccountsDeps) {
         await recordAudit(tx, {
           organizationId,
           eventType: KEY_EVENT,
-          source: AUDIT_SOURCE,
+          source: PUBLIC_API_SOURCE,
           actor,
           target: { serviceAccountId, apiKeyId: key.id, name: key.name },
           before: null,
@@ -111,7 +110,7 @@ export function apiKeyOperations({ db, clock }: ServiceAccountsDeps) {
         await recordAudit(tx, {
           organizationId,
           eventType: KEY_EVENT,
-          source: AUDIT_SOURCE,
+          source: PUBLIC_API_SOURCE,
           actor,
           target: { serviceAccountId, apiKeyId: keyId, name: before.name },
           before: apiKeyView(before),
@@ -163,7 +162,7 @@ export function apiKeyOperations({ db, clock }: ServiceAccountsDeps) {
         await recordAudit(tx, {
           organizationId,
           eventType: KEY_EVENT,
-          source: AUDIT_SOURCE,
+          source: PUBLIC_API_SOURCE,
           actor,
           target: { serviceAccountId, apiKeyId: keyId, name: old.name },
           before: apiKeyView(old),

@@ -9,7 +9,7 @@ import type { Clock } from '../../lib/clock.ts';
 import { BadRequest, GatewayTimeout, NotFound, TooManyRequests } from '../../lib/errors.ts';
 import { newId } from '../../lib/ids.ts';
 import { recordEvents } from '../analytics/events.ts';
-import { recordAudit } from '../audit/record.ts';
+import { PUBLIC_API_SOURCE, recordAudit } from '../audit/record.ts';
 import { ownerOf, reachableComputer } from '../computers/access.ts';
 import { machineUnavailable, targetFor, type MachineDeps } from '../computers/machines.ts';
 import { reachableSession } from './access.ts';
@@ -39,7 +39,6 @@ export interface SessionsDeps {
   waitPollMs?: number;
 }
 
-const SOURCE = 'public_api_v0';
 const DAY_MS = 86_400_000;
 
 function cwdError(cwd: string, problem: string): BadRequest {
@@ -216,7 +215,7 @@ export function createSessionsService(deps: SessionsDeps) {
         await recordAudit(tx, {
           organizationId: principal.organizationId,
           eventType: 'session_change',
-          source: SOURCE,
+          source: PUBLIC_API_SOURCE,
           actor: principal,
           target: { sessionId: session.id },
           payload: { action: 'deleted', purgeAfter: purgeAfter.toISOString() },
@@ -237,7 +236,7 @@ export function createSessionsService(deps: SessionsDeps) {
         await recordAudit(tx, {
           organizationId: principal.organizationId,
           eventType: 'session_change',
-          source: SOURCE,
+          source: PUBLIC_API_SOURCE,
           actor: principal,
           target: { sessionId: session.id },
           payload: { action: 'restored' },
