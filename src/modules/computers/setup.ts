@@ -49,9 +49,7 @@ export async function runComputerSetup(deps: ComputerJobDeps, computerId: string
         await updateStep(deps.db, computerId, STEP.connect, { status: 'running', error: `waiting for the machine: ${err.message}` });
         throw err;
       }
-      await updateStep(deps.db, computerId, STEP.connect, { status: 'failed', error: messageOf(err), completedAt: now() });
-      await skipRemaining(deps, computerId, 'the machine could not be reached');
-      await settleProvisioning(deps.db, computerId, now());
+      await failProvisioning(deps, computerId, { step: STEP.connect, err }, 'the machine could not be reached');
       return;
     }
     await updateStep(deps.db, computerId, STEP.connect, { status: 'completed', error: null, completedAt: now() });
@@ -63,9 +61,7 @@ export async function runComputerSetup(deps: ComputerJobDeps, computerId: string
     home = await prepareWorkspace(deps, target, ctx.signal);
   } catch (err) {
     if (ctx.signal.aborted || (err instanceof SshError && ctx.attempt <= retryLimit)) throw err;
-    await updateStep(deps.db, computerId, STEP.verify, { status: 'failed', error: messageOf(err), startedAt: verify?.startedAt ?? now(), completedAt: now() });
-    await skipRemaining(deps, computerId, 'the workspace could not be prepared');
-    await settleProvisioning(deps.db, computerId, now());
+    await failProvisioning(deps, computerId, { step: STEP.verify, err, startedAt: verify?.startedAt ?? now() }, 'the workspace could not be prepared');
     return;
   }
   if (verify) {
@@ -159,11 +155,23 @@ async function adoptHostId(deps: ComputerJobDeps, id: string, organizationId: st
   if (!clash) await deps.db.computer.update({ where: { id }, data: { hostId, liveHostId: hostId } });
 }
 
-export async function skipRemaining(deps: Pick<ComputerJobDeps, 'db'>, computerId: string, reason: string) {
+/**
+ * Ends provisioning at a step that failed: the step says why, every step after it is skipped with
+ * `reason`, and the computer settles (to `error`).
+ */
+export async function failProvisioning(
+  deps: Pick<ComputerJobDeps, 'db' | 'clock'>,
+  computerId: string,
+  failed: { step: string; err: unknown; startedAt?: Date },
+  reason: string,
+) {
+  const at = deps.clock.now();
+  await updateStep(deps.db, computerId, failed.step, { status: 'failed', error: messageOf(failed.err), startedAt: failed.startedAt, completedAt: at });
   await deps.db.provisioningStep.updateMany({
     where: { computerId, status: 'pending' },
     data: { status: 'skipped', error: reason },
   });
+  await settleProvisioning(deps.db, computerId, at);
 }
 
 function messageOf(err: unknown): string {

@@ -1,7 +1,7 @@
 import type { JobContext } from '../../../jobs/job.ts';
 import type { ComputerJobDeps } from '../job-deps.ts';
 import { targetFor } from '../machines.ts';
-import { programInput } from './program-input.ts';
+import { programInput, providerOf } from './program-input.ts';
 import { SSH_WAIT_MS } from './settings.ts';
 import { waitForSsh } from './wait-for-ssh.ts';
 
@@ -14,9 +14,7 @@ export async function runPowerChange(deps: ComputerJobDeps, computerId: string, 
   if (!computer) return;
   const running = operation === 'resume';
   try {
-    const provider = deps.provisioner.providers.get(computer.providerType);
-    if (!provider) throw new Error(`provider ${computer.providerType} is not configured on this control plane`);
-    await deps.provisioner.stacks.up(provider, programInput(computer, running), { signal: ctx.signal, log: ctx.log });
+    await deps.provisioner.stacks.up(providerOf(deps.provisioner.providers, computer), programInput(computer, running), { signal: ctx.signal, log: ctx.log });
     if (running) {
       const target = await targetFor(deps, { ...computer, powerState: 'running' });
       await waitForSsh(deps.ssh, target, { signal: ctx.signal, timeoutMs: SSH_WAIT_MS });

@@ -1,11 +1,10 @@
 import type { JobContext } from '../../../jobs/job.ts';
 import { describeHostKey } from '../../../provisioning/ssh/index.ts';
 import type { ComputerJobDeps } from '../job-deps.ts';
-import { runComputerSetup, skipRemaining } from '../setup.ts';
+import { failProvisioning, runComputerSetup } from '../setup.ts';
 import { STEP, updateStep } from '../steps.ts';
 import { computerStackJob } from './jobs.ts';
-import { programInput } from './program-input.ts';
-import { settleProvisioning } from './settle.ts';
+import { programInput, providerOf } from './program-input.ts';
 
 /**
  * Provisioning: `pulumi up` of the computer's stack (the infrastructure step), then the set-up
@@ -21,9 +20,7 @@ export async function runProvision(deps: ComputerJobDeps, computerId: string, ct
   if (step && step.status !== 'completed') {
     await updateStep(deps.db, computerId, STEP.infrastructure, { status: 'running', error: null, startedAt: step.startedAt ?? now() });
     try {
-      const provider = deps.provisioner.providers.get(computer.providerType);
-      if (!provider) throw new Error(`provider ${computer.providerType} is not configured on this control plane`);
-      const endpoint = await deps.provisioner.stacks.up(provider, programInput(computer, true), {
+      const endpoint = await deps.provisioner.stacks.up(providerOf(deps.provisioner.providers, computer), programInput(computer, true), {
         signal: ctx.signal,
         log: ctx.log,
         fresh: !step.startedAt,
@@ -44,13 +41,7 @@ export async function runProvision(deps: ComputerJobDeps, computerId: string, ct
     } catch (err) {
       if (ctx.signal.aborted) throw err;
       ctx.log.warn({ err, computerId }, 'creating the computer failed');
-      await updateStep(deps.db, computerId, STEP.infrastructure, {
-        status: 'failed',
-        error: err instanceof Error ? err.message : String(err),
-        completedAt: now(),
-      });
-      await skipRemaining(deps, computerId, 'the computer could not be created');
-      await settleProvisioning(deps.db, computerId, now());
+      await failProvisioning(deps, computerId, { step: STEP.infrastructure, err }, 'the computer could not be created');
       return;
     }
   }

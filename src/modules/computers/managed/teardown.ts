@@ -1,7 +1,7 @@
 import type { JobContext } from '../../../jobs/job.ts';
 import type { ComputerJobDeps } from '../job-deps.ts';
 import { STEP, updateStep } from '../steps.ts';
-import { programInput } from './program-input.ts';
+import { programInput, providerOf } from './program-input.ts';
 
 /**
  * `pulumi destroy` and removal of a deleted computer's stack. A failure is recorded on the
@@ -14,9 +14,8 @@ export async function runTeardown(deps: ComputerJobDeps, computerId: string, ctx
   const now = () => deps.clock.now();
   await updateStep(deps.db, computerId, STEP.teardown, { status: 'running', startedAt: now(), completedAt: null });
   try {
-    const provider = deps.provisioner.providers.get(computer.providerType);
-    if (!provider) throw new Error(`provider ${computer.providerType} is not configured on this control plane; its stack ${computer.id} waits for it`);
-    await deps.provisioner.stacks.destroy(provider, programInput(computer), { signal: ctx.signal, log: ctx.log });
+    // Without its provider the stack stays, and the teardown is retried until one is configured.
+    await deps.provisioner.stacks.destroy(providerOf(deps.provisioner.providers, computer), programInput(computer), { signal: ctx.signal, log: ctx.log });
   } catch (err) {
     const message = err instanceof Error ? err.message : String(err);
     await updateStep(deps.db, computerId, STEP.teardown, { status: 'failed', error: `attempt ${ctx.attempt}: ${message}`, completedAt: now() });
