@@ -45,13 +45,12 @@ describe.skipIf(skip)('managed computers on the local provider, through HTTP wit
 
   beforeAll(async () => {
     if (missing) throw new Error(missing);
-    [api, git] = await Promise.all([
-      startTestApi('pglite', {
-        worker: true,
-        env: { AGENTPLANE_LOCAL_PROVIDER: 'true', AGENTPLANE_COMPUTER_CPUS: '0.5', AGENTPLANE_COMPUTER_MEMORY_MIB: '256' },
-      }),
-      startGitDaemon({ app: { 'README.md': '# app\n' } }),
-    ]);
+    // One after the other: a failure of the second leaves the first assigned, for afterAll to stop.
+    api = await startTestApi('pglite', {
+      worker: true,
+      env: { AGENTPLANE_LOCAL_PROVIDER: 'true', AGENTPLANE_COMPUTER_CPUS: '0.5', AGENTPLANE_COMPUTER_MEMORY_MIB: '256' },
+    });
+    git = await startGitDaemon({ app: { 'README.md': '# app\n' } });
     // Computers' homes live under the data directory; their users must be able to reach them.
     chmodSync(api.dataDir, 0o711);
     as = api.acme.members.user.apiKey;
