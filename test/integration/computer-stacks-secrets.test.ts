@@ -79,6 +79,19 @@ describe.skipIf(skip)("computer stacks' secrets provider", () => {
     expect(existsSync(stateFile(id))).toBe(false);
   });
 
+  it('is updated and destroyed by a replica that never saw its workspace directory', { timeout: 180_000 }, async () => {
+    const id = 'cmp_otherreplica00000001';
+    await stacks().up(provider, input(id), { log, fresh: true });
+    // Another replica shares the backend but has a data directory of its own.
+    const replica = createComputerStacks({ backendUrl, passphrase: PASSPHRASE, workspacesDir: path.join(dir, 'replica'), toolchain, stackKeys });
+    expect((await replica.up(provider, input(id), { log })).host).toBe('127.0.0.1');
+    const state = JSON.parse(await readFile(stateFile(id), 'utf8')).checkpoint.latest;
+    expect(state.secrets_providers).toMatchObject({ type: 'cloud', state: { url: 'hashivault://agentplane-stacks' } });
+    expect(JSON.stringify(state)).not.toContain(SECRET);
+    await replica.destroy(provider, input(id), { log });
+    expect(existsSync(stateFile(id))).toBe(false);
+  });
+
   it('still updates and destroys a stack created with the passphrase provider', { timeout: 180_000 }, async () => {
     const id = 'cmp_passphrasestack00001';
     // Made as the control plane made stacks before the keeper: passphrase provider, same layout.
