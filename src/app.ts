@@ -81,7 +81,7 @@ export function createApp(deps: AppDeps) {
       }),
     ),
     ...templateRoutes(createTemplatesService({ db: deps.prisma, clock: deps.clock })),
-    ...organizationRoutes(createOrganizationService({ db: deps.prisma, clock: deps.clock })),
+    ...organizationRoutes(createOrganizationService({ db: deps.prisma, clock: deps.clock, secrets: deps.machines.secrets })),
     ...analyticsRoutes(createAnalyticsService({ db: deps.prisma, clock: deps.clock })),
     ...readinessRoutes(
       createReadinessService({

@@ -3,7 +3,12 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { issueApiKey } from '../../src/auth/issue-api-key.ts';
 import type { Role } from '../../src/auth/principal.ts';
 import { fixedClock } from '../../src/lib/clock.ts';
+import { withSqlConnection } from '../../src/db/client.ts';
 import { newId } from '../../src/lib/ids.ts';
+import { recordAudit } from '../../src/modules/audit/record.ts';
+import { openCustomModelKeys } from '../../src/modules/organization/custom-model-keys.ts';
+import { resolveModel } from '../../src/modules/sessions/models.ts';
+import fs from 'node:fs';
 import { createOrgFixture, JWT_SECRET, startTestApi, type OrgFixture, type TestApi } from '../support/api.ts';
 import { BACKENDS } from '../support/test-db.ts';
 
@@ -619,6 +624,122 @@ describe.each(BACKENDS)('organization management on %s', (backend) => {
       const current = await db().organization.findUniqueOrThrow({ where: { id: org.id } });
       expect(current.enterpriseRevision).toBe(6);
       expect(current.enterpriseSettings).toEqual(changes.find((c) => c.revision === 6)!.settings);
+    });
+
+    describe('custom model API keys', () => {
+      const KEY = 'sk-house-0123456789abcd';
+      const NEW_KEY = 'sk-house-rotated-zz9999';
+      const house = { id: 'house', model: 'house-llm', baseUrl: 'http://127.0.0.1:9/v1' };
+      const stored = async (orgId: string) => (await db().organization.findUniqueOrThrow({ where: { id: orgId } })).enterpriseSettings as any;
+      /** The key a turn would call the model with. */
+      const turnKey = async (orgId: string, id = 'custom:house') =>
+        resolveModel(id, openCustomModelKeys(await stored(orgId), api.machines.secrets), {}).config.apiKey;
+      /** Every place a settings document is written or answered, as one string to search. */
+      const everywhere = async (org: OrgFixture) =>
+        JSON.stringify([
+          await stored(org.id),
+          (await call('GET', CONTROLS, { as: org.members.owner.apiKey })).body,
+          (await call('GET', HISTORY, { as: org.members.owner.apiKey })).body,
+          await db().enterpriseControlChange.findMany({ where: { organizationId: org.id } }),
+          await audits(org.id, 'managed_settings_change'),
+        ]);
+
+      it('seals the key: stored, answered, snapshotted and audited only masked; a GET sent back keeps it', async () => {
+        const org = await freshOrg();
+        const as = org.members.owner.apiKey;
+        const put = await call('PUT', CONTROLS, { as, body: { settings: { customModels: [{ ...house, apiKey: KEY }, { id: 'local', model: 'm', baseUrl: 'http://x' }] } } });
+        expect(put.status, put.body.detail).toBe(200);
+        expect(put.body).toEqual({ revision: 1, settings: { customModels: [{ ...house, apiKey: '••••abcd' }, { id: 'local', model: 'm', baseUrl: 'http://x' }] } });
+        expect((await call('GET', CONTROLS, { as })).body).toEqual(put.body);
+        expect((await call('GET', HISTORY, { as })).body.changes[0].settings).toEqual(put.body.settings);
+        const [audit] = await audits(org.id, 'managed_settings_change');
+        expect(audit).toMatchObject({ after: { settings: put.body.settings }, payload: { updatedKeys: ['customModels'] } });
+        const raw = await stored(org.id);
+        expect(raw.customModels[0].apiKeyCiphertext).toMatch(/^v1\./);
+        expect(await turnKey(org.id)).toBe(KEY);
+        expect(await turnKey(org.id, 'custom:local')).toBe('none');
+        expect(await everywhere(org)).not.toContain(KEY);
+        expect(JSON.stringify([(await call('GET', HISTORY, { as })).body, await audits(org.id, 'managed_settings_change')])).not.toContain('apiKeyCiphertext');
+
+        // The answer sent back, or the same key in plain text, is no change.
+        expect((await call('PUT', CONTROLS, { as, body: { settings: put.body.settings } })).body.revision).toBe(1);
+        expect((await call('PUT', CONTROLS, { as, body: { settings: { customModels: [{ ...house, apiKey: KEY }, put.body.settings.customModels[1]] } } })).body.revision).toBe(1);
+        // Edited around the mask, or with apiKey left out, the stored key stays as it was.
+        const edited = await call('PUT', CONTROLS, { as, body: { settings: { customModels: [{ ...put.body.settings.customModels[0], maxOutputTokens: 2048 }] } } });
+        expect(edited.body).toEqual({ revision: 2, settings: { customModels: [{ ...house, apiKey: '••••abcd', maxOutputTokens: 2048 }] } });
+        expect((await stored(org.id)).customModels[0].apiKeyCiphertext).toBe(raw.customModels[0].apiKeyCiphertext);
+        const omitted = await call('PUT', CONTROLS, { as, body: { settings: { customModels: [house] } } });
+        expect(omitted.body).toEqual({ revision: 3, settings: { customModels: [{ ...house, apiKey: '••••abcd' }] } });
+        expect(await turnKey(org.id)).toBe(KEY);
+
+        // A new key replaces it; null removes it.
+        const rotated = await call('PUT', CONTROLS, { as, body: { settings: { customModels: [{ ...house, apiKey: NEW_KEY }] } } });
+        expect(rotated.body).toEqual({ revision: 4, settings: { customModels: [{ ...house, apiKey: '••••9999' }] } });
+        expect(await turnKey(org.id)).toBe(NEW_KEY);
+        const removed = await call('PUT', CONTROLS, { as, body: { settings: { customModels: [{ ...house, apiKey: null }] } } });
+        expect(removed.body).toEqual({ revision: 5, settings: { customModels: [house] } });
+        expect(await stored(org.id)).toEqual({ customModels: [house] });
+        expect(await turnKey(org.id)).toBe('none');
+        const short = await call('PUT', CONTROLS, { as, body: { settings: { customModels: [{ ...house, apiKey: 'abc123' }] } } });
+        expect(short.body.settings.customModels[0].apiKey).toBe('••••');
+        const all = await everywhere(org);
+        for (const secret of [KEY, NEW_KEY, 'abc123']) expect(all).not.toContain(secret);
+      });
+
+      it('answers 400 for a key it cannot take, changing nothing', async () => {
+        const org = await freshOrg();
+        const as = org.members.owner.apiKey;
+        await call('PUT', CONTROLS, { as, body: { settings: { customModels: [{ ...house, apiKey: KEY }] } } });
+        const before = await stored(org.id);
+        const bad: [unknown, RegExp][] = [
+          [{ ...house, apiKey: '••••zzzz' }, /customModels\[0\]\.apiKey .* masked key/],
+          [{ ...house, id: 'renamed', apiKey: '••••abcd' }, /custom model "renamed" has no stored key/],
+          [{ ...house, apiKey: 42 }, /customModels\[0\]\.apiKey must be a non-empty string, null to remove/],
+          [{ ...house, apiKey: '' }, /must be a non-empty string/],
+          [{ ...house, apiKeyCiphertext: before.customModels[0].apiKeyCiphertext }, /apiKeyCiphertext is written by the server/],
+        ];
+        for (const [entry, detail] of bad) {
+          const res = await call('PUT', CONTROLS, { as, body: { settings: { customModels: [entry] } } });
+          expect(res.status, JSON.stringify(entry)).toBe(400);
+          expect(res.body.detail).toMatch(detail);
+        }
+        expect(await stored(org.id)).toEqual(before);
+        expect((await call('GET', CONTROLS, { as })).body.revision).toBe(1);
+        expect(await db().enterpriseControlChange.count({ where: { organizationId: org.id } })).toBe(1);
+        expect(await audits(org.id, 'managed_settings_change')).toHaveLength(1);
+      });
+
+      it('masks keys stored before sealing on every read, seals them on the next PUT, and the migration masks old copies', async () => {
+        const org = await freshOrg();
+        const as = org.members.owner.apiKey;
+        const legacy = { customModels: [{ ...house, apiKey: KEY }] };
+        const now = clock.now();
+        await db().organization.update({ where: { id: org.id }, data: { enterpriseSettings: legacy, enterpriseRevision: 1 } });
+        await db().enterpriseControlChange.create({
+          data: { id: newId('ecc'), organizationId: org.id, revision: 1, settings: legacy, userId: org.members.owner.userId, userEmail: org.members.owner.email, createdAt: now },
+        });
+        await recordAudit(db(), {
+          organizationId: org.id, eventType: 'managed_settings_change', source: 'public_api_v0', target: { organizationId: org.id },
+          before: { revision: 0, settings: {} }, after: { revision: 1, settings: legacy }, at: now,
+        });
+        const masked = { customModels: [{ ...house, apiKey: '••••abcd' }] };
+        const got = await call('GET', CONTROLS, { as });
+        expect(got.body).toEqual({ revision: 1, settings: masked });
+        expect((await call('GET', HISTORY, { as })).body.changes[0].settings).toEqual(masked);
+        expect(await turnKey(org.id)).toBe(KEY);
+
+        const migration = fs.readFileSync(new URL('../../prisma/migrations/20261124000000_mask_custom_model_keys/migration.sql', import.meta.url), 'utf8');
+        await withSqlConnection(api.db, (conn) => conn.exec(migration));
+        expect((await db().enterpriseControlChange.findFirstOrThrow({ where: { organizationId: org.id } })).settings).toEqual(masked);
+        expect((await audits(org.id, 'managed_settings_change'))[0]!.after).toEqual({ revision: 1, settings: masked });
+
+        // The GET sent back changes nothing but the storage: the key is sealed, the revision stays.
+        expect((await call('PUT', CONTROLS, { as, body: { settings: got.body.settings } })).body).toEqual(got.body);
+        expect((await stored(org.id)).customModels[0].apiKeyCiphertext).toMatch(/^v1\./);
+        expect(await db().enterpriseControlChange.count({ where: { organizationId: org.id } })).toBe(1);
+        expect(await turnKey(org.id)).toBe(KEY);
+        expect(await everywhere(org)).not.toContain(KEY);
+      });
     });
 
     it('rejects malformed bodies with 400, and service accounts with 403, changing nothing', async () => {

@@ -283,6 +283,27 @@ describe.skipIf(skipMachineTests).each(BACKENDS)('agent turns through the API on
     expect((await session(id)).sessionSettings.tokenUsage.serviceCredits).toBe(110);
   });
 
+  it('keeps calling a custom model with its key after the masked settings are edited and sent back', async () => {
+    const owner = api.acme.members.owner.apiKey;
+    const controls = '/api/v0/organization/enterprise-controls';
+    await api.call('PUT', controls, { as: owner, body: { settings: { customModels: [{ id: 'house', model: 'house-llm-7b', baseUrl: model.baseUrl, apiKey: model.apiKey }] } } });
+    const got = (await api.call('GET', controls, { as: owner })).body;
+    expect(got.settings.customModels[0].apiKey).toBe(`••••${model.apiKey.slice(-4)}`);
+    const put = await api.call('PUT', controls, {
+      as: owner,
+      body: { settings: { ...got.settings, customModels: [{ ...got.settings.customModels[0], model: 'house-llm-8b' }] } },
+    });
+    expect(put.status, put.body.detail).toBe(200);
+    const org = await api.db.prisma.organization.findUniqueOrThrow({ where: { id: api.acme.id } });
+    expect(JSON.stringify(org.enterpriseSettings)).not.toContain(model.apiKey);
+
+    const id = await newSession({ model: 'custom:house' });
+    model.enqueue({ text: 'Still here.' });
+    expect((await send(id, { text: 'hi', waitForCompletion: true, waitTimeoutMs: 20_000 })).body.status).toBe('idle');
+    expect(model.requests[0]!.body.model).toBe('house-llm-8b');
+    expect(model.requests[0]!.headers.authorization).toBe(`Bearer ${model.apiKey}`);
+  });
+
   it('an interrupt that arrives before the turn starts cancels it, leaving the message unanswered', async () => {
     const id = await newSession();
     const now = new Date();

@@ -6,6 +6,7 @@ import { decodeOpaqueCursor, encodeOpaqueCursor, type PageQuery, type Pagination
 import { Forbidden } from '../../lib/errors.ts';
 import { newId } from '../../lib/ids.ts';
 import { PUBLIC_API_SOURCE, recordAudit } from '../audit/record.ts';
+import { redactCustomModelKeys, sealCustomModelKeys, sealLegacyCustomModelKeys } from './custom-model-keys.ts';
 import { lockOrganization } from './organization-lock.ts';
 import type { OrganizationDeps } from './service.ts';
 
@@ -17,7 +18,7 @@ function asSettings(value: Prisma.JsonValue): Settings {
 
 export async function getEnterpriseControls(deps: OrganizationDeps, actor: Principal) {
   const org = await deps.db.organization.findUniqueOrThrow({ where: { id: actor.organizationId } });
-  return { revision: org.enterpriseRevision, settings: asSettings(org.enterpriseSettings) };
+  return { revision: org.enterpriseRevision, settings: redactCustomModelKeys(asSettings(org.enterpriseSettings)) };
 }
 
 /**
@@ -32,22 +33,30 @@ export async function setEnterpriseControls(deps: OrganizationDeps, actor: Princ
   return deps.db.$transaction(async (tx) => {
     const now = deps.clock.now();
     const org = await lockOrganization(tx, actor.organizationId);
-    const current = asSettings(org.enterpriseSettings);
-    if (isDeepStrictEqual(current, settings)) return { revision: org.enterpriseRevision, settings: current };
+    const stored = asSettings(org.enterpriseSettings);
+    const current = sealLegacyCustomModelKeys(stored, deps.secrets);
+    const next = sealCustomModelKeys(settings, current, deps.secrets);
+    if (isDeepStrictEqual(current, next)) {
+      // Keys stored before sealing are sealed now, without a revision: the document has not changed.
+      if (current !== stored) {
+        await tx.organization.update({ where: { id: org.id }, data: { enterpriseSettings: current as Prisma.InputJsonObject } });
+      }
+      return { revision: org.enterpriseRevision, settings: redactCustomModelKeys(current) };
+    }
     const revision = org.enterpriseRevision + 1;
     const user = await tx.user.findUniqueOrThrow({ where: { id: actor.userId } });
     const name = [user.firstName, user.lastName].filter(Boolean).join(' ') || null;
-    const snapshot = settings as Prisma.InputJsonObject;
+    const shown = redactCustomModelKeys(next) as Prisma.InputJsonObject;
     await tx.organization.update({
       where: { id: org.id },
-      data: { enterpriseSettings: snapshot, enterpriseRevision: revision, updatedAt: now },
+      data: { enterpriseSettings: next as Prisma.InputJsonObject, enterpriseRevision: revision, updatedAt: now },
     });
     await tx.enterpriseControlChange.create({
       data: {
         id: newId('ecc'),
         organizationId: org.id,
         revision,
-        settings: snapshot,
+        settings: shown,
         userId: user.id,
         userEmail: user.email,
         userName: name,
@@ -60,12 +69,12 @@ export async function setEnterpriseControls(deps: OrganizationDeps, actor: Princ
       source: PUBLIC_API_SOURCE,
       actor,
       target: { organizationId: org.id },
-      before: { revision: org.enterpriseRevision, settings: current as Prisma.InputJsonObject },
-      after: { revision, settings: snapshot },
-      payload: { updatedKeys: changedKeys(current, settings), revision },
+      before: { revision: org.enterpriseRevision, settings: redactCustomModelKeys(current) as Prisma.InputJsonObject },
+      after: { revision, settings: shown },
+      payload: { updatedKeys: changedKeys(current, next), revision },
       at: now,
     });
-    return { revision, settings };
+    return { revision, settings: shown };
   });
 }
 
@@ -91,7 +100,7 @@ export async function listEnterpriseControlChanges(deps: OrganizationDeps, actor
   return {
     changes: items.map((c) => ({
       revision: c.revision,
-      settings: asSettings(c.settings),
+      settings: redactCustomModelKeys(asSettings(c.settings)),
       user: { id: c.userId, email: c.userEmail, name: c.userName ?? c.userEmail },
       updatedAt: c.createdAt.toISOString(),
     })),

@@ -138,7 +138,10 @@ export type UserLimitsResult = z.infer<typeof UserLimitsResultSchema>;
 // ---- enterprise controls ----
 
 const SettingsSchema = z.record(z.string(), z.unknown()).meta({
-  description: 'Settings document; its properties may change between API versions, so parse it generically',
+  description:
+    'Settings document; its properties may change between API versions, so parse it generically. ' +
+    'customModels[].apiKey is answered masked ("••••" and its last four characters); send the mask back or leave apiKey out ' +
+    'to keep the stored key, a new key to replace it, null to remove it',
 });
 
 export const EnterpriseControlsSchema = z

@@ -2,6 +2,7 @@ import type { Principal } from '../../auth/principal.ts';
 import type { PrismaClient } from '../../db/client.ts';
 import type { PageQuery } from '../../http/pagination.ts';
 import type { Clock } from '../../lib/clock.ts';
+import type { SecretBox } from '../../lib/secret-box.ts';
 import { getGlobalLimit, getUserLimits, setGlobalLimit, setUserLimits } from './credit-limits.ts';
 import { getEnterpriseControls, listEnterpriseControlChanges, setEnterpriseControls } from './enterprise-controls.ts';
 import { inviteUser, listUsers, removeUser } from './members.ts';
@@ -10,6 +11,8 @@ import type { EnterpriseControlsBody, InviteBody, UserLimitsBody } from './schem
 export interface OrganizationDeps {
   db: PrismaClient;
   clock: Clock;
+  /** Seals the API keys of the organization's custom models. */
+  secrets: Pick<SecretBox, 'seal' | 'open'>;
 }
 
 /** Organization management; every operation acts inside the caller's own organization. */

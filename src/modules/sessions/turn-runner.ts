@@ -5,6 +5,7 @@ import type { Clock } from '../../lib/clock.ts';
 import { recordEvents } from '../analytics/events.ts';
 import { machineUnavailable, targetFor, type MachineDeps } from '../computers/machines.ts';
 import { creditsExhausted, creditStanding } from '../organization/credit-usage.ts';
+import { openCustomModelKeys } from '../organization/custom-model-keys.ts';
 import { resolveModel } from './models.ts';
 import { runPersistedTurn, runtimeHistory, type TurnEnvironment } from './persisted-turn.ts';
 import { createModelClient, zeroUsage, type ContentBlock, type TurnResult } from './runtime/index.ts';
@@ -144,7 +145,7 @@ async function environment(deps: TurnRunnerDeps, session: Session, settings: Sto
   if (!modelId) throw new TurnRefused('The session has no model; set sessionSettings.model with PATCH');
   let resolved;
   try {
-    resolved = resolveModel(modelId, enterpriseSettings, deps.env);
+    resolved = resolveModel(modelId, openCustomModelKeys(enterpriseSettings, deps.machines.secrets), deps.env);
   } catch (err) {
     throw new TurnRefused((err as Error).message);
   }
