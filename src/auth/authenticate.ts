@@ -3,7 +3,8 @@ import type { ReadRows } from '../db/reads.ts';
 import type { Clock } from '../lib/clock.ts';
 import { Unauthorized } from '../lib/errors.ts';
 import { hashApiKey, hashesEqual, looksLikeApiKey } from './api-keys.ts';
-import { API_KEY_BY_HASH, USER_BY_IDP_ID, type ApiKeyRow, type IdentityRow } from './credential-lookup.ts';
+import { createCredentialCache, type CredentialCache } from './credential-cache.ts';
+import { USER_BY_IDP_ID, type IdentityRow } from './credential-lookup.ts';
 import type { JwtVerifier } from './jwt.ts';
 import type { Principal } from './principal.ts';
 
@@ -16,12 +17,15 @@ interface Deps {
   db: Db;
   clock: Clock;
   reads: ReadRows;
+  apiKeys: CredentialCache;
 }
 
 /**
- * Turns an `Authorization: Bearer ...` header into a principal. Every request re-reads the
- * credential from the database in one statement, so a revocation takes effect at once on every
- * replica. `reads` runs that statement (the opened database's prepared reads); `db` writes sign-ins.
+ * Turns an `Authorization: Bearer ...` header into a principal. An API key's row is reused only
+ * while a read made after the request arrived shows no change to any credential since the row
+ * was read (credential-cache.ts), so a revocation takes effect at once on every replica; a JWT's
+ * identity is read on every request. `reads` runs those statements (the opened database's
+ * prepared reads); `db` writes sign-ins.
  */
 export function createAuthenticator(options: {
   db: Db;
@@ -29,7 +33,7 @@ export function createAuthenticator(options: {
   verifyJwt?: JwtVerifier;
   reads: ReadRows;
 }): Authenticate {
-  const deps: Deps = { db: options.db, clock: options.clock, reads: options.reads };
+  const deps: Deps = { db: options.db, clock: options.clock, reads: options.reads, apiKeys: createCredentialCache(options.reads) };
   return async (authorization) => {
     const credential = parseBearer(authorization);
     if (looksLikeApiKey(credential)) return fromApiKey(deps, credential);
@@ -52,7 +56,7 @@ function parseBearer(header: string | undefined): string {
 
 async function fromApiKey(deps: Deps, value: string): Promise<Principal> {
   const secretHash = hashApiKey(value);
-  const [key] = await deps.reads<ApiKeyRow>(API_KEY_BY_HASH, [secretHash]);
+  const key = await deps.apiKeys.apiKey(secretHash);
   if (!key || !hashesEqual(key.secretHash, secretHash)) throw new Unauthorized('The API key is not valid');
   const now = deps.clock.now();
   if (key.revokedAt && !(key.validUntil && key.validUntil > now)) {

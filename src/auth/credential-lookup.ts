@@ -20,6 +20,8 @@ export interface ApiKeyRow {
   email: string | null;
   role: Role | null;
   membershipStatus: 'active' | 'invited' | null;
+  /** `auth_epoch` in the same snapshot as the rest of the row (see credential-cache.ts). */
+  epoch: string;
 }
 
 export const API_KEY_BY_HASH: Statement = {
@@ -27,7 +29,8 @@ export const API_KEY_BY_HASH: Statement = {
   text: `SELECT k.id, k.organization_id AS "organizationId", k.secret_hash AS "secretHash",
   k.expires_at AS "expiresAt", k.revoked_at AS "revokedAt", k.valid_until AS "validUntil",
   sa.id AS "serviceAccountId", sa.status::text AS "serviceAccountStatus",
-  u.id AS "userId", u.email, m.role::text AS role, m.status::text AS "membershipStatus"
+  u.id AS "userId", u.email, m.role::text AS role, m.status::text AS "membershipStatus",
+  (SELECT e.epoch::text FROM auth_epoch e WHERE e.id = 1) AS epoch
 FROM api_keys k
 LEFT JOIN service_accounts sa ON sa.id = k.service_account_id
 LEFT JOIN users u ON u.id = k.user_id
@@ -51,4 +54,10 @@ export const USER_BY_IDP_ID: Statement = {
 FROM users u
 LEFT JOIN memberships m ON m.user_id = u.id AND m.organization_id = $2
 WHERE u.idp_user_id = $1`,
+};
+
+/** The counter every change to a credential's authority advances (see credential-cache.ts). */
+export const AUTH_EPOCH: Statement = {
+  name: 'agentplane_auth_epoch',
+  text: `SELECT epoch::text AS epoch FROM auth_epoch WHERE id = 1`,
 };

@@ -21,7 +21,8 @@ const noComputers = { queue: { send: async () => '' }, managed: loadConfig({}).m
 /**
  * The credential lookup and the service-account list through the reads the server runs them with
  * (`Database.reads`: prepared statements on the database's own driver). They must see every change
- * at once (nothing is cached) and must never read inside another caller's transaction.
+ * at once (the key cache included, see credential-cache.test.ts) and must never read inside another
+ * caller's transaction.
  */
 const SECRET = 'prepared-reads-secret-prepared-reads-1';
 const MINUTE = 60_000;
