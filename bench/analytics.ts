@@ -94,7 +94,7 @@ try {
   const queue = createJobQueue(db, { log, jobs: jobsFor({ prisma, clock, dataDir, ...machines, ...managedJobDeps(dataDir, machines.secrets) }) });
   await queue.start();
   const { app } = createApp({
-    config: loadConfig({}), prisma, reads: db.reads, log, clock, providers: createProviderRegistry([]), queue, machines, pendingMigrations: async () => [],
+    config: loadConfig({}), prisma, reads: db.reads, authEpoch: db.authEpoch, log, clock, providers: createProviderRegistry([]), queue, machines, pendingMigrations: async () => [],
   });
   const api = await listenOnFreePort(app);
   const year = `startDate=${FIRST}&endDate=${LAST}`;

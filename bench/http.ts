@@ -214,6 +214,7 @@ async function benchBackend(kind: string) {
       config: loadConfig({}),
       prisma: db.prisma,
       reads: db.reads,
+      authEpoch: db.authEpoch,
       log,
       clock: systemClock,
       providers: createProviderRegistry([]),

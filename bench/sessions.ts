@@ -99,7 +99,7 @@ try {
   const queue = createJobQueue(db, { log, jobs: jobsFor({ prisma, clock: systemClock, dataDir, ...machines, ...managedJobDeps(dataDir, machines.secrets) }) });
   await queue.start();
   const { app } = createApp({
-    config: loadConfig({}), prisma, reads: db.reads, log, clock: systemClock, providers: createProviderRegistry([]), queue, machines, pendingMigrations: async () => [],
+    config: loadConfig({}), prisma, reads: db.reads, authEpoch: db.authEpoch, log, clock: systemClock, providers: createProviderRegistry([]), queue, machines, pendingMigrations: async () => [],
   });
   const api = await listenOnFreePort(app);
   const base = `/api/v0/sessions/${sessionId}`;

@@ -3,6 +3,7 @@ import { createAuthenticator } from './auth/authenticate.ts';
 import { createJwtVerifier } from './auth/jwt.ts';
 import type { Config } from './config.ts';
 import type { PrismaClient } from './db/client.ts';
+import type { AuthEpoch } from './db/auth-epoch.ts';
 import type { ReadRows } from './db/reads.ts';
 import { accessLog } from './http/access-log.ts';
 import { errorHandler, notFound } from './http/error-handler.ts';
@@ -38,6 +39,8 @@ export interface AppDeps {
   prisma: PrismaClient;
   /** Prepared reads on the same database (`Database.reads`): the credential lookup on every request. */
   reads: ReadRows;
+  /** The credential-change counter (`Database.authEpoch`), behind the API-key cache. */
+  authEpoch: AuthEpoch;
   log: Logger;
   clock: Clock;
   providers: ProviderRegistry;
@@ -54,6 +57,7 @@ export function createApp(deps: AppDeps) {
     db: deps.prisma,
     clock: deps.clock,
     reads: deps.reads,
+    authEpoch: deps.authEpoch,
     verifyJwt: createJwtVerifier(deps.config.jwt),
   });
   const routes: RouteSpec[] = [];

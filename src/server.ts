@@ -52,6 +52,7 @@ export async function startServer(config: Config, log: Logger): Promise<RunningS
     config,
     prisma: db.prisma,
     reads: db.reads,
+    authEpoch: db.authEpoch,
     log,
     clock: systemClock,
     providers: provisioner.providers,

@@ -1,4 +1,5 @@
 import type { Db } from '../db/client.ts';
+import type { AuthEpoch } from '../db/auth-epoch.ts';
 import type { ReadRows } from '../db/reads.ts';
 import type { Clock } from '../lib/clock.ts';
 import { Unauthorized } from '../lib/errors.ts';
@@ -32,8 +33,9 @@ export function createAuthenticator(options: {
   clock: Clock;
   verifyJwt?: JwtVerifier;
   reads: ReadRows;
+  authEpoch: AuthEpoch;
 }): Authenticate {
-  const deps: Deps = { db: options.db, clock: options.clock, reads: options.reads, apiKeys: createCredentialCache(options.reads) };
+  const deps: Deps = { db: options.db, clock: options.clock, reads: options.reads, apiKeys: createCredentialCache(options.reads, options.authEpoch) };
   return async (authorization) => {
     const credential = parseBearer(authorization);
     if (looksLikeApiKey(credential)) return fromApiKey(deps, credential);

@@ -55,9 +55,3 @@ FROM users u
 LEFT JOIN memberships m ON m.user_id = u.id AND m.organization_id = $2
 WHERE u.idp_user_id = $1`,
 };
-
-/** The counter every change to a credential's authority advances (see credential-cache.ts). */
-export const AUTH_EPOCH: Statement = {
-  name: 'agentplane_auth_epoch',
-  text: `SELECT epoch::text AS epoch FROM auth_epoch WHERE id = 1`,
-};

@@ -5,6 +5,7 @@ import { PrismaPg } from '@prisma/adapter-pg';
 import pg from 'pg';
 import { PrismaPGlite } from 'pglite-prisma-adapter';
 import { PrismaClient, type Prisma } from '../generated/prisma/client.ts';
+import { fencedEpochReads, notifiedEpoch, type AuthEpoch } from './auth-epoch.ts';
 import { pipelinedReads } from './pg-reads.ts';
 import { readsFromPglite } from './pglite-reads.ts';
 import type { ReadRows } from './reads.ts';
@@ -20,6 +21,8 @@ interface Opened {
   prisma: PrismaClient;
   /** The reads behind every request (the credential lookup): prepared statements on the database's own driver. */
   reads: ReadRows;
+  /** The credential-change counter as of a moment after each call (see auth-epoch.ts). */
+  authEpoch: AuthEpoch;
   close(): Promise<void>;
 }
 
@@ -47,6 +50,7 @@ export async function openDatabase(target: DatabaseTarget): Promise<Database> {
       prisma,
       url,
       reads: hot.reads,
+      authEpoch: fencedEpochReads(hot.reads),
       close: async () => {
         await hot.close();
         await prisma.$disconnect();
@@ -57,11 +61,13 @@ export async function openDatabase(target: DatabaseTarget): Promise<Database> {
   await fs.mkdir(dir, { recursive: true });
   const pglite = await PGlite.create(dir);
   const prisma = new PrismaClient({ adapter: new PrismaPGlite(pglite) });
+  const reads = readsFromPglite(pglite);
   return {
     kind: 'pglite',
     prisma,
     pglite,
-    reads: readsFromPglite(pglite),
+    reads,
+    authEpoch: notifiedEpoch(pglite, reads),
     close: async () => {
       await prisma.$disconnect();
       await pglite.close();

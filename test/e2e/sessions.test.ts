@@ -221,6 +221,7 @@ describe.skipIf(skip).each(BACKENDS)('sessions API on %s', (backend) => {
       config: loadConfig({ AGENTPLANE_JWT_SECRET: JWT_SECRET, AGENTPLANE_SESSIONS_ORGS: api.globex.id }),
       prisma: api.db.prisma,
       reads: api.db.reads,
+      authEpoch: api.db.authEpoch,
       log: createLogger({ level: 'silent' }),
       clock: systemClock,
       providers: createProviderRegistry([]),

@@ -37,7 +37,7 @@ describe.each(BACKENDS)('credential lookup on %s through prepared reads', (backe
 
   beforeAll(async () => {
     db = await openTestDatabase(backend);
-    authenticate = createAuthenticator({ db: db.prisma, clock, reads: db.reads, verifyJwt: createJwtVerifier({ secret: SECRET }) });
+    authenticate = createAuthenticator({ db: db.prisma, clock, reads: db.reads, authEpoch: db.authEpoch, verifyJwt: createJwtVerifier({ secret: SECRET }) });
     orgId = (await db.prisma.organization.create({ data: { id: newId('org'), name: 'acme' } })).id;
     userId = (await db.prisma.user.create({ data: { id: newId('usr'), email: 'ann@acme.test', idpUserId: 'idp|ann' } })).id;
     membershipId = (
@@ -187,7 +187,7 @@ describe.runIf(BACKENDS.includes('postgres'))('prepared reads on two replicas of
     const clock = fixedClock(new Date());
     // Each replica opens the database as a server does: its own pool, its own prepared statements.
     replicaB = await openDatabase({ databaseUrl: db.url, dataDir: os.tmpdir() });
-    const [a, b] = [db, replicaB].map((replica) => createAuthenticator({ db: replica.prisma, clock, reads: replica.reads }));
+    const [a, b] = [db, replicaB].map((replica) => createAuthenticator({ db: replica.prisma, clock, reads: replica.reads, authEpoch: replica.authEpoch }));
     const orgId = (await db.prisma.organization.create({ data: { id: newId('org'), name: 'acme' } })).id;
     const sa = await db.prisma.serviceAccount.create({ data: { id: newId('sa'), organizationId: orgId, name: 'ci', createdBy: 'test' } });
     const key = generateApiKey();

@@ -28,7 +28,7 @@ describe.each(BACKENDS)('authentication on %s', (backend) => {
     const boot = await bootstrapOrganization(db.prisma, { org: 'acme', email: 'Owner@Acme.test' }, clock);
     orgId = boot.organizationId;
     ownerKey = boot.apiKey!;
-    authenticate = createAuthenticator({ db: db.prisma, clock, reads: db.reads, verifyJwt: createJwtVerifier({ secret: SECRET }) });
+    authenticate = createAuthenticator({ db: db.prisma, clock, reads: db.reads, authEpoch: db.authEpoch, verifyJwt: createJwtVerifier({ secret: SECRET }) });
   });
   afterAll(() => db?.dispose());
 
@@ -109,7 +109,7 @@ describe.each(BACKENDS)('authentication on %s', (backend) => {
   });
 
   it('refuses JWTs when no JWT verification is configured', async () => {
-    const noJwt = createAuthenticator({ db: db.prisma, clock, reads: db.reads });
+    const noJwt = createAuthenticator({ db: db.prisma, clock, reads: db.reads, authEpoch: db.authEpoch });
     await expect(noJwt(`Bearer ${await sign({ org_id: orgId }, 'x')}`)).rejects.toMatchObject({
       status: 401,
       message: expect.stringMatching(/not enabled/),

@@ -1,22 +1,25 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { generateApiKey } from '../../src/auth/api-keys.ts';
 import { createAuthenticator, type Authenticate } from '../../src/auth/authenticate.ts';
-import { createCredentialCache } from '../../src/auth/credential-cache.ts';
-import { API_KEY_BY_HASH, AUTH_EPOCH, type ApiKeyRow } from '../../src/auth/credential-lookup.ts';
+import { API_KEY_BY_HASH } from '../../src/auth/credential-lookup.ts';
+import { fencedEpochReads } from '../../src/db/auth-epoch.ts';
 import type { ReadRows } from '../../src/db/reads.ts';
 import { fixedClock } from '../../src/lib/clock.ts';
 import { newId } from '../../src/lib/ids.ts';
 import { BACKENDS, openTestDatabase } from '../support/test-db.ts';
 
+const AUTH_EPOCH = 'agentplane_auth_epoch';
+
 /**
- * The API-key cache behind authentication: a key row is reused only while the auth epoch, read
- * after the request arrived, shows no change since. Changes here are made with plain Prisma
- * writes, not through the services, so the database's triggers alone must catch them.
+ * The API-key cache behind authentication: a key row is reused only while the auth epoch as of a
+ * moment after the request arrived shows no change since. Changes here are made with plain Prisma
+ * writes, not through the services, so the database's triggers alone must catch them. On
+ * PostgreSQL the epoch is a shared read; PGlite hears it from the triggers' notifications.
  */
 describe.each(BACKENDS)('credential cache on %s', (backend) => {
   let db: Awaited<ReturnType<typeof openTestDatabase>>;
   let authenticate: Authenticate;
-  const reads = { [API_KEY_BY_HASH.name]: 0, [AUTH_EPOCH.name]: 0 };
+  const reads: Record<string, number> = { [API_KEY_BY_HASH.name]: 0, [AUTH_EPOCH]: 0 };
   const clock = fixedClock(new Date('2030-01-01T00:00:00Z'));
   let orgId: string;
   let userId: string;
@@ -28,7 +31,9 @@ describe.each(BACKENDS)('credential cache on %s', (backend) => {
       reads[statement.name] = (reads[statement.name] ?? 0) + 1;
       return db.reads(statement, params);
     };
-    authenticate = createAuthenticator({ db: db.prisma, clock, reads: counted });
+    // The epoch goes through the counted reads too, as the opened database would run it.
+    const authEpoch = db.kind === 'postgres' ? fencedEpochReads(counted) : db.authEpoch;
+    authenticate = createAuthenticator({ db: db.prisma, clock, reads: counted, authEpoch });
     orgId = (await db.prisma.organization.create({ data: { id: newId('org'), name: 'acme' } })).id;
     userId = (await db.prisma.user.create({ data: { id: newId('usr'), email: 'ann@acme.test' } })).id;
     membershipId = (await db.prisma.membership.create({ data: { id: newId('mem'), organizationId: orgId, userId, role: 'manager' } })).id;
@@ -46,12 +51,13 @@ describe.each(BACKENDS)('credential cache on %s', (backend) => {
   const rejected = (header: string, detail: RegExp) =>
     expect(authenticate(header)).rejects.toMatchObject({ status: 401, message: expect.stringMatching(detail) });
 
-  it('reads a key once, then only the epoch, once per request', async () => {
+  it('reads a key once, then only the epoch, once per request (on PostgreSQL; PGlite is told)', async () => {
     const key = await addKey({ userId });
-    const [before, epochsBefore] = [lookups(), reads[AUTH_EPOCH.name]!];
+    await authenticate(key.header);
+    const [before, epochsBefore] = [lookups(), reads[AUTH_EPOCH]!];
     for (let i = 0; i < 3; i++) await expect(authenticate(key.header)).resolves.toMatchObject({ userId, role: 'manager' });
-    expect(lookups() - before).toBe(1);
-    expect(reads[AUTH_EPOCH.name]! - epochsBefore).toBe(3);
+    expect(lookups()).toBe(before);
+    expect(reads[AUTH_EPOCH]! - epochsBefore).toBe(db.kind === 'postgres' ? 3 : 0);
   });
 
   it('keeps serving from the cache across writes that change no credential', async () => {
@@ -76,6 +82,15 @@ describe.each(BACKENDS)('credential cache on %s', (backend) => {
     await db.prisma.apiKey.delete({ where: { id: key.id } });
     await rejected(key.header, /not valid/);
 
+    // Inside an interactive transaction, as the services revoke.
+    const revoked = await addKey({ userId });
+    await authenticate(revoked.header);
+    await db.prisma.$transaction(async (tx) => {
+      await tx.apiKey.update({ where: { id: revoked.id }, data: { revokedAt: clock.now() } });
+      await tx.user.update({ where: { id: userId }, data: { lastSignInAt: clock.now() } });
+    });
+    await rejected(revoked.header, /revoked/);
+
     const sa = await db.prisma.serviceAccount.create({ data: { id: newId('sa'), organizationId: orgId, name: 'ci', createdBy: userId } });
     const robot = await addKey({ serviceAccountId: sa.id });
     await expect(authenticate(robot.header)).resolves.toMatchObject({ serviceAccountId: sa.id });
@@ -94,51 +109,45 @@ describe.each(BACKENDS)('credential cache on %s', (backend) => {
     await rejected(stillKnown.header, /no longer an active member/);
   });
 
-  it('shares one epoch read among requests that arrive while another is in flight', async () => {
+  it('shares one epoch read among requests that arrive while another is in flight (PGlite needs none)', async () => {
     const sa = await db.prisma.serviceAccount.create({ data: { id: newId('sa'), organizationId: orgId, name: 'load', createdBy: userId } });
     const key = await addKey({ serviceAccountId: sa.id });
     await authenticate(key.header);
-    const before = reads[AUTH_EPOCH.name]!;
+    const before = reads[AUTH_EPOCH]!;
     const principals = await Promise.all(Array.from({ length: 50 }, () => authenticate(key.header)));
     expect(principals.every((p) => p.kind === 'service_account')).toBe(true);
-    expect(reads[AUTH_EPOCH.name]! - before).toBeLessThanOrEqual(2);
+    expect(reads[AUTH_EPOCH]! - before).toBeLessThanOrEqual(db.kind === 'postgres' ? 2 : 0);
   });
 });
 
-describe('credential cache fence', () => {
-  it('never answers a request with an epoch read that started before the request arrived', async () => {
+describe('the auth epoch on PostgreSQL', () => {
+  it('never answers a call with a read that started before the call', async () => {
     // A database of one key, where an epoch read sees the epoch of the moment it starts and
     // answers only when the test releases it.
     let epoch = 0n;
-    let revoked = false;
     const pending: (() => void)[] = [];
-    const reads: ReadRows = async <T,>(statement: { name: string }) => {
-      if (statement.name === AUTH_EPOCH.name) {
-        const seen = epoch;
-        await new Promise<void>((resolve) => pending.push(resolve));
-        return [{ epoch: String(seen) }] as T[];
-      }
-      const row: Partial<ApiKeyRow> = { id: 'key', revokedAt: revoked ? new Date(0) : null, epoch: String(epoch) };
-      return [row] as T[];
+    const reads: ReadRows = async <T,>() => {
+      const seen = epoch;
+      await new Promise<void>((resolve) => pending.push(resolve));
+      return [{ epoch: String(seen) }] as T[];
     };
     const release = async () => {
       pending.shift()!();
       await new Promise((resolve) => setImmediate(resolve));
     };
-    const cache = createCredentialCache(reads);
+    const fence = fencedEpochReads(reads);
 
-    const first = cache.apiKey('h');
+    const first = fence();
     await release();
-    expect((await first)?.revokedAt).toBeNull();
+    expect(await first).toBe(0n);
 
-    const early = cache.apiKey('h'); // its epoch read starts now, before the revocation
-    epoch = 1n;
-    revoked = true; // the revocation commits
-    const late = cache.apiKey('h'); // arrives after the revocation
-    await release(); // the early read answers: epoch 0
-    expect((await early)?.revokedAt).toBeNull(); // arrived before the revocation: the cached row is right for it
-    expect(pending).toHaveLength(1); // the late request waits for a read of its own
+    const early = fence(); // its read starts now, before the revocation
+    epoch = 1n; // the revocation commits
+    const late = fence(); // called after the revocation
+    await release(); // the early read answers
+    expect(await early).toBe(0n);
+    expect(pending).toHaveLength(1); // the late call waits for a read of its own
     await release();
-    expect((await late)?.revokedAt).toEqual(new Date(0));
+    expect(await late).toBe(1n);
   });
 });

@@ -122,6 +122,7 @@ export async function startTestApi(backend: Backend, opts: TestApiOptions = {}):
     config,
     prisma: db.prisma,
     reads: db.reads,
+    authEpoch: db.authEpoch,
     log,
     clock,
     providers: provisioner.providers,

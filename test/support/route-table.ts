@@ -13,6 +13,7 @@ export function appWithoutDatabase() {
     config: loadConfig({}),
     prisma: {} as PrismaClient,
     reads: () => Promise.reject(new Error('the route table reads no database')),
+    authEpoch: () => Promise.reject(new Error('the route table reads no database')),
     log: createLogger({ level: 'silent' }),
     clock: systemClock,
     providers: createProviderRegistry([]),

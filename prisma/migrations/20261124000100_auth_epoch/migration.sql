@@ -19,6 +19,7 @@ CREATE FUNCTION "advance_auth_epoch"() RETURNS trigger LANGUAGE plpgsql AS $$
 DECLARE
   col text;
   changed boolean := TG_OP = 'DELETE';
+  advanced bigint;
 BEGIN
   IF NOT changed THEN
     FOREACH col IN ARRAY TG_ARGV LOOP
@@ -26,7 +27,9 @@ BEGIN
     END LOOP;
   END IF;
   IF changed THEN
-    UPDATE "auth_epoch" SET "epoch" = "epoch" + 1 WHERE "id" = 1;
+    UPDATE "auth_epoch" SET "epoch" = "epoch" + 1 WHERE "id" = 1 RETURNING "epoch" INTO advanced;
+    -- Delivered at commit; the embedded database's process listens instead of reading (src/db/auth-epoch.ts).
+    PERFORM pg_notify('agentplane_auth_epoch', advanced::text);
   END IF;
   RETURN NULL;
 END
