@@ -13,6 +13,7 @@ import { scheduleMetricsSampling } from './modules/computers/jobs.ts';
 import { syncGitIntegrations } from './modules/computers/integrations.ts';
 import { startMachineAccess } from './modules/computers/machine-access.ts';
 import { bootstrapOrganization, hasAnyOrganization } from './modules/organization/bootstrap.ts';
+import { sealStoredCustomModelKeys } from './modules/organization/enterprise-controls.ts';
 import { scheduleSessionJobs } from './modules/sessions/jobs.ts';
 import { scheduleComputerReaper } from './modules/computers/managed/jobs.ts';
 import { createProvisioner } from './provisioning/provisioner.ts';
@@ -36,6 +37,7 @@ export async function startServer(config: Config, log: Logger): Promise<RunningS
   // Every server sends jobs; with AGENTPLANE_WORKER=false it leaves running them to `agentplane worker`.
   const machines = await startMachineAccess(config, db.prisma, log);
   await syncGitIntegrations(db.prisma, machines.secrets, config.gitIntegrations);
+  await sealStoredCustomModelKeys({ db: db.prisma, secrets: machines.secrets });
   const provisioner = createProvisioner(config, machines.secrets);
   const queue = createJobQueue(db, {
     log,

@@ -7,6 +7,7 @@ import { withSqlConnection } from '../../src/db/client.ts';
 import { newId } from '../../src/lib/ids.ts';
 import { recordAudit } from '../../src/modules/audit/record.ts';
 import { openCustomModelKeys } from '../../src/modules/organization/custom-model-keys.ts';
+import { sealStoredCustomModelKeys } from '../../src/modules/organization/enterprise-controls.ts';
 import { resolveModel } from '../../src/modules/sessions/models.ts';
 import fs from 'node:fs';
 import { createOrgFixture, JWT_SECRET, startTestApi, type OrgFixture, type TestApi } from '../support/api.ts';
@@ -739,6 +740,21 @@ describe.each(BACKENDS)('organization management on %s', (backend) => {
         expect(await db().enterpriseControlChange.count({ where: { organizationId: org.id } })).toBe(1);
         expect(await turnKey(org.id)).toBe(KEY);
         expect(await everywhere(org)).not.toContain(KEY);
+      });
+
+      it('seals keys stored in plain text when the server starts, without a revision, and then finds nothing to do', async () => {
+        const org = await freshOrg();
+        const legacy = { customModels: [{ ...house, apiKey: KEY }], other: { kept: true } };
+        await db().organization.update({ where: { id: org.id }, data: { enterpriseSettings: legacy, enterpriseRevision: 1 } });
+        const seal = () => sealStoredCustomModelKeys({ db: db(), secrets: api.machines.secrets });
+        await seal();
+        const sealed = await stored(org.id);
+        expect(JSON.stringify(sealed)).not.toContain(KEY);
+        expect(sealed).toMatchObject({ customModels: [{ ...house, apiKey: '••••abcd', apiKeyCiphertext: expect.stringMatching(/^v1\./) }], other: { kept: true } });
+        expect(await turnKey(org.id)).toBe(KEY);
+        expect((await call('GET', CONTROLS, { as: org.members.owner.apiKey })).body.revision).toBe(1);
+        await seal();
+        expect(await stored(org.id)).toEqual(sealed);
       });
     });
 

@@ -79,6 +79,23 @@ export async function setEnterpriseControls(deps: OrganizationDeps, actor: Princ
 }
 
 /** Top-level keys added, removed or changed. */
+/**
+ * Seals the custom-model keys that organizations' settings still hold in plain text (written
+ * before keys were sealed), at every start of the server; once done, it finds nothing. The
+ * document means the same, so no revision is recorded.
+ */
+export async function sealStoredCustomModelKeys(deps: Pick<OrganizationDeps, 'db' | 'secrets'>): Promise<void> {
+  const candidates = await deps.db.$queryRaw<{ id: string }[]>`
+    SELECT id FROM organizations WHERE enterprise_settings::text LIKE '%"apiKey"%'`;
+  for (const { id } of candidates) {
+    await deps.db.$transaction(async (tx) => {
+      const stored = asSettings((await lockOrganization(tx, id)).enterpriseSettings);
+      const sealed = sealLegacyCustomModelKeys(stored, deps.secrets);
+      if (sealed !== stored) await tx.organization.update({ where: { id }, data: { enterpriseSettings: sealed as Prisma.InputJsonObject } });
+    });
+  }
+}
+
 function changedKeys(before: Settings, after: Settings): string[] {
   const keys = new Set([...Object.keys(before), ...Object.keys(after)]);
   return [...keys].filter((k) => !(k in before && k in after && isDeepStrictEqual(before[k], after[k]))).sort();
