@@ -23,16 +23,17 @@ export interface CredentialCache {
 const MAX_ENTRIES = 10_000;
 
 export function createCredentialCache(reads: ReadRows, authEpoch: AuthEpoch): CredentialCache {
-  let entries = new Map<string, ApiKeyRow>();
+  // Each row with its epoch parsed once, not on every request that reuses it.
+  let entries = new Map<string, { row: ApiKeyRow; epoch: bigint }>();
   return {
     async apiKey(secretHash) {
       const epoch = await authEpoch();
       const cached = entries.get(secretHash);
-      if (cached && BigInt(cached.epoch) >= epoch) return cached;
+      if (cached && cached.epoch >= epoch) return cached.row;
       const [row] = await reads<ApiKeyRow>(API_KEY_BY_HASH, [secretHash]);
       if (!row) return undefined;
       if (entries.size >= MAX_ENTRIES) entries = new Map();
-      entries.set(secretHash, row);
+      entries.set(secretHash, { row, epoch: BigInt(row.epoch) });
       return row;
     },
   };
