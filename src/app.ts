@@ -39,7 +39,7 @@ export interface AppDeps {
   prisma: PrismaClient;
   /** Prepared reads on the same database (`Database.reads`): the credential lookup on every request. */
   reads: ReadRows;
-  /** The credential-change counter (`Database.authEpoch`), behind the API-key cache. */
+  /** The credential-change counter (`Database.authEpoch`), the fence of the fenced caches (src/db/fenced-cache.ts). */
   authEpoch: AuthEpoch;
   log: Logger;
   clock: Clock;
@@ -57,7 +57,6 @@ export function createApp(deps: AppDeps) {
     db: deps.prisma,
     clock: deps.clock,
     reads: deps.reads,
-    authEpoch: deps.authEpoch,
     verifyJwt: createJwtVerifier(deps.config.jwt),
   });
   const routes: RouteSpec[] = [];
@@ -115,7 +114,7 @@ export function createApp(deps: AppDeps) {
   app.set('query parser', 'simple');
   app.use(requestId, accessLog(deps.log), express.json({ limit: deps.config.bodyLimit }));
   const router = express.Router();
-  for (const route of routes) mountRoute(router, route, { authenticate });
+  for (const route of routes) mountRoute(router, route, { authenticate, authEpoch: deps.authEpoch });
   app.use(router, notFound, errorHandler);
   return { app, routes };
 }

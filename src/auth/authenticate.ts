@@ -1,44 +1,48 @@
-import type { Db } from '../db/client.ts';
 import type { AuthEpoch } from '../db/auth-epoch.ts';
+import type { Db } from '../db/client.ts';
+import { createFencedCache, rowWithEpoch, type FencedCache } from '../db/fenced-cache.ts';
 import type { ReadRows } from '../db/reads.ts';
 import type { Clock } from '../lib/clock.ts';
 import { Unauthorized } from '../lib/errors.ts';
 import { hashApiKey, hashesEqual, looksLikeApiKey } from './api-keys.ts';
-import { createCredentialCache, type CredentialCache } from './credential-cache.ts';
-import { USER_BY_IDP_ID, type IdentityRow } from './credential-lookup.ts';
+import { API_KEY_BY_HASH, USER_BY_IDP_ID, type ApiKeyRow, type IdentityRow } from './credential-lookup.ts';
 import type { JwtVerifier } from './jwt.ts';
 import type { Principal } from './principal.ts';
 
-export type Authenticate = (authorization: string | undefined) => Promise<Principal>;
+/** `fence`: the request's auth epoch (`requestFence`), against which cached API keys are checked. */
+export type Authenticate = (authorization: string | undefined, fence: AuthEpoch) => Promise<Principal>;
 
 /** Sign-in times are refreshed at most this often, so a busy client does not write on every call. */
 const SIGN_IN_REFRESH_MS = 5 * 60_000;
+
+/** API-key rows kept at most (src/db/fenced-cache.ts). */
+const MAX_CACHED_KEYS = 10_000;
 
 interface Deps {
   db: Db;
   clock: Clock;
   reads: ReadRows;
-  apiKeys: CredentialCache;
+  /** API-key rows by secret hash. */
+  apiKeys: FencedCache<ApiKeyRow>;
 }
 
 /**
  * Turns an `Authorization: Bearer ...` header into a principal. An API key's row is reused only
- * while a read made after the request arrived shows no change to any credential since the row
- * was read (credential-cache.ts), so a revocation takes effect at once on every replica; a JWT's
+ * while the request's fence shows no change to any credential since the row was read
+ * (src/db/fenced-cache.ts), so a revocation takes effect at once on every replica; a JWT's
  * identity is read on every request. `reads` runs those statements (the opened database's
  * prepared reads); `db` writes sign-ins.
  */
-export function createAuthenticator(options: {
-  db: Db;
-  clock: Clock;
-  verifyJwt?: JwtVerifier;
-  reads: ReadRows;
-  authEpoch: AuthEpoch;
-}): Authenticate {
-  const deps: Deps = { db: options.db, clock: options.clock, reads: options.reads, apiKeys: createCredentialCache(options.reads, options.authEpoch) };
-  return async (authorization) => {
+export function createAuthenticator(options: { db: Db; clock: Clock; verifyJwt?: JwtVerifier; reads: ReadRows }): Authenticate {
+  const deps: Deps = {
+    db: options.db,
+    clock: options.clock,
+    reads: options.reads,
+    apiKeys: createFencedCache(rowWithEpoch(options.reads, API_KEY_BY_HASH, (row: ApiKeyRow) => row), MAX_CACHED_KEYS),
+  };
+  return async (authorization, fence) => {
     const credential = parseBearer(authorization);
-    if (looksLikeApiKey(credential)) return fromApiKey(deps, credential);
+    if (looksLikeApiKey(credential)) return fromApiKey(deps, credential, fence);
     if (credential.split('.').length === 3) {
       if (!options.verifyJwt) {
         throw new Unauthorized('JWT access tokens are not enabled on this deployment; use an API key');
@@ -56,9 +60,9 @@ function parseBearer(header: string | undefined): string {
   return match[1]!;
 }
 
-async function fromApiKey(deps: Deps, value: string): Promise<Principal> {
+async function fromApiKey(deps: Deps, value: string, fence: AuthEpoch): Promise<Principal> {
   const secretHash = hashApiKey(value);
-  const key = await deps.apiKeys.apiKey(secretHash);
+  const key = await deps.apiKeys.get(secretHash, fence);
   if (!key || !hashesEqual(key.secretHash, secretHash)) throw new Unauthorized('The API key is not valid');
   const now = deps.clock.now();
   if (key.revokedAt && !(key.validUntil && key.validUntil > now)) {

@@ -20,7 +20,7 @@ export interface ApiKeyRow {
   email: string | null;
   role: Role | null;
   membershipStatus: 'active' | 'invited' | null;
-  /** `auth_epoch` in the same snapshot as the rest of the row (see credential-cache.ts). */
+  /** `auth_epoch` in the same snapshot as the rest of the row (see src/db/fenced-cache.ts). */
   epoch: string;
 }
 

@@ -3,7 +3,8 @@ import type { ReadRows, Statement } from './reads.ts';
 
 /**
  * The `auth_epoch` counter, which database triggers advance in the same transaction as every
- * change to what a credential may do (see the migration `auth_epoch` and src/auth/credential-cache.ts).
+ * change to what a credential may do or to an organization's service-account list (see the
+ * migrations `auth_epoch` and `auth_epoch_service_account_lists`, and src/db/fenced-cache.ts).
  * An `AuthEpoch` answers its value as of a moment after the call: every such change that
  * committed before the call is counted.
  */
@@ -78,4 +79,14 @@ export function notifiedEpoch(pglite: PGlite, reads: ReadRows): AuthEpoch {
     await ready;
     return heard;
   };
+}
+
+/**
+ * One request's fence: the epoch read at most once, on first use, after the request arrived. The
+ * credential and everything else the request reads through a fenced cache share it, so the
+ * request waits for one epoch read at most (src/db/fenced-cache.ts).
+ */
+export function requestFence(authEpoch: AuthEpoch): AuthEpoch {
+  let epoch: Promise<bigint> | undefined;
+  return () => (epoch ??= authEpoch());
 }

@@ -3,6 +3,7 @@ import { z } from 'zod';
 import type { Authenticate } from '../auth/authenticate.ts';
 import type { Guard } from '../auth/guards.ts';
 import type { Principal } from '../auth/principal.ts';
+import { requestFence, type AuthEpoch } from '../db/auth-epoch.ts';
 import { BadRequest } from '../lib/errors.ts';
 import type { Logger } from '../lib/logger.ts';
 import { sendJson, sendJsonText } from './json-response.ts';
@@ -15,6 +16,8 @@ export interface RouteContext<P, Q, B, A extends boolean> {
   query: Q;
   body: B;
   principal: A extends true ? Principal : undefined;
+  /** The auth epoch as of a moment after this request arrived, read at most once: the fence of the fenced caches it reads (src/db/fenced-cache.ts). */
+  fence: AuthEpoch;
   requestId: string;
   log: Logger;
 }
@@ -69,16 +72,22 @@ function parsePart<T>(schema: z.ZodType<T> | undefined, value: unknown, where: s
   throw new BadRequest(`Invalid request ${where}: ${summary}`, { metadata: { errors } });
 }
 
-export function mountRoute(router: Router, route: RouteSpec, deps: { authenticate: Authenticate }): void {
+export function mountRoute(
+  router: Router,
+  route: RouteSpec,
+  deps: { authenticate: Authenticate; authEpoch: AuthEpoch },
+): void {
   const responseSchemas = route.responses;
   router[route.method](expressPath(route.path), async (req: Request, res: Response) => {
-    const principal = route.auth === false ? undefined : await deps.authenticate(req.get('authorization'));
+    const fence = requestFence(deps.authEpoch);
+    const principal = route.auth === false ? undefined : await deps.authenticate(req.get('authorization'), fence);
     if (principal) for (const guard of route.guards ?? []) guard(principal);
     const ctx = {
       params: parsePart(route.params, req.params, 'path'),
       query: parsePart(route.query, req.query, 'query'),
       body: parsePart(route.body, route.body ? req.body : undefined, 'body'),
       principal,
+      fence,
       requestId: res.locals.requestId as string,
       log: res.locals.log as Logger,
     };

@@ -1,3 +1,5 @@
+import type { z } from 'zod';
+
 /**
  * A response body that is JSON text already, for answers too large to build as objects, check
  * with zod and stringify on every request (a year of analytics is megabytes). `T` is the schema
@@ -11,4 +13,9 @@ export class SerializedJson<T = unknown> {
   constructor(text: string) {
     this.text = text;
   }
+}
+
+/** `value` checked against its route's schema once and kept as text: for an answer served many times (a cache). */
+export function checkedJson<T>(schema: z.ZodType<T>, value: T): SerializedJson<T> {
+  return new SerializedJson<T>(JSON.stringify(schema.parse(value)));
 }

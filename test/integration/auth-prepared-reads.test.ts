@@ -3,15 +3,16 @@ import type { PGlite } from '@electric-sql/pglite';
 import { SignJWT } from 'jose';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { generateApiKey } from '../../src/auth/api-keys.ts';
-import { createAuthenticator, type Authenticate } from '../../src/auth/authenticate.ts';
 import { createJwtVerifier } from '../../src/auth/jwt.ts';
 import type { Principal } from '../../src/auth/principal.ts';
+import { requestFence } from '../../src/db/auth-epoch.ts';
 import { openDatabase, type Database } from '../../src/db/client.ts';
 import { pipelinedReads } from '../../src/db/pg-reads.ts';
 import { readsFromPglite } from '../../src/db/pglite-reads.ts';
 import { fixedClock } from '../../src/lib/clock.ts';
 import { newId } from '../../src/lib/ids.ts';
 import { createServiceAccountsService } from '../../src/modules/service-accounts/service.ts';
+import { requestAuthenticator, type AuthenticateRequest } from '../support/authenticate.ts';
 import { BACKENDS, openTestDatabase } from '../support/test-db.ts';
 import { loadConfig } from '../../src/config.ts';
 
@@ -29,7 +30,7 @@ const MINUTE = 60_000;
 
 describe.each(BACKENDS)('credential lookup on %s through prepared reads', (backend) => {
   let db: Awaited<ReturnType<typeof openTestDatabase>>;
-  let authenticate: Authenticate;
+  let authenticate: AuthenticateRequest;
   const clock = fixedClock(new Date('2030-01-01T00:00:00Z'));
   let orgId: string;
   let userId: string;
@@ -37,7 +38,7 @@ describe.each(BACKENDS)('credential lookup on %s through prepared reads', (backe
 
   beforeAll(async () => {
     db = await openTestDatabase(backend);
-    authenticate = createAuthenticator({ db: db.prisma, clock, reads: db.reads, authEpoch: db.authEpoch, verifyJwt: createJwtVerifier({ secret: SECRET }) });
+    authenticate = requestAuthenticator({ db: db.prisma, clock, reads: db.reads, authEpoch: db.authEpoch, verifyJwt: createJwtVerifier({ secret: SECRET }) });
     orgId = (await db.prisma.organization.create({ data: { id: newId('org'), name: 'acme' } })).id;
     userId = (await db.prisma.user.create({ data: { id: newId('usr'), email: 'ann@acme.test', idpUserId: 'idp|ann' } })).id;
     membershipId = (
@@ -150,8 +151,10 @@ describe.each(BACKENDS)('credential lookup on %s through prepared reads', (backe
       email: 'ann@acme.test',
       role: 'owner',
     });
-    await expect(service.list(principal(empty))).resolves.toEqual([]);
-    await expect(service.list(principal('org_missing'))).rejects.toMatchObject({ status: 402 });
+    const list = async (organizationId: string) =>
+      (JSON.parse((await service.list(principal(organizationId), requestFence(db.authEpoch))).text) as { serviceAccounts: unknown[] }).serviceAccounts;
+    await expect(list(empty)).resolves.toEqual([]);
+    await expect(list('org_missing')).rejects.toMatchObject({ status: 402 });
 
     const at = (minutes: number) => new Date(clock.now().getTime() + minutes * MINUTE);
     await db.prisma.serviceAccount.createMany({
@@ -162,14 +165,14 @@ describe.each(BACKENDS)('credential lookup on %s through prepared reads', (backe
         { id: 'sa_d', organizationId: empty, name: 'gone', createdBy: userId, createdAt: at(3), updatedAt: at(3), status: 'deleted' },
       ],
     });
-    const listed = await service.list(principal(empty));
+    const listed = await list(empty);
     expect(listed).toEqual([
       { id: 'sa_c', name: 'tie', status: 'inactive', createdBy: userId, teamIds: [], createdAt: at(2).getTime(), updatedAt: at(2).getTime() },
       { id: 'sa_b', name: 'new', description: 'd', status: 'active', createdBy: userId, teamIds: [], createdAt: at(2).getTime(), updatedAt: at(2).getTime() },
       { id: 'sa_a', name: 'old', status: 'active', createdBy: userId, teamIds: ['t1'], createdAt: at(1).getTime(), updatedAt: at(5).getTime() },
     ]);
     await db.prisma.organization.update({ where: { id: empty }, data: { entitlements: { serviceAccounts: false } } });
-    await expect(service.list(principal(empty))).rejects.toMatchObject({ status: 402 });
+    await expect(list(empty)).rejects.toMatchObject({ status: 402 });
   });
 });
 
@@ -187,7 +190,7 @@ describe.runIf(BACKENDS.includes('postgres'))('prepared reads on two replicas of
     const clock = fixedClock(new Date());
     // Each replica opens the database as a server does: its own pool, its own prepared statements.
     replicaB = await openDatabase({ databaseUrl: db.url, dataDir: os.tmpdir() });
-    const [a, b] = [db, replicaB].map((replica) => createAuthenticator({ db: replica.prisma, clock, reads: replica.reads, authEpoch: replica.authEpoch }));
+    const [a, b] = [db, replicaB].map((replica) => requestAuthenticator({ db: replica.prisma, clock, reads: replica.reads, authEpoch: replica.authEpoch }));
     const orgId = (await db.prisma.organization.create({ data: { id: newId('org'), name: 'acme' } })).id;
     const sa = await db.prisma.serviceAccount.create({ data: { id: newId('sa'), organizationId: orgId, name: 'ci', createdBy: 'test' } });
     const key = generateApiKey();

@@ -1,11 +1,11 @@
 import { SignJWT } from 'jose';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { generateApiKey } from '../../src/auth/api-keys.ts';
-import { createAuthenticator, type Authenticate } from '../../src/auth/authenticate.ts';
 import { createJwtVerifier } from '../../src/auth/jwt.ts';
 import { fixedClock } from '../../src/lib/clock.ts';
 import { newId } from '../../src/lib/ids.ts';
 import { bootstrapOrganization } from '../../src/modules/organization/bootstrap.ts';
+import { requestAuthenticator, type AuthenticateRequest } from '../support/authenticate.ts';
 import { BACKENDS, openTestDatabase } from '../support/test-db.ts';
 
 const SECRET = 'auth-test-secret-auth-test-secret-1';
@@ -18,7 +18,7 @@ const sign = (claims: Record<string, unknown>, sub: string, opts: { secret?: str
 
 describe.each(BACKENDS)('authentication on %s', (backend) => {
   let db: Awaited<ReturnType<typeof openTestDatabase>>;
-  let authenticate: Authenticate;
+  let authenticate: AuthenticateRequest;
   const clock = fixedClock(new Date());
   let orgId: string;
   let ownerKey: string;
@@ -28,7 +28,7 @@ describe.each(BACKENDS)('authentication on %s', (backend) => {
     const boot = await bootstrapOrganization(db.prisma, { org: 'acme', email: 'Owner@Acme.test' }, clock);
     orgId = boot.organizationId;
     ownerKey = boot.apiKey!;
-    authenticate = createAuthenticator({ db: db.prisma, clock, reads: db.reads, authEpoch: db.authEpoch, verifyJwt: createJwtVerifier({ secret: SECRET }) });
+    authenticate = requestAuthenticator({ db: db.prisma, clock, reads: db.reads, authEpoch: db.authEpoch, verifyJwt: createJwtVerifier({ secret: SECRET }) });
   });
   afterAll(() => db?.dispose());
 
@@ -109,7 +109,7 @@ describe.each(BACKENDS)('authentication on %s', (backend) => {
   });
 
   it('refuses JWTs when no JWT verification is configured', async () => {
-    const noJwt = createAuthenticator({ db: db.prisma, clock, reads: db.reads, authEpoch: db.authEpoch });
+    const noJwt = requestAuthenticator({ db: db.prisma, clock, reads: db.reads, authEpoch: db.authEpoch });
     await expect(noJwt(`Bearer ${await sign({ org_id: orgId }, 'x')}`)).rejects.toMatchObject({
       status: 401,
       message: expect.stringMatching(/not enabled/),

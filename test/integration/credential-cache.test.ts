@@ -1,11 +1,11 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { generateApiKey } from '../../src/auth/api-keys.ts';
-import { createAuthenticator, type Authenticate } from '../../src/auth/authenticate.ts';
 import { API_KEY_BY_HASH } from '../../src/auth/credential-lookup.ts';
 import { fencedEpochReads } from '../../src/db/auth-epoch.ts';
 import type { ReadRows } from '../../src/db/reads.ts';
 import { fixedClock } from '../../src/lib/clock.ts';
 import { newId } from '../../src/lib/ids.ts';
+import { requestAuthenticator, type AuthenticateRequest } from '../support/authenticate.ts';
 import { BACKENDS, openTestDatabase } from '../support/test-db.ts';
 
 const AUTH_EPOCH = 'agentplane_auth_epoch';
@@ -18,7 +18,7 @@ const AUTH_EPOCH = 'agentplane_auth_epoch';
  */
 describe.each(BACKENDS)('credential cache on %s', (backend) => {
   let db: Awaited<ReturnType<typeof openTestDatabase>>;
-  let authenticate: Authenticate;
+  let authenticate: AuthenticateRequest;
   const reads: Record<string, number> = { [API_KEY_BY_HASH.name]: 0, [AUTH_EPOCH]: 0 };
   const clock = fixedClock(new Date('2030-01-01T00:00:00Z'));
   let orgId: string;
@@ -33,7 +33,7 @@ describe.each(BACKENDS)('credential cache on %s', (backend) => {
     };
     // The epoch goes through the counted reads too, as the opened database would run it.
     const authEpoch = db.kind === 'postgres' ? fencedEpochReads(counted) : db.authEpoch;
-    authenticate = createAuthenticator({ db: db.prisma, clock, reads: counted, authEpoch });
+    authenticate = requestAuthenticator({ db: db.prisma, clock, reads: counted, authEpoch });
     orgId = (await db.prisma.organization.create({ data: { id: newId('org'), name: 'acme' } })).id;
     userId = (await db.prisma.user.create({ data: { id: newId('usr'), email: 'ann@acme.test' } })).id;
     membershipId = (await db.prisma.membership.create({ data: { id: newId('mem'), organizationId: orgId, userId, role: 'manager' } })).id;

@@ -6,6 +6,8 @@ import { createApp } from '../../src/app.ts';
 import type { Role } from '../../src/auth/principal.ts';
 import { issueApiKey } from '../../src/auth/issue-api-key.ts';
 import { loadConfig } from '../../src/config.ts';
+import { openDatabase, type Database } from '../../src/db/client.ts';
+import type { ReadRows } from '../../src/db/reads.ts';
 import { systemClock, type Clock } from '../../src/lib/clock.ts';
 import { jobsFor } from '../../src/jobs/catalog.ts';
 import { createJobQueue, type JobQueue } from '../../src/jobs/queue.ts';
@@ -81,6 +83,8 @@ export interface TestApi {
   globex: OrgFixture;
   /** fetch with JSON in and out, as the given bearer credential. */
   call(method: string, path: string, opts?: { as?: string; body?: unknown; rawBody?: string }): Promise<{ status: number; body: any; headers: Headers }>;
+  /** Another server on the same PostgreSQL database, as a second replica: its own pool, caches and port. */
+  replica(): Promise<{ url: string; close(): Promise<void> }>;
   close(): Promise<void>;
 }
 
@@ -92,6 +96,8 @@ export interface TestApiOptions {
   gateway?: boolean;
   /** Configuration variables on top of the defaults (the local provider is off unless enabled here). */
   env?: Record<string, string>;
+  /** Wraps the hot reads the app runs (`Database.reads`), e.g. to count them. */
+  wrapReads?: (reads: ReadRows) => ReadRows;
 }
 
 /**
@@ -118,19 +124,22 @@ export async function startTestApi(backend: Backend, opts: TestApiOptions = {}):
   });
   await queue.start();
   if (opts.worker) await queue.work();
-  const { app } = createApp({
-    config,
-    prisma: db.prisma,
-    reads: db.reads,
-    authEpoch: db.authEpoch,
-    log,
-    clock,
-    providers: provisioner.providers,
-    queue,
-    machines,
-    pendingMigrations: async () => [],
-  });
-  const server = await listenOnFreePort(app);
+  const serve = (database: Database) =>
+    listenOnFreePort(
+      createApp({
+        config,
+        prisma: database.prisma,
+        reads: opts.wrapReads ? opts.wrapReads(database.reads) : database.reads,
+        authEpoch: database.authEpoch,
+        log,
+        clock,
+        providers: provisioner.providers,
+        queue,
+        machines,
+        pendingMigrations: async () => [],
+      }).app,
+    );
+  const server = await serve(db);
   const [acme, globex] = [await createOrgFixture(db, 'acme'), await createOrgFixture(db, 'globex')];
   return {
     url: server.url,
@@ -149,6 +158,18 @@ export async function startTestApi(backend: Backend, opts: TestApiOptions = {}):
       const res = await fetch(`${server.url}${path}`, { method, headers, body });
       const text = await res.text();
       return { status: res.status, body: text ? JSON.parse(text) : undefined, headers: res.headers };
+    },
+    replica: async () => {
+      if (db.kind !== 'postgres') throw new Error('only a PostgreSQL database is shared by replicas');
+      const other = await openDatabase({ databaseUrl: db.url, dataDir });
+      const replica = await serve(other);
+      return {
+        url: replica.url,
+        close: async () => {
+          await replica.close();
+          await other.close();
+        },
+      };
     },
     close: async () => {
       await server.close();

@@ -60,7 +60,7 @@ beforeAll(async () => {
   const app = express();
   app.use(requestId, accessLog(createLogger({ level: 'silent' })), express.json());
   const router = express.Router();
-  for (const r of routes) mountRoute(router, r, { authenticate });
+  for (const r of routes) mountRoute(router, r, { authenticate, authEpoch: () => Promise.reject(new Error('these routes read no fenced cache')) });
   app.use(router, notFound, errorHandler);
   base = await listenOnFreePort(app);
 });

@@ -1,7 +1,10 @@
 import type { Principal } from '../../auth/principal.ts';
-import { isUniqueViolation } from '../../db/errors.ts';
+import type { AuthEpoch } from '../../db/auth-epoch.ts';
 import type { Db } from '../../db/client.ts';
+import { isUniqueViolation } from '../../db/errors.ts';
+import { createFencedCache, rowWithEpoch } from '../../db/fenced-cache.ts';
 import type { ServiceAccount } from '../../generated/prisma/client.ts';
+import { checkedJson } from '../../http/serialized-json.ts';
 import { Conflict } from '../../lib/errors.ts';
 import { newId } from '../../lib/ids.ts';
 import { PUBLIC_API_SOURCE, recordAudit } from '../audit/record.ts';
@@ -14,7 +17,7 @@ import {
   requireServiceAccountsPlan,
 } from './access.ts';
 import { accountRowOf, LISTED_ACCOUNTS, type ListedAccountsRow } from './reads.ts';
-import type { CreateServiceAccountInput, UpdateServiceAccountInput } from './schemas.ts';
+import { ServiceAccountListResponse, type CreateServiceAccountInput, type UpdateServiceAccountInput } from './schemas.ts';
 import type { ServiceAccountsDeps } from './service.ts';
 import { serviceAccountView } from './views.ts';
 
@@ -33,7 +36,22 @@ function nameTaken(name: string, holder?: { id: string; status: string }): Confl
   );
 }
 
+/** Organizations whose lists are kept at most (src/db/fenced-cache.ts). */
+const MAX_CACHED_LISTS = 1_000;
+
 export function accountOperations({ db, clock, reads, computers, gateway }: ServiceAccountsDeps) {
+  // Each organization's plan and list answer, kept while the auth epoch shows no change to either:
+  // a new account, a change to a listed column or to the plan advances it (by trigger).
+  const lists = createFencedCache(
+    rowWithEpoch(reads, LISTED_ACCOUNTS, (row: ListedAccountsRow) => ({
+      entitlements: row.entitlements,
+      answer: checkedJson(ServiceAccountListResponse, {
+        serviceAccounts: row.accounts.map((listed) => serviceAccountView(accountRowOf(listed))),
+      }),
+    })),
+    MAX_CACHED_LISTS,
+  );
+
   async function find(tx: Db, organizationId: string, id: string): Promise<ServiceAccount> {
     const row = await tx.serviceAccount.findFirst({ where: { id, organizationId } });
     if (!row) throw accountNotFound(id);
@@ -43,11 +61,11 @@ export function accountOperations({ db, clock, reads, computers, gateway }: Serv
   return {
     // Reads fetch the plan and the rows in one round trip: on a busy server every round trip counts.
 
-    /** Accounts that are not deleted, newest first. */
-    async list(actor: Principal) {
-      const org = (await reads<ListedAccountsRow>(LISTED_ACCOUNTS, [actor.organizationId]))[0] ?? null;
+    /** The `{serviceAccounts}` answer: accounts that are not deleted, newest first, as of the request's fence. */
+    async list(actor: Principal, fence: AuthEpoch) {
+      const org = (await lists.get(actor.organizationId, fence)) ?? null;
       assertServiceAccountsPlan(org);
-      return org.accounts.map((listed) => serviceAccountView(accountRowOf(listed)));
+      return org.answer;
     },
 
     /** One account, deleted ones included (status `deleted`), so a client can confirm a deletion. */

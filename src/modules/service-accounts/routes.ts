@@ -26,7 +26,7 @@ export function serviceAccountRoutes(service: ServiceAccountsService): RouteSpec
       summary: "List the organization's service accounts (deleted ones are left out)",
       responses: { 200: { description: 'Service accounts, newest first', schema: ServiceAccountListResponse } },
       errors: [401, 402, 403, 500],
-      handler: async ({ principal }) => ({ status: 200, body: { serviceAccounts: await service.list(principal) } }),
+      handler: async ({ principal, fence }) => ({ status: 200, body: await service.list(principal, fence) }),
     }),
     defineRoute({
       ...common,
