@@ -1,11 +1,12 @@
 import type { z } from 'zod';
 
 /**
- * A response body that is JSON text already, for answers too large to build as objects, check
- * with zod and stringify on every request (a year of analytics is megabytes). `T` is the schema
- * type the text satisfies. The route sends the text as it is, so the code that builds one must
- * emit only what its route's schema accepts, by construction from schema-typed values, and tests
- * must parse its outputs with that schema.
+ * A response body that is JSON text already: an answer too large to build as objects, check with
+ * zod and stringify on every request (a year of analytics is megabytes), or one served from a
+ * cache (`checkedJson`). `T` is the schema type the text satisfies. The route sends the text as
+ * it is, so the code that builds one must emit only what its route's schema accepts, by
+ * construction from schema-typed values or by `checkedJson`, and tests must parse its outputs
+ * with that schema.
  */
 export class SerializedJson<T = unknown> {
   declare private readonly shape: T;

@@ -46,6 +46,8 @@ describe.each(BACKENDS)('organization management on %s', (backend) => {
   };
   /** A separate organization, so a test can change owners, seats or history without touching others. */
   const freshOrg = () => createOrgFixture(api.db, `org${++orgCount}`);
+  /** The name a fixture organization was created with (its members are `<role>@<name>.test`, signed in as `idp|<name>-<role>`). */
+  const orgName = (org: OrgFixture) => org.members.owner.email.split('@')[1]!.replace(/\.test$/, '');
   const membershipOf = (orgId: string, email: string) =>
     db().membership.findFirst({ where: { organizationId: orgId, user: { email } } });
   const audits = (orgId: string, eventType: string) =>
@@ -65,7 +67,7 @@ describe.each(BACKENDS)('organization management on %s', (backend) => {
       .setSubject(sub)
       .setExpirationTime('1h')
       .sign(new TextEncoder().encode(JWT_SECRET));
-    return { userId: user.id, email, apiKey: key.value, jwt };
+    return { userId: user.id, sub, email, apiKey: key.value, jwt };
   }
 
   describe('authorization', () => {
@@ -130,11 +132,14 @@ describe.each(BACKENDS)('organization management on %s', (backend) => {
       for (const u of res.body.users) {
         for (const key of Object.keys(u)) expect(USER_FIELDS).toContain(key);
         expect(u.createdAt).toMatch(ISO);
-        expect(u.id).toMatch(/^usr_/);
+      }
+      // The identity-provider id (the fixture's members all have one).
+      for (const role of ['owner', 'manager', 'user', 'guest'] as const) {
+        expect(res.body.users.find((u: { email: string }) => u.email === `${role}@acme.test`).id).toBe(`idp|acme-${role}`);
       }
       const user = res.body.users.find((u: { email: string }) => u.email === 'user@acme.test');
       expect(user).toEqual({
-        id: acme.members.user.userId,
+        id: 'idp|acme-user',
         email: 'user@acme.test',
         firstName: 'user',
         lastName: 'acme',
@@ -144,6 +149,25 @@ describe.each(BACKENDS)('organization management on %s', (backend) => {
         metadata: { team: 'core' },
       });
       expect(res.body.pagination).toEqual({ hasMore: false, nextCursor: null });
+    });
+
+    it("shows agentplane's id for a user without an identity, and the identity-provider id from the first sign-in on", async () => {
+      const org = await freshOrg();
+      const email = `${newId('new')}@joiner.test`;
+      expect((await invite(org, { email, role: 'user' })).body.status).toBe('invited');
+      const idOf = async () => {
+        const res = await call('GET', `${USERS}?limit=100`, { as: org.members.owner.apiKey });
+        return res.body.users.find((u: { email: string }) => u.email === email).id as string;
+      };
+      const before = await idOf();
+      expect(before).toMatch(/^usr_/);
+      const jwt = await new SignJWT({ email, org_id: org.id })
+        .setProtectedHeader({ alg: 'HS256' })
+        .setSubject('idp|joiner')
+        .setExpirationTime('1h')
+        .sign(new TextEncoder().encode(JWT_SECRET));
+      expect((await call('GET', '/api/v0/computers/providers', { as: jwt })).status).toBe(200);
+      expect(await idOf()).toBe('idp|joiner');
     });
 
     it('shows sign-in time once a member signed in with a token', async () => {
@@ -350,6 +374,25 @@ describe.each(BACKENDS)('organization management on %s', (backend) => {
         before: { role: 'user', status: 'active' },
         after: null,
       });
+    });
+
+    it.runIf(backend === 'postgres')("ends a removed member's credentials at once on every replica, and a demoted one's role", async () => {
+      const other = await api.replica();
+      try {
+        const onOther = async (as: string, path = '/api/v0/computers/providers') =>
+          (await fetch(`${other.url}${path}`, { headers: { authorization: `Bearer ${as}` } })).status;
+        const [leaving, demoted] = [await addMember(acme, 'user'), await addMember(acme, 'manager')];
+        for (const as of [leaving.apiKey, leaving.jwt]) expect(await onOther(as)).toBe(200);
+        expect(await onOther(demoted.apiKey, USERS)).toBe(200);
+
+        expect((await remove(acme, leaving.email, acme.members.manager.apiKey)).status).toBe(204);
+        for (const as of [leaving.apiKey, leaving.jwt]) expect(await onOther(as)).toBe(401);
+
+        expect((await invite(acme, { email: demoted.email, role: 'user' })).body.status).toBe('role_updated');
+        expect(await onOther(demoted.apiKey, USERS)).toBe(403);
+      } finally {
+        await other.close();
+      }
     });
 
     it('revokes a pending invitation', async () => {
@@ -559,13 +602,13 @@ describe.each(BACKENDS)('organization management on %s', (backend) => {
           {
             revision: 2,
             settings: second.body.settings,
-            user: { id: org.members.manager.userId, email: org.members.manager.email, name: `manager ${org.members.manager.email.split('@')[1]!.replace('.test', '')}` },
+            user: { id: `idp|${orgName(org)}-manager`, email: org.members.manager.email, name: `manager ${orgName(org)}` },
             updatedAt: clock.now().toISOString(),
           },
           {
             revision: 1,
             settings: { maxAutonomyLevel: 'low', sandbox: { enabled: true } },
-            user: { id: org.members.owner.userId, email: org.members.owner.email, name: expect.stringMatching(/^owner /) },
+            user: { id: `idp|${orgName(org)}-owner`, email: org.members.owner.email, name: `owner ${orgName(org)}` },
             updatedAt: firstAt,
           },
         ],
@@ -588,7 +631,7 @@ describe.each(BACKENDS)('organization management on %s', (backend) => {
       const m = await addMember(org, 'manager');
       await call('PUT', CONTROLS, { as: m.apiKey, body: { settings: { a: 1 } } });
       const history = await call('GET', HISTORY, { as: org.members.owner.apiKey });
-      expect(history.body.changes[0].user).toEqual({ id: m.userId, email: m.email, name: m.email });
+      expect(history.body.changes[0].user).toEqual({ id: m.sub, email: m.email, name: m.email });
     });
 
     it('pages history by revision, newest first', async () => {

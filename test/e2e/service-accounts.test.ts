@@ -303,6 +303,44 @@ describe.each(BACKENDS)('service accounts on %s', (backend) => {
       });
     });
 
+    it("schedules the teardown of each managed computer it owns, in the delete's transaction", async () => {
+      const sa = await createAccount();
+      const managed = await db().computer.create({
+        data: {
+          id: newId('cmp'),
+          organizationId: acme.id,
+          ownerKind: 'service',
+          ownerId: sa.id,
+          name: 'robot-managed',
+          liveName: 'robot-managed',
+          providerType: 'local',
+          status: 'active',
+          powerState: 'running',
+          sshKeyCiphertext: 'sealed',
+          createdBy: acme.members.manager.userId,
+        },
+      });
+      const res = await api.call('DELETE', `${BASE}/${sa.id}`, { as: manager });
+      expect(res.status).toBe(200);
+
+      expect(await db().computer.findUniqueOrThrow({ where: { id: managed.id } })).toMatchObject({
+        deletedAt: clock.now(),
+        liveName: null,
+        operation: 'teardown',
+        sshKeyCiphertext: null,
+      });
+      expect(await db().provisioningStep.findMany({ where: { computerId: managed.id } })).toEqual([
+        expect.objectContaining({ id: 'teardown', status: 'pending' }),
+      ]);
+      const jobs = await db().$queryRawUnsafe<{ n: number }[]>(
+        `SELECT count(*)::int AS n FROM pgboss.job WHERE name = 'computers.stack' AND data->>'computerId' = $1 AND data->>'operation' = 'teardown'`,
+        managed.id,
+      );
+      expect(jobs[0]!.n).toBe(1);
+      const audit = (await auditsFor(sa.id)).find((a) => (a.payload as { intent: string }).intent === 'deleted');
+      expect(audit?.payload).toMatchObject({ computersDeleted: [managed.id] });
+    });
+
     it('keeps a deleted account readable but frozen, and a second DELETE changes nothing', async () => {
       const sa = await createAccount();
       const key = await createKey(sa.id);
@@ -546,6 +584,33 @@ describe.each(BACKENDS)('service accounts on %s', (backend) => {
       expect((await db().apiKey.findUniqueOrThrow({ where: { id: key.id } })).revokedAt).toEqual(row.revokedAt);
       const audits = (await auditsFor(key.id)).map((a) => a.payload);
       expect(audits).toEqual([{ intent: 'created' }, { intent: 'revoked', graceWindowEnded: false }]);
+    });
+
+    it.runIf(backend === 'postgres')('ends a key on every replica at once: revoked, rotated or its account deactivated through another', async () => {
+      const other = await api.replica();
+      try {
+        /** The status of an authenticated call with `key` to the other replica, which has the key cached by then. */
+        const onOther = async (key: string) =>
+          (await fetch(`${other.url}/api/v0/computers/providers`, { headers: { authorization: `Bearer ${key}` } })).status;
+        const sa = await createAccount();
+        const [revoked, rotated, idle] = [await createKey(sa.id), await createKey(sa.id), await createKey(sa.id)];
+        for (const key of [revoked, rotated, idle]) expect(await onOther(key.value)).toBe(200);
+
+        expect((await api.call('POST', `${BASE}/${sa.id}/api-keys/${revoked.id}/revoke`, { as: manager })).status).toBe(204);
+        expect(await onOther(revoked.value)).toBe(401);
+
+        const rotation = await api.call('POST', `${BASE}/${sa.id}/api-keys/${rotated.id}/rotate`, { as: manager, body: {} });
+        expect(rotation.status).toBe(200);
+        expect(await onOther(rotated.value)).toBe(401);
+        expect(await onOther(rotation.body.apiKey.value)).toBe(200);
+
+        expect((await api.call('PATCH', `${BASE}/${sa.id}`, { as: manager, body: { status: 'inactive' } })).status).toBe(200);
+        expect(await onOther(idle.value)).toBe(401);
+        expect((await api.call('PATCH', `${BASE}/${sa.id}`, { as: manager, body: { status: 'active' } })).status).toBe(200);
+        expect(await onOther(idle.value)).toBe(200);
+      } finally {
+        await other.close();
+      }
     });
   });
 

@@ -9,6 +9,7 @@ import { PUBLIC_API_SOURCE, recordAudit } from '../audit/record.ts';
 import { redactCustomModelKeys, sealCustomModelKeys, sealLegacyCustomModelKeys } from './custom-model-keys.ts';
 import { lockOrganization } from './organization-lock.ts';
 import type { OrganizationDeps } from './service.ts';
+import { wireUserId } from './user-id.ts';
 
 type Settings = Record<string, unknown>;
 
@@ -114,11 +115,17 @@ export async function listEnterpriseControlChanges(deps: OrganizationDeps, actor
     hasMore,
     nextCursor: hasMore ? encodeOpaqueCursor({ r: items[items.length - 1]!.revision }) : null,
   };
+  // Each change names its user by the id the users list shows now; a user deleted since keeps the stored id.
+  const users = await deps.db.user.findMany({
+    where: { id: { in: [...new Set(items.map((c) => c.userId))] } },
+    select: { id: true, idpUserId: true },
+  });
+  const wireIds = new Map(users.map((u) => [u.id, wireUserId(u)]));
   return {
     changes: items.map((c) => ({
       revision: c.revision,
       settings: redactCustomModelKeys(asSettings(c.settings)),
-      user: { id: c.userId, email: c.userEmail, name: c.userName ?? c.userEmail },
+      user: { id: wireIds.get(c.userId) ?? c.userId, email: c.userEmail, name: c.userName ?? c.userEmail },
       updatedAt: c.createdAt.toISOString(),
     })),
     pagination,

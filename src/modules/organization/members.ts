@@ -8,6 +8,7 @@ import { PUBLIC_API_SOURCE, recordAudit } from '../audit/record.ts';
 import { lockOrganization } from './organization-lock.ts';
 import type { InviteBody, InviteResult, OrganizationUser } from './schemas.ts';
 import type { OrganizationDeps } from './service.ts';
+import { wireUserId } from './user-id.ts';
 
 
 export async function listUsers(deps: OrganizationDeps, actor: Principal, page: PageQuery) {
@@ -152,7 +153,7 @@ function membershipAudit(actor: Principal, m: Membership & { user: User }, at: D
 function toOrganizationUser(m: Membership & { user: User }): OrganizationUser {
   const u = m.user;
   return {
-    id: u.id,
+    id: wireUserId(u),
     email: u.email,
     ...(u.firstName ? { firstName: u.firstName } : {}),
     ...(u.lastName ? { lastName: u.lastName } : {}),

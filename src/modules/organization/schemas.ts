@@ -16,7 +16,7 @@ export type RoleName = z.infer<typeof RoleSchema>;
 
 export const OrganizationUserSchema = z
   .strictObject({
-    id: z.string().meta({ description: 'agentplane user id (usr_...), stable across sign-ins' }),
+    id: z.string().meta({ description: "Identity-provider user id; agentplane's own id (usr_...) until the user first signs in with a token" }),
     email: StoredEmailSchema,
     firstName: z.string().optional(),
     lastName: z.string().optional(),
@@ -161,7 +161,7 @@ const EnterpriseControlChangeSchema = z
     revision: z.number().int().min(1),
     settings: SettingsSchema,
     user: z.strictObject({
-      id: z.string().meta({ description: 'agentplane user id (usr_...)' }),
+      id: z.string().meta({ description: 'Identity-provider user id of whoever made the change, as in the users list' }),
       email: StoredEmailSchema,
       name: z.string().meta({ description: 'Display name; the email when the user has no name' }),
     }),
