@@ -80,7 +80,7 @@ export function createApp(deps: AppDeps) {
         clock: deps.clock,
         reads: deps.reads,
         computers: { queue: deps.queue, managed: deps.config.managed },
-        gateway: deps.machines.gateway,
+        machines: deps.machines,
       }),
     ),
     ...templateRoutes(createTemplatesService({ db: deps.prisma, clock: deps.clock })),

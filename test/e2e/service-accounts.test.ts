@@ -1,8 +1,14 @@
+import { execFileSync } from 'node:child_process';
 import { createHash, randomUUID } from 'node:crypto';
+import fs from 'node:fs';
+import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { fixedClock } from '../../src/lib/clock.ts';
 import { newId } from '../../src/lib/ids.ts';
+import { syncGitIntegrations } from '../../src/modules/computers/integrations.ts';
+import { GIT_CREDENTIALS_FILE } from '../../src/provisioning/machine/index.ts';
 import { startTestApi, type OrgFixture, type TestApi } from '../support/api.ts';
+import { freePort } from '../support/http.ts';
 import { sshdMissing, startSshd, type TestSshd } from '../support/sshd.ts';
 import { BACKENDS } from '../support/test-db.ts';
 
@@ -436,6 +442,54 @@ describe.each(BACKENDS)('service accounts on %s', (backend) => {
       expect(await deletions(deletedBefore.id)).toHaveLength(1);
       expect(await api.call('DELETE', `${BASE}/${sa.id}`, { as: owner })).toMatchObject({ status: 200 });
       expect(await deletions(owned[0]!.id)).toHaveLength(1);
+    });
+
+    it('removes the git credentials refresh wrote onto its machines, best effort, and audits how each went', async () => {
+      const sa = await createAccount();
+      const reachable = await register('robot-creds', sa.id);
+      // A registered machine that has gone away since: nothing listens on its port any more.
+      const gone = await db().computer.create({
+        data: {
+          id: newId('cmp'),
+          organizationId: acme.id,
+          ownerKind: 'service',
+          ownerId: sa.id,
+          name: 'robot-gone',
+          liveName: 'robot-gone',
+          providerType: 'byom',
+          status: 'active',
+          connectionType: 'direct',
+          sshHost: '127.0.0.1',
+          sshPort: await freePort(),
+          remoteUser: sshd.username,
+          createdBy: acme.members.manager.userId,
+        },
+      });
+      await syncGitIntegrations(db(), api.machines.secrets, [
+        { organization: acme.id, host: 'git.example.com', username: 'x-access-token', token: 'tok-robot' },
+      ]);
+      try {
+        expect((await api.call('POST', `/api/v0/computers/${reachable.id}/refresh`, { as: manager })).body).toEqual({ configured: 1 });
+        const home = execFileSync('getent', ['passwd', sshd.username], { encoding: 'utf8' }).split(':')[5]!;
+        const file = path.join(home, GIT_CREDENTIALS_FILE);
+        expect(fs.readFileSync(file, 'utf8')).toContain('tok-robot');
+
+        const res = await api.call('DELETE', `${BASE}/${sa.id}`, { as: manager });
+        expect(res.status).toBe(200);
+        expect(fs.existsSync(file)).toBe(false);
+        const purge = (await auditsFor(sa.id)).find((a) => (a.payload as { intent: string }).intent === 'machine_git_credentials_purged');
+        expect(purge).toMatchObject({ eventType: 'service_account_change', actorId: acme.members.manager.userId });
+        expect(purge?.payload).toEqual({
+          intent: 'machine_git_credentials_purged',
+          machines: expect.arrayContaining([
+            { computerId: reachable.id, outcome: 'purged' },
+            { computerId: gone.id, outcome: 'failed', error: expect.stringMatching(/refused|ECONNREFUSED|connect/i) },
+          ]),
+        });
+        expect((purge?.payload as { machines: unknown[] }).machines).toHaveLength(2);
+      } finally {
+        await syncGitIntegrations(db(), api.machines.secrets, []);
+      }
     });
   });
 

@@ -12,12 +12,16 @@ import { readsFromPglite } from '../../src/db/pglite-reads.ts';
 import { fixedClock } from '../../src/lib/clock.ts';
 import { newId } from '../../src/lib/ids.ts';
 import { createServiceAccountsService } from '../../src/modules/service-accounts/service.ts';
+import { loadConfig } from '../../src/config.ts';
+import { createSecretBox } from '../../src/lib/secret-box.ts';
+import { createSshClient } from '../../src/provisioning/ssh/index.ts';
 import { requestAuthenticator, type AuthenticateRequest } from '../support/authenticate.ts';
 import { BACKENDS, openTestDatabase } from '../support/test-db.ts';
-import { loadConfig } from '../../src/config.ts';
 
 // These tests only read service accounts; deleting one (which would queue its computers' teardown) is not among them.
 const noComputers = { queue: { send: async () => '' }, managed: loadConfig({}).managed };
+/** These tests delete no account that owns machines. */
+const noMachines = { ssh: createSshClient(), secrets: createSecretBox(Buffer.alloc(32)) };
 
 /**
  * The credential lookup and the service-account list through the reads the server runs them with
@@ -141,7 +145,7 @@ describe.each(BACKENDS)('credential lookup on %s through prepared reads', (backe
   });
 
   it('lists accounts newest first without deleted ones, an empty list, and 402 for an unknown organization', async () => {
-    const service = createServiceAccountsService({ db: db.prisma, clock, reads: db.reads, computers: noComputers });
+    const service = createServiceAccountsService({ db: db.prisma, clock, reads: db.reads, computers: noComputers, machines: noMachines });
     const empty = (await db.prisma.organization.create({ data: { id: newId('org'), name: 'empty' } })).id;
     const principal = (organizationId: string): Principal => ({
       organizationId,
@@ -200,7 +204,7 @@ describe.runIf(BACKENDS.includes('postgres'))('prepared reads on two replicas of
     // Both replicas have prepared the statement and served the key before the revocation.
     await expect(a!(`Bearer ${key.value}`)).resolves.toMatchObject({ serviceAccountId: sa.id });
     await expect(b!(`Bearer ${key.value}`)).resolves.toMatchObject({ serviceAccountId: sa.id });
-    const service = createServiceAccountsService({ db: db.prisma, clock, reads: db.reads, computers: noComputers });
+    const service = createServiceAccountsService({ db: db.prisma, clock, reads: db.reads, computers: noComputers, machines: noMachines });
     const owner: Principal = { organizationId: orgId, credential: 'api_key', kind: 'user', userId: 'usr_x', email: 'x@acme.test', role: 'owner' };
     await service.revokeKey(owner, sa.id, stored.id);
     await expect(b!(`Bearer ${key.value}`)).rejects.toMatchObject({ status: 401, message: expect.stringMatching(/revoked/) });

@@ -41,19 +41,19 @@ export async function retireComputer(tx: Db, deps: RetireDeps, actor: Principal,
   return true;
 }
 
-/** Deletes every live computer a service account owns (spec 3.3: they go with it); answers those it deleted. */
+/** Deletes every live computer a service account owns (spec 3.3: they go with it); answers those it deleted, as they were. */
 export async function retireServiceAccountComputers(
   tx: Db,
   deps: RetireDeps,
   actor: Principal,
   serviceAccountId: string,
   now: Date,
-): Promise<Retired[]> {
+): Promise<Computer[]> {
   const owned = await tx.computer.findMany({
     where: { organizationId: actor.organizationId, ownerKind: 'service', ownerId: serviceAccountId, deletedAt: null },
     orderBy: { id: 'asc' },
   });
-  const retired: Retired[] = [];
+  const retired: Computer[] = [];
   for (const computer of owned) if (await retireComputer(tx, deps, actor, computer, now)) retired.push(computer);
   return retired;
 }

@@ -3,7 +3,7 @@ import type { AuthEpoch } from '../../db/auth-epoch.ts';
 import type { Db } from '../../db/client.ts';
 import { isUniqueViolation } from '../../db/errors.ts';
 import { createFencedCache, rowWithEpoch } from '../../db/fenced-cache.ts';
-import type { ServiceAccount } from '../../generated/prisma/client.ts';
+import type { Computer, ServiceAccount } from '../../generated/prisma/client.ts';
 import { checkedJson } from '../../http/serialized-json.ts';
 import { Conflict } from '../../lib/errors.ts';
 import { newId } from '../../lib/ids.ts';
@@ -16,6 +16,7 @@ import {
   assertServiceAccountsPlan,
   requireServiceAccountsPlan,
 } from './access.ts';
+import { purgeMachineGitCredentials } from './machine-credentials.ts';
 import { accountRowOf, LISTED_ACCOUNTS, type ListedAccountsRow } from './reads.ts';
 import { ServiceAccountListResponse, type CreateServiceAccountInput, type UpdateServiceAccountInput } from './schemas.ts';
 import type { ServiceAccountsDeps } from './service.ts';
@@ -39,7 +40,7 @@ function nameTaken(name: string, holder?: { id: string; status: string }): Confl
 /** Organizations whose lists are kept at most (src/db/fenced-cache.ts). */
 const MAX_CACHED_LISTS = 1_000;
 
-export function accountOperations({ db, clock, reads, computers, gateway }: ServiceAccountsDeps) {
+export function accountOperations({ db, clock, reads, computers, machines }: ServiceAccountsDeps) {
   // Each organization's plan and list answer, kept while the auth epoch shows no change to either:
   // a new account, a change to a listed column or to the plan advances it (by trigger).
   const lists = createFencedCache(
@@ -169,21 +170,23 @@ export function accountOperations({ db, clock, reads, computers, gateway }: Serv
     /**
      * Soft delete: status `deleted`, every key revoked (rotation grace windows end too), the
      * computers it owns deleted as the computers API deletes one (managed ones torn down), and
-     * stored git credentials purged, in one transaction. Deleting a deleted account changes nothing.
+     * stored git credentials purged, in one transaction. Then, best effort, the git credentials
+     * written onto its registered machines are removed, with the outcome in a second audit
+     * record. Deleting a deleted account changes nothing.
      */
     async remove(actor: Principal, id: string) {
       const organizationId = actor.organizationId;
-      const agentComputers: string[] = [];
-      await db.$transaction(async (tx) => {
+      const retired: Computer[] = [];
+      const deleted = await db.$transaction(async (tx) => {
         const current = await find(tx, organizationId, id);
-        if (current.status === 'deleted') return;
+        if (current.status === 'deleted') return undefined;
         const now = clock.now();
         const changed = await tx.serviceAccount.updateMany({
           where: { id, organizationId, status: { in: ['active', 'inactive'] } },
           data: { status: 'deleted', updatedAt: now },
         });
         // 0 rows: another request deleted it first, which is the outcome this one asked for.
-        if (changed.count === 0) return;
+        if (changed.count === 0) return undefined;
         const keysRevoked = await tx.apiKey.updateMany({
           where: { serviceAccountId: id, revokedAt: null },
           data: { revokedAt: now },
@@ -192,8 +195,7 @@ export function accountOperations({ db, clock, reads, computers, gateway }: Serv
           where: { serviceAccountId: id, validUntil: { gt: now } },
           data: { validUntil: now },
         });
-        const retired = await retireServiceAccountComputers(tx, computers, actor, id, now);
-        agentComputers.push(...retired.filter((c) => c.connectionType === 'agent').map((c) => c.id));
+        retired.push(...(await retireServiceAccountComputers(tx, computers, actor, id, now)));
         const gitCredentials = await tx.gitCredential.deleteMany({ where: { serviceAccountId: id } });
         await recordAudit(tx, {
           organizationId,
@@ -214,8 +216,23 @@ export function accountOperations({ db, clock, reads, computers, gateway }: Serv
           },
           at: now,
         });
+        return current;
       });
-      for (const computerId of agentComputers) gateway?.disconnect(computerId);
+      if (deleted) {
+        const machineCredentials = await purgeMachineGitCredentials({ db, ...machines }, retired);
+        if (machineCredentials.length > 0) {
+          await recordAudit(db, {
+            organizationId,
+            eventType: ACCOUNT_EVENT,
+            source: PUBLIC_API_SOURCE,
+            actor,
+            target: { serviceAccountId: id, name: deleted.name },
+            payload: { intent: 'machine_git_credentials_purged', machines: machineCredentials },
+            at: clock.now(),
+          });
+        }
+      }
+      for (const c of retired) if (c.connectionType === 'agent') machines.gateway?.disconnect(c.id);
       return { id, deleted: true as const };
     },
   };

@@ -1,7 +1,7 @@
 import type { PrismaClient } from '../../db/client.ts';
 import type { ReadRows } from '../../db/reads.ts';
 import type { Clock } from '../../lib/clock.ts';
-import type { AgentDialer } from '../computers/machines.ts';
+import type { MachineDeps } from '../computers/machines.ts';
 import type { RetireDeps } from '../computers/retire.ts';
 import { accountOperations } from './accounts.ts';
 import { apiKeyOperations } from './api-keys.ts';
@@ -13,8 +13,11 @@ export interface ServiceAccountsDeps {
   reads: ReadRows;
   /** Deleting an account deletes its computers; managed ones are torn down by a job. */
   computers: RetireDeps;
-  /** This server's SSH gateway: a deleted account's agent-connected computers lose their tunnel. */
-  gateway?: Pick<AgentDialer, 'disconnect'>;
+  /**
+   * How this server reaches machines: a deleted account's registered machines have their git
+   * credentials purged, and its agent-connected ones then lose their tunnel.
+   */
+  machines: Omit<MachineDeps, 'db'>;
 }
 
 /** Service accounts and their API keys: the rules of spec 4.3, free of HTTP. */
