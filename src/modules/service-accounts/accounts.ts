@@ -7,7 +7,7 @@ import type { Computer, ServiceAccount } from '../../generated/prisma/client.ts'
 import { checkedJson } from '../../http/serialized-json.ts';
 import { Conflict } from '../../lib/errors.ts';
 import { newId } from '../../lib/ids.ts';
-import { PUBLIC_API_SOURCE, recordAudit } from '../audit/record.ts';
+import { PUBLIC_API_SOURCE, recordAudit, type AuditEntry } from '../audit/record.ts';
 import { retireServiceAccountComputers } from '../computers/retire.ts';
 import {
   accountNotFound,
@@ -35,6 +35,23 @@ function nameTaken(name: string, holder?: { id: string; status: string }): Confl
   return new Conflict(
     `The name "${name}" is already used by ${by} in this organization; names are never reused, choose another name`,
   );
+}
+
+/** Records a change to an account, made by `actor` through the public API. */
+function recordAccountChange(
+  db: Db,
+  actor: Principal,
+  account: Pick<ServiceAccount, 'id' | 'name'>,
+  change: Pick<AuditEntry, 'before' | 'after' | 'payload' | 'at'>,
+): Promise<void> {
+  return recordAudit(db, {
+    organizationId: actor.organizationId,
+    eventType: ACCOUNT_EVENT,
+    source: PUBLIC_API_SOURCE,
+    actor,
+    target: { serviceAccountId: account.id, name: account.name },
+    ...change,
+  });
 }
 
 /** Organizations whose lists are kept at most (src/db/fenced-cache.ts). */
@@ -105,12 +122,7 @@ export function accountOperations({ db, clock, reads, computers, machines }: Ser
             },
           });
           const after = serviceAccountView(row);
-          await recordAudit(tx, {
-            organizationId,
-            eventType: ACCOUNT_EVENT,
-            source: PUBLIC_API_SOURCE,
-            actor,
-            target: { serviceAccountId: row.id, name: row.name },
+          await recordAccountChange(tx, actor, row, {
             before: null,
             after,
             payload: { intent: 'created', toStatus: row.status },
@@ -149,12 +161,7 @@ export function accountOperations({ db, clock, reads, computers, machines }: Ser
         }
         const before = serviceAccountView(current);
         const after = serviceAccountView(await find(tx, organizationId, id));
-        await recordAudit(tx, {
-          organizationId,
-          eventType: ACCOUNT_EVENT,
-          source: PUBLIC_API_SOURCE,
-          actor,
-          target: { serviceAccountId: id, name: current.name },
+        await recordAccountChange(tx, actor, current, {
           before,
           after,
           payload:
@@ -197,12 +204,7 @@ export function accountOperations({ db, clock, reads, computers, machines }: Ser
         });
         retired.push(...(await retireServiceAccountComputers(tx, computers, actor, id, now)));
         const gitCredentials = await tx.gitCredential.deleteMany({ where: { serviceAccountId: id } });
-        await recordAudit(tx, {
-          organizationId,
-          eventType: ACCOUNT_EVENT,
-          source: PUBLIC_API_SOURCE,
-          actor,
-          target: { serviceAccountId: id, name: current.name },
+        await recordAccountChange(tx, actor, current, {
           before: serviceAccountView(current),
           after: serviceAccountView(await find(tx, organizationId, id)),
           payload: {
@@ -221,12 +223,7 @@ export function accountOperations({ db, clock, reads, computers, machines }: Ser
       if (deleted) {
         const machineCredentials = await purgeMachineGitCredentials({ db, ...machines }, retired);
         if (machineCredentials.length > 0) {
-          await recordAudit(db, {
-            organizationId,
-            eventType: ACCOUNT_EVENT,
-            source: PUBLIC_API_SOURCE,
-            actor,
-            target: { serviceAccountId: id, name: deleted.name },
+          await recordAccountChange(db, actor, deleted, {
             payload: { intent: 'machine_git_credentials_purged', machines: machineCredentials },
             at: clock.now(),
           });
