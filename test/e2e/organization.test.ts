@@ -301,6 +301,27 @@ describe.each(BACKENDS)('organization management on %s', (backend) => {
       expect(promote.body).toEqual({ email: org.members.user.email, role: 'owner', status: 'role_updated' });
       const inviteOwner = await invite(org, { email: 'boss@owners.test', role: 'owner' }, org.members.owner.apiKey);
       expect(inviteOwner.body.status).toBe('invited');
+      const promoteByManager = await invite(org, { email: org.members.guest.email, role: 'owner' }, org.members.manager.apiKey);
+      expect(promoteByManager.status).toBe(403);
+      expect(await membershipOf(org.id, org.members.guest.email)).toMatchObject({ role: 'guest' });
+    });
+
+    it("answers a manager's invitation that would change nothing, also for an owner, without asking for an owner", async () => {
+      const org = await freshOrg();
+      await invite(org, { email: 'pending-boss@owners.test', role: 'owner' }, org.members.owner.apiKey);
+      const auditsBefore = (await audits(org.id, 'membership_change')).length;
+      const asManager = org.members.manager.apiKey;
+      expect((await invite(org, { email: org.members.owner.email, role: 'owner' }, asManager)).body).toEqual({
+        email: org.members.owner.email,
+        role: 'owner',
+        status: 'already_member',
+      });
+      expect((await invite(org, { email: 'pending-boss@owners.test', role: 'owner' }, asManager)).body).toEqual({
+        email: 'pending-boss@owners.test',
+        role: 'owner',
+        status: 'already_invited',
+      });
+      expect(await audits(org.id, 'membership_change')).toHaveLength(auditsBefore);
     });
 
     it('refuses to demote the last owner with 409', async () => {

@@ -30,14 +30,15 @@ export async function listUsers(deps: OrganizationDeps, actor: Principal, page: 
 export async function inviteUser(deps: OrganizationDeps, actor: Principal, body: InviteBody): Promise<InviteResult> {
   const email = body.email.toLowerCase();
   const role = body.role;
-  if (role === 'owner') requireOwner(actor, 'grant the owner role');
   return deps.db.$transaction(async (tx) => {
     const now = deps.clock.now();
     const org = await lockOrganization(tx, actor.organizationId);
     const existing = await findMembership(tx, org.id, email);
+    // Answers that change nothing need no more than the right to invite.
     if (existing?.status === 'invited') return { email, role: existing.role, status: 'already_invited' };
+    if (existing?.role === role) return { email, role, status: 'already_member' };
+    if (role === 'owner') requireOwner(actor, 'grant the owner role');
     if (existing) {
-      if (existing.role === role) return { email, role, status: 'already_member' };
       if (existing.role === 'owner') {
         requireOwner(actor, "change an owner's role");
         await requireAnotherOwner(tx, existing, 'demote');
