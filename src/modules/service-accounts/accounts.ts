@@ -183,8 +183,7 @@ export function accountOperations({ db, clock, reads, computers, machines }: Ser
      */
     async remove(actor: Principal, id: string) {
       const organizationId = actor.organizationId;
-      const retired: Computer[] = [];
-      const deleted = await db.$transaction(async (tx) => {
+      const deleted = await db.$transaction(async (tx): Promise<{ account: ServiceAccount; retired: Computer[] } | undefined> => {
         const current = await find(tx, organizationId, id);
         if (current.status === 'deleted') return undefined;
         const now = clock.now();
@@ -202,7 +201,7 @@ export function accountOperations({ db, clock, reads, computers, machines }: Ser
           where: { serviceAccountId: id, validUntil: { gt: now } },
           data: { validUntil: now },
         });
-        retired.push(...(await retireServiceAccountComputers(tx, computers, actor, id, now)));
+        const retired = await retireServiceAccountComputers(tx, computers, actor, id, now);
         const gitCredentials = await tx.gitCredential.deleteMany({ where: { serviceAccountId: id } });
         await recordAccountChange(tx, actor, current, {
           before: serviceAccountView(current),
@@ -218,18 +217,18 @@ export function accountOperations({ db, clock, reads, computers, machines }: Ser
           },
           at: now,
         });
-        return current;
+        return { account: current, retired };
       });
       if (deleted) {
-        const machineCredentials = await purgeMachineGitCredentials({ db, ...machines }, retired);
+        const machineCredentials = await purgeMachineGitCredentials({ db, ...machines }, deleted.retired);
         if (machineCredentials.length > 0) {
-          await recordAccountChange(db, actor, deleted, {
+          await recordAccountChange(db, actor, deleted.account, {
             payload: { intent: 'machine_git_credentials_purged', machines: machineCredentials },
             at: clock.now(),
           });
         }
+        for (const c of deleted.retired) if (c.connectionType === 'agent') machines.gateway?.disconnect(c.id);
       }
-      for (const c of retired) if (c.connectionType === 'agent') machines.gateway?.disconnect(c.id);
       return { id, deleted: true as const };
     },
   };
