@@ -81,6 +81,7 @@ export function createApp(deps: AppDeps) {
         reads: deps.reads,
         computers: { queue: deps.queue, managed: deps.config.managed },
         machines: deps.machines,
+        log: deps.log,
       }),
     ),
     ...templateRoutes(createTemplatesService({ db: deps.prisma, clock: deps.clock })),

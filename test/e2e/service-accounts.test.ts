@@ -9,7 +9,7 @@ import { syncGitIntegrations } from '../../src/modules/computers/integrations.ts
 import { GIT_CREDENTIALS_FILE } from '../../src/provisioning/machine/index.ts';
 import { startTestApi, type OrgFixture, type TestApi } from '../support/api.ts';
 import { freePort } from '../support/http.ts';
-import { sshdMissing, startSshd, type TestSshd } from '../support/sshd.ts';
+import { isRoot, sshdMissing, startSshd, type TestSshd } from '../support/sshd.ts';
 import { BACKENDS } from '../support/test-db.ts';
 
 const BASE = '/api/v0/service-accounts';
@@ -384,7 +384,8 @@ describe.each(BACKENDS)('service accounts on %s', (backend) => {
     let sshd: TestSshd;
     beforeAll(async () => {
       if (sshdMissingReason) throw new Error(sshdMissingReason);
-      sshd = await startSshd();
+      // Deleting an account removes git credentials from its machines' user: not the user other files' machines share.
+      sshd = await startSshd({ user: 'agentplane-ssh-sa' });
       const key = await api.call('GET', '/api/v0/computers/ssh-public-key', { as: manager });
       sshd.authorizeKey(key.body.publicKey);
     });
@@ -444,7 +445,8 @@ describe.each(BACKENDS)('service accounts on %s', (backend) => {
       expect(await deletions(owned[0]!.id)).toHaveLength(1);
     });
 
-    it('removes the git credentials refresh wrote onto its machines, best effort, and audits how each went', async () => {
+    // Not as another user: the test machine's user would be the one running the tests, whose own git configuration it edits.
+    it.runIf(isRoot)('removes the git credentials refresh wrote onto its machines, best effort, and audits how each went', async () => {
       const sa = await createAccount();
       const reachable = await register('robot-creds', sa.id);
       // A registered machine that has gone away since: nothing listens on its port any more.
@@ -490,6 +492,26 @@ describe.each(BACKENDS)('service accounts on %s', (backend) => {
       } finally {
         await syncGitIntegrations(db(), api.machines.secrets, []);
       }
+    });
+
+    it('answers 200 for a committed delete even when the record of its machines cannot be written', async () => {
+      const sa = await createAccount();
+      await register('robot-unrecorded', sa.id);
+      await db().$executeRawUnsafe(`CREATE FUNCTION refuse_purge_audit() RETURNS trigger LANGUAGE plpgsql AS $$
+        BEGIN IF NEW.payload->>'intent' = 'machine_git_credentials_purged' THEN RAISE EXCEPTION 'refused (test)'; END IF; RETURN NEW; END $$`);
+      await db().$executeRawUnsafe(`CREATE TRIGGER refuse_purge_audit BEFORE INSERT ON audit_records FOR EACH ROW EXECUTE FUNCTION refuse_purge_audit()`);
+      try {
+        const res = await api.call('DELETE', `${BASE}/${sa.id}`, { as: manager });
+        expect(res.status).toBe(200);
+        expect(res.body).toEqual({ id: sa.id, deleted: true });
+      } finally {
+        await db().$executeRawUnsafe(`DROP TRIGGER refuse_purge_audit ON audit_records`);
+        await db().$executeRawUnsafe(`DROP FUNCTION refuse_purge_audit()`);
+      }
+      expect((await db().serviceAccount.findUniqueOrThrow({ where: { id: sa.id } })).status).toBe('deleted');
+      const intents = (await auditsFor(sa.id)).map((a) => (a.payload as { intent: string }).intent);
+      expect(intents).toContain('deleted');
+      expect(intents).not.toContain('machine_git_credentials_purged');
     });
   });
 

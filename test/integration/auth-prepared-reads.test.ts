@@ -13,6 +13,7 @@ import { fixedClock } from '../../src/lib/clock.ts';
 import { newId } from '../../src/lib/ids.ts';
 import { createServiceAccountsService } from '../../src/modules/service-accounts/service.ts';
 import { loadConfig } from '../../src/config.ts';
+import { createLogger } from '../../src/lib/logger.ts';
 import { createSecretBox } from '../../src/lib/secret-box.ts';
 import { createSshClient } from '../../src/provisioning/ssh/index.ts';
 import { requestAuthenticator, type AuthenticateRequest } from '../support/authenticate.ts';
@@ -145,7 +146,7 @@ describe.each(BACKENDS)('credential lookup on %s through prepared reads', (backe
   });
 
   it('lists accounts newest first without deleted ones, an empty list, and 402 for an unknown organization', async () => {
-    const service = createServiceAccountsService({ db: db.prisma, clock, reads: db.reads, computers: noComputers, machines: noMachines });
+    const service = createServiceAccountsService({ db: db.prisma, clock, reads: db.reads, computers: noComputers, machines: noMachines, log: createLogger({ level: 'silent' }) });
     const empty = (await db.prisma.organization.create({ data: { id: newId('org'), name: 'empty' } })).id;
     const principal = (organizationId: string): Principal => ({
       organizationId,
@@ -204,7 +205,7 @@ describe.runIf(BACKENDS.includes('postgres'))('prepared reads on two replicas of
     // Both replicas have prepared the statement and served the key before the revocation.
     await expect(a!(`Bearer ${key.value}`)).resolves.toMatchObject({ serviceAccountId: sa.id });
     await expect(b!(`Bearer ${key.value}`)).resolves.toMatchObject({ serviceAccountId: sa.id });
-    const service = createServiceAccountsService({ db: db.prisma, clock, reads: db.reads, computers: noComputers, machines: noMachines });
+    const service = createServiceAccountsService({ db: db.prisma, clock, reads: db.reads, computers: noComputers, machines: noMachines, log: createLogger({ level: 'silent' }) });
     const owner: Principal = { organizationId: orgId, credential: 'api_key', kind: 'user', userId: 'usr_x', email: 'x@acme.test', role: 'owner' };
     await service.revokeKey(owner, sa.id, stored.id);
     await expect(b!(`Bearer ${key.value}`)).rejects.toMatchObject({ status: 401, message: expect.stringMatching(/revoked/) });

@@ -39,16 +39,16 @@ export function netnsMissing(): string | undefined {
  */
 export const TEST_USER = 'agentplane-ssh';
 
-function ensureTestUser(): string {
+function ensureTestUser(name = TEST_USER): string {
   if (!isRoot) return os.userInfo().username;
-  if (spawnSync('id', ['-u', TEST_USER]).status !== 0) {
-    const res = spawnSync('useradd', ['--create-home', '--shell', '/bin/bash', '--password', '*', TEST_USER], { encoding: 'utf8' });
+  if (spawnSync('id', ['-u', name]).status !== 0) {
+    const res = spawnSync('useradd', ['--create-home', '--shell', '/bin/bash', '--password', '*', name], { encoding: 'utf8' });
     // 9: created meanwhile by a parallel test file.
-    if (res.status !== 0 && res.status !== 9) throw new Error(`useradd ${TEST_USER} failed: ${res.stderr}`);
+    if (res.status !== 0 && res.status !== 9) throw new Error(`useradd ${name} failed: ${res.stderr}`);
   }
   // A locked password ("!") makes sshd refuse even key logins when PAM is off; "*" is merely none.
-  spawnSync('usermod', ['--password', '*', TEST_USER]);
-  return TEST_USER;
+  spawnSync('usermod', ['--password', '*', name]);
+  return name;
 }
 
 export interface SshdOptions {
@@ -56,6 +56,12 @@ export interface SshdOptions {
   maxSessions?: number;
   /** Run as a separate machine in a fresh network namespace (root only). */
   netns?: boolean;
+  /**
+   * Log in as this user instead of the shared TEST_USER (root only; created on first use), for a
+   * test file that changes files in the user's home which other files, running at the same time,
+   * rely on.
+   */
+  user?: string;
 }
 
 export interface TestSshd {
@@ -225,7 +231,7 @@ export async function startSshd(opts: SshdOptions = {}): Promise<TestSshd> {
   const netns = opts.netns ? createNetns() : undefined;
   const host = netns ? netns.machineAddress : '127.0.0.1';
   const port = netns ? 22 : await freePort(host);
-  const username = ensureTestUser();
+  const username = ensureTestUser(opts.user);
   const config = path.join(dir, 'sshd_config');
   fs.writeFileSync(
     config,

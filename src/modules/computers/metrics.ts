@@ -2,6 +2,7 @@ import type { Db } from '../../db/client.ts';
 import type { Computer } from '../../generated/prisma/client.ts';
 import type { JobContext } from '../../jobs/job.ts';
 import type { Clock } from '../../lib/clock.ts';
+import { eachConcurrently } from '../../lib/concurrency.ts';
 import { sampleMetrics } from '../../provisioning/machine/index.ts';
 import type { ProviderRegistry } from '../../provisioning/providers/registry.ts';
 import type { ComputerJobDeps } from './job-deps.ts';
@@ -49,19 +50,19 @@ export async function sampleAllComputers(deps: ComputerJobDeps, ctx: JobContext)
   const now = deps.clock.now();
   await deps.db.computerMetricSample.deleteMany({ where: { timestamp: { lt: new Date(now.getTime() - RETENTION_MS) } } });
   const computers = await deps.db.computer.findMany({ where: { deletedAt: null, status: 'active' } });
-  let next = 0;
   let failed = 0;
-  const worker = async () => {
-    while (next < computers.length && !ctx.signal.aborted) {
-      const computer = computers[next++]!;
+  await eachConcurrently(
+    computers,
+    PARALLEL_SAMPLES,
+    async (computer) => {
       try {
         await sampleComputer({ ...deps, providers: deps.provisioner.providers }, computer, ctx.signal);
       } catch (err) {
         failed++;
         ctx.log.debug({ computerId: computer.id, err }, 'metrics sample failed');
       }
-    }
-  };
-  await Promise.all(Array.from({ length: PARALLEL_SAMPLES }, worker));
+    },
+    ctx.signal,
+  );
   ctx.log.info({ computers: computers.length, failed }, 'computer metrics sampled');
 }

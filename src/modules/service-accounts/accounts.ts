@@ -57,7 +57,7 @@ function recordAccountChange(
 /** Organizations whose lists are kept at most (src/db/fenced-cache.ts). */
 const MAX_CACHED_LISTS = 1_000;
 
-export function accountOperations({ db, clock, reads, computers, machines }: ServiceAccountsDeps) {
+export function accountOperations({ db, clock, reads, computers, machines, log }: ServiceAccountsDeps) {
   // Each organization's plan and list answer, kept while the auth epoch shows no change to either:
   // a new account, a change to a listed column or to the plan advances it (by trigger).
   const lists = createFencedCache(
@@ -220,14 +220,20 @@ export function accountOperations({ db, clock, reads, computers, machines }: Ser
         return { account: current, retired };
       });
       if (deleted) {
-        const machineCredentials = await purgeMachineGitCredentials({ db, ...machines }, deleted.retired);
-        if (machineCredentials.length > 0) {
-          await recordAccountChange(db, actor, deleted.account, {
-            payload: { intent: 'machine_git_credentials_purged', machines: machineCredentials },
-            at: clock.now(),
-          });
+        // The account is deleted whatever happens now: what follows cannot fail the request.
+        try {
+          const machineCredentials = await purgeMachineGitCredentials({ db, ...machines }, deleted.retired);
+          if (machineCredentials.length > 0) {
+            await recordAccountChange(db, actor, deleted.account, {
+              payload: { intent: 'machine_git_credentials_purged', machines: machineCredentials },
+              at: clock.now(),
+            });
+          }
+        } catch (err) {
+          log.error({ err, serviceAccountId: id }, "cannot record the purge of a deleted service account's machine git credentials");
+        } finally {
+          for (const c of deleted.retired) if (c.connectionType === 'agent') machines.gateway?.disconnect(c.id);
         }
-        for (const c of deleted.retired) if (c.connectionType === 'agent') machines.gateway?.disconnect(c.id);
       }
       return { id, deleted: true as const };
     },

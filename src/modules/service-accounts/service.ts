@@ -1,6 +1,7 @@
 import type { PrismaClient } from '../../db/client.ts';
 import type { ReadRows } from '../../db/reads.ts';
 import type { Clock } from '../../lib/clock.ts';
+import type { Logger } from '../../lib/logger.ts';
 import type { MachineDeps } from '../computers/machines.ts';
 import type { RetireDeps } from '../computers/retire.ts';
 import { accountOperations } from './accounts.ts';
@@ -18,6 +19,8 @@ export interface ServiceAccountsDeps {
    * credentials purged, and its agent-connected ones then lose their tunnel.
    */
   machines: Omit<MachineDeps, 'db'>;
+  /** Where a failure after a committed delete goes, since the request still succeeded. */
+  log: Logger;
 }
 
 /** Service accounts and their API keys: the rules of spec 4.3, free of HTTP. */
