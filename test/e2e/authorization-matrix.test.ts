@@ -116,7 +116,9 @@ describe('authorization matrix', () => {
             expect(res.status, `${caller.name} -> ${endpoint}: ${JSON.stringify(res.body)}`).toBe(success);
           } else {
             expect(res.status, `${caller.name} -> ${endpoint}`).toBe(403);
-            expect(res.body).toMatchObject({ status: 403, title: 'Forbidden' });
+            // Which rule refused it: a service-account key where only people may call, else the role.
+            const detail = !caller.human && rule.humanOnly ? /authenticate as a human user/ : /requires the manager or owner role/;
+            expect(res.body, `${caller.name} -> ${endpoint}`).toMatchObject({ status: 403, title: 'Forbidden', detail: expect.stringMatching(detail) });
           }
         }
       });

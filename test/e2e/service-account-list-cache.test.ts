@@ -61,6 +61,19 @@ describe.each(BACKENDS)('the cached service-account list on %s', (backend) => {
     await db().serviceAccount.update({ where: { id: sa.id }, data: { description: 'now described', teamIds: ['team-1'] } });
     expect((await listed()).find((a) => a.id === sa.id)).toMatchObject({ description: 'now described', teamIds: ['team-1'] });
 
+    // Each listed column on its own, by SQL that leaves updated_at alone (Prisma would set it too).
+    const byColumn: [string, Record<string, unknown>][] = [
+      [`UPDATE service_accounts SET description = 'by sql' WHERE id = $1`, { description: 'by sql' }],
+      [`UPDATE service_accounts SET team_ids = ARRAY['team-2'] WHERE id = $1`, { teamIds: ['team-2'] }],
+      [`UPDATE service_accounts SET name = 'renamed-by-sql' WHERE id = $1`, { name: 'renamed-by-sql' }],
+      [`UPDATE service_accounts SET created_by = 'usr_other' WHERE id = $1`, { createdBy: 'usr_other' }],
+      [`UPDATE service_accounts SET created_at = '2001-02-03T04:05:06Z' WHERE id = $1`, { createdAt: Date.parse('2001-02-03T04:05:06Z') }],
+    ];
+    for (const [sql, shown] of byColumn) {
+      await db().$executeRawUnsafe(sql, sa.id);
+      expect((await listed()).find((a) => a.id === sa.id), sql).toMatchObject(shown);
+    }
+
     await db().serviceAccount.update({ where: { id: sa.id }, data: { status: 'inactive' } });
     expect((await listed()).find((a) => a.id === sa.id)).toMatchObject({ status: 'inactive' });
 

@@ -125,7 +125,7 @@ export function organizationRoutes(service: OrganizationService): RouteSpec[] {
       operationId: 'setEnterpriseControls',
       summary: 'Replace the enterprise controls (a human user only; recorded in the history)',
       tags,
-      guards: [managerOrHigher, humanOnly],
+      guards: [humanOnly, managerOrHigher],
       body: EnterpriseControlsBodySchema,
       responses: { 200: { description: 'Settings now in force', schema: EnterpriseControlsSchema } },
       errors: [400, 401, 403, 500],
