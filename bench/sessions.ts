@@ -10,6 +10,8 @@
  *    scripted model server and a real sshd, stored as the worker stores it, against the same model
  *    calls and commands made back to back with nothing stored (the baseline). Goal: under 15 ms.
  */
+import { createEgressGuard } from '../src/egress/guard.ts';
+import { parseEgressAllow } from '../src/egress/policy.ts';
 import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -96,10 +98,10 @@ try {
 
   const dataDir = mkdtempSync(join(tmpdir(), 'agentplane-bench-'));
   const machines = await startMachineAccess({ dataDir, host: '127.0.0.1' }, prisma, log);
-  const queue = createJobQueue(db, { log, jobs: jobsFor({ prisma, clock: systemClock, dataDir, ...machines, ...managedJobDeps(dataDir, machines.secrets) }) });
+  const queue = createJobQueue(db, { log, jobs: jobsFor({ prisma, clock: systemClock, dataDir, ...machines, ...managedJobDeps(dataDir, machines.secrets), egress: createEgressGuard(parseEgressAllow(undefined)) }) });
   await queue.start();
   const { app } = createApp({
-    config: loadConfig({}), prisma, reads: db.reads, authEpoch: db.authEpoch, log, clock: systemClock, providers: createProviderRegistry([]), queue, machines, pendingMigrations: async () => [],
+    config: loadConfig({}), prisma, reads: db.reads, authEpoch: db.authEpoch, log, clock: systemClock, providers: createProviderRegistry([]), queue, machines, pendingMigrations: async () => [], egress: createEgressGuard(parseEgressAllow(undefined)),
   });
   const api = await listenOnFreePort(app);
   const base = `/api/v0/sessions/${sessionId}`;

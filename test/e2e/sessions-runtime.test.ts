@@ -5,7 +5,7 @@ import { sessionTurnJob } from '../../src/modules/sessions/jobs.ts';
 import { reapStuckTurns, STOPPED_TURN, STUCK_AFTER_MS } from '../../src/modules/sessions/reaper.ts';
 import { appendMessage } from '../../src/modules/sessions/store.ts';
 import { CRASHED_TOOL } from '../../src/modules/sessions/turn-runner.ts';
-import { startTestApi, type TestApi } from '../support/api.ts';
+import { ALLOW_LOOPBACK, startTestApi, type TestApi } from '../support/api.ts';
 import { GIT_COMMIT, skipMachineTests, startMachine, type TestMachine } from '../support/machine.ts';
 import { startModelServer, type ModelServer } from '../support/model-server.ts';
 import { CODER_KEY_ENV, coderModel, writeModelsFile } from '../support/models-file.ts';
@@ -31,7 +31,7 @@ describe.skipIf(skipMachineTests).each(BACKENDS)('agent turns through the API on
     [machine, model] = await Promise.all([startMachine(), startModelServer()]);
     models = writeModelsFile([coderModel(model)], { [CODER_KEY_ENV]: model.apiKey });
     Object.assign(process.env, models.env);
-    api = await startTestApi(backend, { worker: true });
+    api = await startTestApi(backend, { worker: true, env: ALLOW_LOOPBACK });
     user = api.acme.members.user.apiKey;
     machine.sshd.authorizeKey((await api.call('GET', '/api/v0/computers/ssh-public-key', { as: user })).body.publicKey);
     const res = await api.call('POST', '/api/v0/computers', {

@@ -1,4 +1,6 @@
 import { execFileSync } from 'node:child_process';
+import { createEgressGuard } from '../../src/egress/guard.ts';
+import { parseEgressAllow } from '../../src/egress/policy.ts';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -228,6 +230,7 @@ describe.skipIf(skip).each(BACKENDS)('sessions API on %s', (backend) => {
       queue: api.queue,
       machines: api.machines,
       pendingMigrations: async () => [],
+      egress: createEgressGuard(parseEgressAllow(undefined)),
     });
     const server = await listenOnFreePort(app);
     try {

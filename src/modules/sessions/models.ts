@@ -117,7 +117,13 @@ export interface ResolvedModel {
  * What a turn needs to call `id`. Throws an Error whose message tells the session's user what is
  * wrong (unknown model, key not configured) and who can fix it.
  */
-export function resolveModel(id: string, enterpriseSettings: unknown, env: NodeJS.ProcessEnv = process.env): ResolvedModel {
+export function resolveModel(
+  id: string,
+  enterpriseSettings: unknown,
+  env: NodeJS.ProcessEnv,
+  /** How a custom model (its base URL is a tenant's) is called: the egress guard's fetch. */
+  tenantFetch: typeof globalThis.fetch,
+): ResolvedModel {
   const entry = knownModel(id, { enterpriseSettings });
   if (!entry) throw new Error(`Model ${JSON.stringify(id)} is not configured any more; pick another model with PATCH sessionSettings.model`);
   if (entry.source === 'file') {
@@ -139,6 +145,7 @@ export function resolveModel(id: string, enterpriseSettings: unknown, env: NodeJ
       apiKey: entry.apiKey ?? 'none',
       upstreamModel: entry.upstreamModel,
       maxOutputTokens: entry.settings.maxOutputTokens,
+      fetch: tenantFetch,
     },
   };
 }

@@ -1,6 +1,7 @@
 import type { PrismaClient } from '../../db/client.ts';
 import type { Session } from '../../generated/prisma/client.ts';
 import type { JobContext } from '../../jobs/job.ts';
+import type { EgressGuard } from '../../egress/guard.ts';
 import type { Clock } from '../../lib/clock.ts';
 import { recordEvents } from '../analytics/events.ts';
 import { machineUnavailable, targetFor, type MachineDeps } from '../computers/machines.ts';
@@ -22,6 +23,8 @@ export interface TurnRunnerDeps {
   db: PrismaClient;
   clock: Clock;
   machines: Omit<MachineDeps, 'db'>;
+  /** Custom models' base URLs are the organization's: they are called through it. */
+  egress: Pick<EgressGuard, 'fetch'>;
   /** How often a running turn looks for an interrupt (default 250 ms). */
   watchIntervalMs?: number;
   /** Where models-file API keys are read (default process.env). */
@@ -145,7 +148,7 @@ async function environment(deps: TurnRunnerDeps, session: Session, settings: Sto
   if (!modelId) throw new TurnRefused('The session has no model; set sessionSettings.model with PATCH');
   let resolved;
   try {
-    resolved = resolveModel(modelId, openCustomModelKeys(enterpriseSettings, deps.machines.secrets), deps.env);
+    resolved = resolveModel(modelId, openCustomModelKeys(enterpriseSettings, deps.machines.secrets), deps.env ?? process.env, deps.egress.fetch);
   } catch (err) {
     throw new TurnRefused((err as Error).message);
   }

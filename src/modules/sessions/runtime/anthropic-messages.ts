@@ -5,7 +5,7 @@ import { ModelCallFailed, zeroUsage, type Completion, type CompleteRequest, type
 
 /** Anthropic Messages API through the official `@anthropic-ai/sdk`; thinking keeps its signature. */
 export function createAnthropicClient(model: ModelConfig): ModelClient {
-  const client = new Anthropic({ baseURL: model.baseUrl, apiKey: model.apiKey, maxRetries: 2 });
+  const client = new Anthropic({ baseURL: model.baseUrl, apiKey: model.apiKey, maxRetries: 2, fetch: model.fetch });
   return {
     model,
     async complete(req: CompleteRequest): Promise<Completion> {

@@ -1,3 +1,4 @@
+import { egressRefusalIn } from '../../../egress/guard.ts';
 import type { ContentBlock, RuntimeMessage } from './content.ts';
 import { createAnthropicClient } from './anthropic-messages.ts';
 import { createOpenAiChatClient } from './openai-chat.ts';
@@ -12,6 +13,8 @@ export interface ModelConfig {
   upstreamModel?: string;
   /** Cap on tokens per model call; Anthropic requires one. Default 8192. */
   maxOutputTokens?: number;
+  /** The fetch the SDK calls with; set to the egress guard's for URLs a tenant chose. */
+  fetch?: typeof globalThis.fetch;
 }
 
 /** A tool as the model sees it: the JSON schema comes from the tool's zod schema. */
@@ -65,7 +68,8 @@ export class ModelCallFailed extends Error {
   readonly modelId: string;
   readonly status: number | undefined;
   constructor(modelId: string, status: number | undefined, message: string, cause?: unknown) {
-    super(`model ${modelId} failed${status === undefined ? '' : ` (HTTP ${status})`}: ${message}`, { cause });
+    // SDKs report a refused connection as a bare "Connection error."; the refusal says what to change.
+    super(`model ${modelId} failed${status === undefined ? '' : ` (HTTP ${status})`}: ${egressRefusalIn(cause)?.message ?? message}`, { cause });
     this.name = 'ModelCallFailed';
     this.modelId = modelId;
     this.status = status;

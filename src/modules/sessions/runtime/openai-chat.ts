@@ -5,7 +5,7 @@ import { ModelCallFailed, zeroUsage, type Completion, type CompleteRequest, type
 
 /** OpenAI-compatible Chat Completions (`/chat/completions`), through the official `openai` client. */
 export function createOpenAiChatClient(model: ModelConfig): ModelClient {
-  const client = new OpenAI({ baseURL: model.baseUrl, apiKey: model.apiKey, maxRetries: 2 });
+  const client = new OpenAI({ baseURL: model.baseUrl, apiKey: model.apiKey, maxRetries: 2, fetch: model.fetch });
   return {
     model,
     async complete(req: CompleteRequest): Promise<Completion> {
