@@ -1,6 +1,7 @@
 import { spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
+import { processAlive } from '../lib/process-alive.ts';
 
 /** Held while this process uses an embedded data directory; `release` lets the next process in. */
 export interface DataDirLock {
@@ -21,14 +22,6 @@ export class DataDirInUse extends Error {
 
 export const LOCK_FILE = 'agentplane.lock';
 
-function isAlive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (err) {
-    return (err as NodeJS.ErrnoException).code === 'EPERM';
-  }
-}
 
 /**
  * Takes an exclusive flock(2) on `<dir>/agentplane.lock`, the way PostgreSQL's postmaster.pid
@@ -45,7 +38,7 @@ export function lockDataDirectory(dir: string): DataDirLock {
   const res = spawnSync('flock', ['--exclusive', '--nonblock', '3'], { stdio: ['ignore', 'ignore', 'pipe', fd] });
   if (res.error && (res.error as NodeJS.ErrnoException).code === 'ENOENT') {
     const pid = Number(holder());
-    if (Number.isInteger(pid) && pid > 0 && pid !== process.pid && isAlive(pid)) {
+    if (Number.isInteger(pid) && pid > 0 && pid !== process.pid && processAlive(pid)) {
       fs.closeSync(fd);
       throw new DataDirInUse(dir, String(pid));
     }
