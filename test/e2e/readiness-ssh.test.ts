@@ -103,7 +103,8 @@ describe.skipIf(skip)('readiness evaluation on a computer over SSH', () => {
       prisma: db.prisma,
       clock: systemClock,
       scratchRoot,
-      egress: createEgressGuard(parseEgressAllow(undefined)),
+      // The fixture repositories are served on loopback.
+      egress: createEgressGuard(parseEgressAllow('127.0.0.0/8')),
       computers: {
         ssh,
         resolveTarget: async (principal, computerId) => {
