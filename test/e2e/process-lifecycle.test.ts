@@ -65,7 +65,6 @@ describe('one process per embedded data directory', () => {
     const pid = servingPid(dataDir);
     expect(pid).toBe(server.child.pid);
     for (const args of [['serve'], ['migrate'], ['bootstrap', '--org', 'x', '--email', 'x@x.test'], ['analytics', 'seed', '--org', 'org_x', '--users', '1', '--days', '1']]) {
-      const started = Date.now();
       const err = await agentplane(args, { AGENTPLANE_DATA_DIR: dataDir, PORT: '0' }).then(
         () => undefined,
         (e: { code: number; stderr: string }) => e,
@@ -73,7 +72,6 @@ describe('one process per embedded data directory', () => {
       expect(err, `agentplane ${args[0]} ran beside the server`).toMatchObject({ code: 1 });
       expect(err!.stderr).toContain(`the data directory ${dataDir} is in use by another agentplane process (PID ${pid})`);
       expect(err!.stderr).toContain('use DATABASE_URL');
-      expect(Date.now() - started).toBeLessThan(10_000);
     }
     // The server was not disturbed.
     expect((await fetch(`${server.url}/healthz`)).status).toBe(200);
