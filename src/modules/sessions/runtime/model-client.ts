@@ -10,8 +10,10 @@ export interface ModelConfig {
   apiKey: string;
   /** The provider's model name when it differs from `id`. */
   upstreamModel?: string;
-  /** Cap on tokens per model call; Anthropic requires one. Default 8192. */
+  /** Cap on tokens per model call; Anthropic requires one. Default per provider (context-limits.ts). */
   maxOutputTokens?: number;
+  /** Tokens the model reads and writes per call, input and output together. Default per provider. */
+  contextWindow?: number;
 }
 
 /** A tool as the model sees it: the JSON schema comes from the tool's zod schema. */
@@ -51,6 +53,8 @@ export interface CompleteRequest {
   system: string;
   messages: RuntimeMessage[];
   tools: ToolSpec[];
+  /** This call's output cap when it differs from the model's (a compaction summary is shorter). */
+  maxOutputTokens?: number;
   signal?: AbortSignal;
   onDelta?: (delta: ModelDelta) => void;
 }
