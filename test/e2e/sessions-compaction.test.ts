@@ -188,4 +188,23 @@ describe.skipIf(skipMachineTests)('a long session against a small-window model',
     expect(messages.filter((m) => m.isError)).toEqual([]);
     expect(messages).toHaveLength(20 * 4);
   }, 120_000);
+
+  it('learns from a provider that refuses a prompt as too large: the call is fitted again with the provider count and the turn goes on', async () => {
+    script((n) => ({ text: `Summary ${n}.` }));
+    // CJK text takes about three times the tokens per character of the ASCII the estimate learned on.
+    const id = await runTurns({}, 2);
+    const before = model.requests.length;
+    const res = await api.call('POST', `/api/v0/sessions/${id}/messages`, {
+      as: user,
+      body: { text: `Turn 3: ${'漢'.repeat(4_500)}`, waitForCompletion: true, waitTimeoutMs: 30_000 },
+    });
+    expect(res.status, res.body.detail).toBe(200);
+    // Under the estimate learned on ASCII, over the window by the server's count: refused once, then fitted with that count.
+    const third = model.requests.slice(before);
+    expect(third[0]!.overWindow).toBe(true);
+    for (const r of third.slice(1)) expect(r.overWindow).toBe(false);
+    const messages = await history(id);
+    expect(messages.filter((m) => m.isError)).toEqual([]);
+    expect(messages.at(-1)).toMatchObject({ role: 'assistant', content: [{ type: 'text', text: expect.stringMatching(/^Read it/) }] });
+  }, 60_000);
 });

@@ -2,6 +2,7 @@ import type { SshClient, SshTarget } from '../../../provisioning/ssh/index.ts';
 import { needsApprovalMessage, runsWithoutApproval, type AutonomyLevel } from './autonomy.ts';
 import type { RuntimeMessage, ToolResultBlock, ToolUseBlock } from './content.ts';
 import { contextLimits } from './context-limits.ts';
+import { overflowedPromptTokens } from './context-overflow.ts';
 import { ContextWindow, type Compaction } from './context-window.ts';
 import { addUsage, zeroUsage, type ModelClient, type ModelConfig, type ModelDelta, type Usage } from './model-client.ts';
 import type { AgentTool, ToolEffects } from './tool-definition.ts';
@@ -101,10 +102,24 @@ export async function runTurn(opts: TurnOptions): Promise<TurnResult> {
     steps++;
     let completion;
     try {
-      const fitted = await context.fit(messages);
-      messages = fitted.messages;
-      completion = await opts.model.complete({ system: opts.system, messages, tools: specs, signal: opts.signal, onDelta: opts.onDelta });
-      estimator.observe(fitted.size, completion.usage);
+      const call = async () => {
+        const fitted = await context.fit(messages);
+        messages = fitted.messages;
+        return { fitted, completion: await opts.model.complete({ system: opts.system, messages, tools: specs, signal: opts.signal, onDelta: opts.onDelta }) };
+      };
+      let made;
+      try {
+        made = await call();
+      } catch (err) {
+        // The estimate fell short of the provider's count (text unlike what it learned from): learn the count, fit again, once.
+        const size = context.lastSize;
+        const reported = size && overflowedPromptTokens(err, estimator.tokens(size));
+        if (!size || reported === undefined) throw err;
+        estimator.observe(size, { ...zeroUsage(), inputTokens: reported });
+        made = await call();
+      }
+      completion = made.completion;
+      estimator.observe(made.fitted.size, completion.usage);
     } catch (err) {
       if (opts.signal.aborted) return done('interrupted');
       return done('error', err instanceof Error ? err.message : String(err));
