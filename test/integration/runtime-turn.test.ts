@@ -283,11 +283,18 @@ describe.skipIf(skip)('an agent turn against a scripted model and a real sshd co
     const capped = await turn({ maxSteps: 2 }).promise;
     expect(capped).toMatchObject({ stopReason: 'max_steps', steps: 2 });
 
-    server.enqueue({ error: { status: 400, message: 'context length exceeded' } });
+    // A refusal for the context length is tried once more with a larger estimate; a second one ends the turn.
+    server.enqueue({ error: { status: 400, message: 'context length exceeded' } }, { error: { status: 400, message: 'context length exceeded' } });
+    const before = server.requests.length;
     const failed = await turn().promise;
     expect(failed.stopReason).toBe('error');
     expect(failed.error).toContain('HTTP 400');
     expect(failed.error).toContain('context length exceeded');
+    expect(server.requests.length - before).toBe(2);
+
+    server.enqueue({ error: { status: 400, message: 'tools[0].name is invalid' } });
+    const refused = await turn().promise;
+    expect(refused).toMatchObject({ stopReason: 'error', error: expect.stringContaining('tools[0].name is invalid') });
   });
 
   it('runs the read-only calls of one answer at once on the computer, keeps writes and commands in order, and answers in the model order', async () => {
