@@ -1,10 +1,9 @@
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { COMPACTION_INSTRUCTION, SUMMARY_HEADING } from '../../src/modules/sessions/runtime/compaction.ts';
 import { DROPPED_NOTE } from '../../src/modules/sessions/runtime/context-trim.ts';
-import { startTestApi, type TestApi } from '../support/api.ts';
-import { skipMachineTests, startMachine, type TestMachine } from '../support/machine.ts';
-import { startModelServer, type ModelServer, type RecordedRequest, type ScriptedReply } from '../support/model-server.ts';
-import { writeModelsFile } from '../support/models-file.ts';
+import { skipMachineTests } from '../support/machine.ts';
+import type { RecordedRequest, ScriptedReply } from '../support/model-server.ts';
+import { startSessionHarness, type SessionHarness } from '../support/session-harness.ts';
 
 if (skipMachineTests) console.warn('skipping the compaction e2e tests: sshd is missing');
 
@@ -23,58 +22,41 @@ const isCompactionRequest = (r: RecordedRequest) => textOf(r.body.messages.at(-1
  * history outgrows the window many times over in 60 turns.
  */
 describe.skipIf(skipMachineTests)('a long session against a small-window model', () => {
-  let api: TestApi;
-  let machine: TestMachine;
-  let model: ModelServer;
-  let computerId: string;
-  let user: string;
-  let models: ReturnType<typeof writeModelsFile>;
+  let h: SessionHarness;
   let repo: string;
 
   beforeAll(async () => {
-    [machine, model] = await Promise.all([startMachine(), startModelServer({ contextWindow: WINDOW, measureUsage: true })]);
-    models = writeModelsFile(
-      [
-        {
-          id: 'small',
-          provider: 'openai-compatible',
-          baseUrl: model.baseUrl,
-          apiKeyEnv: KEY_ENV,
-          contextWindow: WINDOW,
-          maxOutputTokens: 800,
-          pricing: { inputPerMTok: 1000, outputPerMTok: 5000 },
-        },
-      ],
-      { [KEY_ENV]: model.apiKey },
-    );
-    Object.assign(process.env, models.env);
-    api = await startTestApi('pglite', { worker: true });
-    user = api.acme.members.user.apiKey;
-    machine.sshd.authorizeKey((await api.call('GET', '/api/v0/computers/ssh-public-key', { as: user })).body.publicKey);
-    const res = await api.call('POST', '/api/v0/computers', {
-      as: user,
-      body: { name: 'long-box', provider: 'byom', remoteUser: machine.sshd.username, connection: { host: machine.sshd.host, port: machine.sshd.port } },
+    h = await startSessionHarness('pglite', {
+      computerName: 'long-box',
+      server: { contextWindow: WINDOW, measureUsage: true },
+      models: (m) => ({
+        models: [
+          {
+            id: 'small',
+            provider: 'openai-compatible',
+            baseUrl: m.baseUrl,
+            apiKeyEnv: KEY_ENV,
+            contextWindow: WINDOW,
+            maxOutputTokens: 800,
+            pricing: { inputPerMTok: 1000, outputPerMTok: 5000 },
+          },
+        ],
+        keys: { [KEY_ENV]: m.apiKey },
+      }),
     });
-    expect(res.status, res.body.detail).toBe(201);
-    computerId = res.body.id;
-    repo = `${machine.scratch}/repo`;
+    repo = `${h.machine.scratch}/repo`;
     const notes = Array.from({ length: 5 }, (_, i) => `printf '%s' "$(printf 'note ${i}: the build uses tool ${i}; %.0s' $(seq 40))" > ${repo}/notes-${i}.txt`);
-    await machine.sh(`mkdir -p ${repo} && ${notes.join(' && ')}`);
+    await h.machine.sh(`mkdir -p ${repo} && ${notes.join(' && ')}`);
   });
 
-  afterAll(async () => {
-    await api?.close();
-    await model?.close();
-    await machine?.stop();
-    models?.dispose();
-  });
+  afterAll(() => h?.close());
 
-  afterEach(() => model.reset());
+  afterEach(() => h.model.reset());
 
   /** Reads the file a turn names, then answers; compaction requests get a summary, or `compaction` when given. */
   const script = (compaction: (n: number) => ScriptedReply) => {
     let summaries = 0;
-    model.respondWith((r) => {
+    h.model.respondWith((r) => {
       if (isCompactionRequest(r)) return compaction(++summaries);
       const last = r.body.messages.at(-1)!;
       if (last.role === 'tool') return { text: `Read it (${textOf(last).length} characters).` };
@@ -84,11 +66,11 @@ describe.skipIf(skipMachineTests)('a long session against a small-window model',
   };
 
   const runTurns = async (settings: Record<string, unknown>, turns: number) => {
-    const created = await api.call('POST', '/api/v0/sessions', { as: user, body: { computerId, cwd: repo, sessionSettings: { model: 'small', autonomyLevel: 'high', ...settings } } });
+    const created = await h.api.call('POST', '/api/v0/sessions', { as: h.user, body: { computerId: h.computerId, cwd: repo, sessionSettings: { model: 'small', autonomyLevel: 'high', ...settings } } });
     expect(created.status, created.body.detail).toBe(201);
     const id = created.body.sessionId as string;
     for (let n = 1; n <= turns; n++) {
-      const res = await api.call('POST', `/api/v0/sessions/${id}/messages`, { as: user, body: { text: `Turn ${n}: read the notes.`, waitForCompletion: true, waitTimeoutMs: 30_000 } });
+      const res = await h.api.call('POST', `/api/v0/sessions/${id}/messages`, { as: h.user, body: { text: `Turn ${n}: read the notes.`, waitForCompletion: true, waitTimeoutMs: 30_000 } });
       expect(res.status, res.body.detail).toBe(200);
     }
     return id;
@@ -99,7 +81,7 @@ describe.skipIf(skipMachineTests)('a long session against a small-window model',
     const all: any[] = [];
     let cursor: string | null = null;
     do {
-      const res: { status: number; body: any } = await api.call('GET', `/api/v0/sessions/${id}/messages?limit=100${cursor ? `&cursor=${cursor}` : ''}`, { as: user });
+      const res: { status: number; body: any } = await h.api.call('GET', `/api/v0/sessions/${id}/messages?limit=100${cursor ? `&cursor=${cursor}` : ''}`, { as: h.user });
       expect(res.status).toBe(200);
       all.push(...res.body.messages);
       cursor = res.body.pagination.nextCursor;
@@ -108,7 +90,7 @@ describe.skipIf(skipMachineTests)('a long session against a small-window model',
   };
 
   const expectEveryRequestInsideTheWindow = () => {
-    for (const r of model.requests) {
+    for (const r of h.model.requests) {
       expect(r.overWindow, `request of ${r.promptTokens} + ${r.maxTokens} tokens`).toBe(false);
       expect(r.promptTokens + r.maxTokens).toBeLessThanOrEqual(WINDOW);
     }
@@ -139,22 +121,22 @@ describe.skipIf(skipMachineTests)('a long session against a small-window model',
     expect(messages.length).toBe(TURNS * 4 + compactions.length);
 
     // The model sees the latest summary first, then the messages after the range it replaces.
-    const calls = model.requests.filter((r) => !isCompactionRequest(r));
+    const calls = h.model.requests.filter((r) => !isCompactionRequest(r));
     const lastSummary = compactions.at(-1).content[0].text as string;
     const seen = calls.filter((r) => textOf(r.body.messages[1]) === lastSummary);
     expect(seen.length).toBeGreaterThan(0);
     expect(calls.at(-1)!.body.messages.some((m) => textOf(m).includes(`Turn ${TURNS}:`))).toBe(true);
     // Later summaries carry the earlier one forward: the compaction request starts with it.
-    const compactionRequests = model.requests.filter(isCompactionRequest);
+    const compactionRequests = h.model.requests.filter(isCompactionRequest);
     expect(compactionRequests).toHaveLength(compactions.length);
     expect(textOf(compactionRequests.at(-1)!.body.messages[1])).toBe(compactions.at(-2).content[0].text);
 
     // Tokens grow no further than the window allows, and every call (compactions too) is billed.
-    const detail = (await api.call('GET', `/api/v0/sessions/${id}`, { as: user })).body;
+    const detail = (await h.api.call('GET', `/api/v0/sessions/${id}`, { as: h.user })).body;
     const usage = detail.sessionSettings.tokenUsage;
-    expect(usage.inputTokens + usage.cacheReadTokens).toBe(model.requests.reduce((n, r) => n + r.promptTokens, 0));
-    const events = await api.db.prisma.analyticsEvent.count({ where: { sessionId: id, kind: 'token_usage' } });
-    expect(events).toBe(model.requests.length);
+    expect(usage.inputTokens + usage.cacheReadTokens).toBe(h.model.requests.reduce((n, r) => n + r.promptTokens, 0));
+    const events = await h.api.db.prisma.analyticsEvent.count({ where: { sessionId: id, kind: 'token_usage' } });
+    expect(events).toBe(h.model.requests.length);
   }, 240_000);
 
   it('falls back to trimming when the compaction fails: the turns go on inside the window and nothing is stored as a compaction', async () => {
@@ -166,10 +148,10 @@ describe.skipIf(skipMachineTests)('a long session against a small-window model',
     expect(messages.filter((m) => m.isError)).toEqual([]);
     expect(messages.filter((m) => m.compaction)).toEqual([]);
     expect(messages).toHaveLength(25 * 4);
-    const failed = model.requests.filter(isCompactionRequest);
+    const failed = h.model.requests.filter(isCompactionRequest);
     expect(failed.length).toBeGreaterThan(0);
     // Once a turn's compaction failed, its later calls start with the note on dropped messages instead.
-    const calls = model.requests.filter((r) => !isCompactionRequest(r));
+    const calls = h.model.requests.filter((r) => !isCompactionRequest(r));
     expect(calls.at(-1)!.body.messages.some((m) => textOf(m).includes('Turn 25:'))).toBe(true);
     expect(calls.filter((r) => textOf(r.body.messages[1]) === DROPPED_NOTE).length).toBeGreaterThan(0);
     expect(calls.some((r) => r.body.messages.some((m) => textOf(m).includes('Turn 1:')))).toBe(true);
@@ -183,7 +165,7 @@ describe.skipIf(skipMachineTests)('a long session against a small-window model',
     const id = await runTurns({ compactionThresholdCheckEnabled: false }, 20);
 
     expectEveryRequestInsideTheWindow();
-    expect(model.requests.filter(isCompactionRequest)).toEqual([]);
+    expect(h.model.requests.filter(isCompactionRequest)).toEqual([]);
     const messages = await history(id);
     expect(messages.filter((m) => m.isError)).toEqual([]);
     expect(messages).toHaveLength(20 * 4);
@@ -193,14 +175,14 @@ describe.skipIf(skipMachineTests)('a long session against a small-window model',
     script((n) => ({ text: `Summary ${n}.` }));
     // CJK text takes about three times the tokens per character of the ASCII the estimate learned on.
     const id = await runTurns({}, 2);
-    const before = model.requests.length;
-    const res = await api.call('POST', `/api/v0/sessions/${id}/messages`, {
-      as: user,
+    const before = h.model.requests.length;
+    const res = await h.api.call('POST', `/api/v0/sessions/${id}/messages`, {
+      as: h.user,
       body: { text: `Turn 3: ${'漢'.repeat(4_500)}`, waitForCompletion: true, waitTimeoutMs: 30_000 },
     });
     expect(res.status, res.body.detail).toBe(200);
     // Under the estimate learned on ASCII, over the window by the server's count: refused once, then fitted with that count.
-    const third = model.requests.slice(before);
+    const third = h.model.requests.slice(before);
     expect(third[0]!.overWindow).toBe(true);
     for (const r of third.slice(1)) expect(r.overWindow).toBe(false);
     const messages = await history(id);

@@ -1,9 +1,8 @@
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { MAX_INSTRUCTIONS_BYTES } from '../../src/modules/sessions/repository-instructions.ts';
-import { startTestApi, type TestApi } from '../support/api.ts';
-import { GIT_COMMIT, skipMachineTests, startMachine, type TestMachine } from '../support/machine.ts';
-import { startModelServer, type ModelServer, type RecordedRequest } from '../support/model-server.ts';
-import { writeModelsFile } from '../support/models-file.ts';
+import { GIT_COMMIT, skipMachineTests } from '../support/machine.ts';
+import type { RecordedRequest } from '../support/model-server.ts';
+import { startSessionHarness, type SessionHarness } from '../support/session-harness.ts';
 import { BACKENDS } from '../support/test-db.ts';
 
 if (skipMachineTests) console.warn('skipping the prompt-cache and instructions e2e tests: sshd is missing');
@@ -19,56 +18,39 @@ const blocksOf = (m: { content?: unknown }): Block[] => (Array.isArray(m.content
  * measuring its prompts and caching them as the providers do, on a real sshd computer.
  */
 describe.skipIf(skipMachineTests).each(BACKENDS)('prompt caching and AGENTS.md on %s', (backend) => {
-  let api: TestApi;
-  let machine: TestMachine;
-  let model: ModelServer;
-  let computerId: string;
-  let user: string;
-  let models: ReturnType<typeof writeModelsFile>;
+  let h: SessionHarness;
   let repo: string;
 
   beforeAll(async () => {
-    [machine, model] = await Promise.all([startMachine(), startModelServer({ measureUsage: true })]);
-    models = writeModelsFile(
-      [
-        { id: 'claude', provider: 'anthropic', baseUrl: model.anthropicBaseUrl, apiKeyEnv: KEY_ENV, upstreamModel: 'claude-scripted', pricing: PRICING },
-        { id: 'coder', provider: 'openai-compatible', baseUrl: model.baseUrl, apiKeyEnv: KEY_ENV },
-      ],
-      { [KEY_ENV]: model.apiKey },
-    );
-    Object.assign(process.env, models.env);
-    api = await startTestApi(backend, { worker: true });
-    user = api.acme.members.user.apiKey;
-    machine.sshd.authorizeKey((await api.call('GET', '/api/v0/computers/ssh-public-key', { as: user })).body.publicKey);
-    const res = await api.call('POST', '/api/v0/computers', {
-      as: user,
-      body: { name: 'cache-box', provider: 'byom', remoteUser: machine.sshd.username, connection: { host: machine.sshd.host, port: machine.sshd.port } },
+    h = await startSessionHarness(backend, {
+      computerName: 'cache-box',
+      server: { measureUsage: true },
+      models: (m) => ({
+        models: [
+          { id: 'claude', provider: 'anthropic', baseUrl: m.anthropicBaseUrl, apiKeyEnv: KEY_ENV, upstreamModel: 'claude-scripted', pricing: PRICING },
+          { id: 'coder', provider: 'openai-compatible', baseUrl: m.baseUrl, apiKeyEnv: KEY_ENV },
+        ],
+        keys: { [KEY_ENV]: m.apiKey },
+      }),
     });
-    expect(res.status, res.body.detail).toBe(201);
-    computerId = res.body.id;
   });
 
-  afterAll(async () => {
-    await api?.close();
-    await model?.close();
-    await machine?.stop();
-    models?.dispose();
-  });
+  afterAll(() => h?.close());
 
   beforeEach(async () => {
-    repo = `${machine.scratch}/repo-${Math.random().toString(36).slice(2, 8)}`;
-    await machine.sh(`mkdir -p ${repo}/sub && cd ${repo} && git init -q && echo '# demo' > README.md && git add -A && ${GIT_COMMIT} -m init`);
+    repo = `${h.machine.scratch}/repo-${Math.random().toString(36).slice(2, 8)}`;
+    await h.machine.sh(`mkdir -p ${repo}/sub && cd ${repo} && git init -q && echo '# demo' > README.md && git add -A && ${GIT_COMMIT} -m init`);
   });
 
-  afterEach(() => model.reset());
+  afterEach(() => h.model.reset());
 
   const newSession = async (settings: Record<string, unknown>, cwd = repo) => {
-    const res = await api.call('POST', '/api/v0/sessions', { as: user, body: { computerId, cwd, sessionSettings: { autonomyLevel: 'high', ...settings } } });
+    const res = await h.api.call('POST', '/api/v0/sessions', { as: h.user, body: { computerId: h.computerId, cwd, sessionSettings: { autonomyLevel: 'high', ...settings } } });
     expect(res.status, res.body.detail).toBe(201);
     return res.body.sessionId as string;
   };
   const turn = async (id: string, text: string) => {
-    const res = await api.call('POST', `/api/v0/sessions/${id}/messages`, { as: user, body: { text, waitForCompletion: true, waitTimeoutMs: 30_000 } });
+    const res = await h.api.call('POST', `/api/v0/sessions/${id}/messages`, { as: h.user, body: { text, waitForCompletion: true, waitTimeoutMs: 30_000 } });
     expect(res.status, res.body.detail).toBe(200);
   };
   /**
@@ -77,7 +59,7 @@ describe.skipIf(skipMachineTests).each(BACKENDS)('prompt caching and AGENTS.md o
    * database would send other bytes if the runtime did not sort them itself.
    */
   const writeThenAnswer = () =>
-    model.respondWith((r) => {
+    h.model.respondWith((r) => {
       const last = r.body.messages.at(-1)!;
       const answered = last.role === 'tool' || blocksOf(last).some((b) => b.type === 'tool_result');
       if (answered) return { text: 'Written.' };
@@ -89,7 +71,7 @@ describe.skipIf(skipMachineTests).each(BACKENDS)('prompt caching and AGENTS.md o
     const id = await newSession({ model: 'claude' });
     for (let n = 1; n <= 4; n++) await turn(id, `Write file number ${n}.`);
 
-    const calls = model.requests;
+    const calls = h.model.requests;
     expect(calls).toHaveLength(8);
     for (const r of calls) {
       const system = r.body.system as Block[];
@@ -106,7 +88,7 @@ describe.skipIf(skipMachineTests).each(BACKENDS)('prompt caching and AGENTS.md o
       expect(calls[i]!.cache.readTokens, `call ${i}`).toBe(calls[i - 1]!.cache.readTokens + calls[i - 1]!.cache.writeTokens);
     }
 
-    const usage = (await api.call('GET', `/api/v0/sessions/${id}`, { as: user })).body.sessionSettings.tokenUsage;
+    const usage = (await h.api.call('GET', `/api/v0/sessions/${id}`, { as: h.user })).body.sessionSettings.tokenUsage;
     const sum = (f: (r: RecordedRequest) => number) => calls.reduce((n, r) => n + f(r), 0);
     expect(usage.cacheReadTokens).toBe(sum((r) => r.cache.readTokens));
     expect(usage.cacheCreationTokens).toBe(sum((r) => r.cache.writeTokens));
@@ -118,7 +100,7 @@ describe.skipIf(skipMachineTests).each(BACKENDS)('prompt caching and AGENTS.md o
         usage.cacheCreationTokens * PRICING.cacheWritePerMTok) /
       1_000_000;
     expect(usage.serviceCredits).toBeCloseTo(credits, 5);
-    const events = await api.db.prisma.analyticsEvent.aggregate({ where: { sessionId: id, kind: 'token_usage' }, _sum: { cacheReadTokens: true, cacheWriteTokens: true } });
+    const events = await h.api.db.prisma.analyticsEvent.aggregate({ where: { sessionId: id, kind: 'token_usage' }, _sum: { cacheReadTokens: true, cacheWriteTokens: true } });
     expect(events._sum).toEqual({ cacheReadTokens: BigInt(usage.cacheReadTokens), cacheWriteTokens: BigInt(usage.cacheCreationTokens) });
   });
 
@@ -127,7 +109,7 @@ describe.skipIf(skipMachineTests).each(BACKENDS)('prompt caching and AGENTS.md o
     const id = await newSession({ model: 'coder' });
     for (let n = 1; n <= 3; n++) await turn(id, `Write file number ${n}.`);
 
-    const calls = model.requests;
+    const calls = h.model.requests;
     expect(calls).toHaveLength(6);
     for (let i = 1; i < calls.length; i++) {
       const before = calls[i - 1]!.body;
@@ -141,39 +123,39 @@ describe.skipIf(skipMachineTests).each(BACKENDS)('prompt caching and AGENTS.md o
   });
 
   it('reads AGENTS.md from the working directory up to the repository root into the instructions, sees a change, bounds them, and can be turned off', async () => {
-    model.respondWith(() => ({ text: 'ok' }));
+    h.model.respondWith(() => ({ text: 'ok' }));
     const system = (r: RecordedRequest) => String(r.body.messages[0]!.role === 'system' ? r.body.messages[0]!.content : '');
     // Above the repository root: not this repository's instructions.
-    await machine.sh(`echo 'Outside rule: never read me.' > ${machine.scratch}/AGENTS.md`);
-    await machine.sh(`echo 'Root rule: run the tests before committing.' > ${repo}/AGENTS.md && echo 'Sub rule: keep functions short.' > ${repo}/sub/AGENTS.md`);
+    await h.machine.sh(`echo 'Outside rule: never read me.' > ${h.machine.scratch}/AGENTS.md`);
+    await h.machine.sh(`echo 'Root rule: run the tests before committing.' > ${repo}/AGENTS.md && echo 'Sub rule: keep functions short.' > ${repo}/sub/AGENTS.md`);
     const id = await newSession({ model: 'coder' }, `${repo}/sub`);
 
     await turn(id, 'Hello.');
-    const first = system(model.requests[0]!);
+    const first = system(h.model.requests[0]!);
     expect(first).toContain(`## ${repo}/AGENTS.md\nRoot rule: run the tests before committing.`);
     expect(first).toContain(`## ${repo}/sub/AGENTS.md\nSub rule: keep functions short.`);
     expect(first.indexOf('Root rule')).toBeLessThan(first.indexOf('Sub rule'));
     expect(first).not.toContain('Outside rule');
 
-    await machine.sh(`echo 'Sub rule: prefer small commits.' > ${repo}/sub/AGENTS.md`);
+    await h.machine.sh(`echo 'Sub rule: prefer small commits.' > ${repo}/sub/AGENTS.md`);
     await turn(id, 'Again.');
-    const second = system(model.requests[1]!);
+    const second = system(h.model.requests[1]!);
     expect(second).toContain('Sub rule: prefer small commits.');
     expect(second).not.toContain('keep functions short');
 
     // Nearest file first within the bound: a huge sub/AGENTS.md is cut and leaves no room for the root's.
-    await machine.sh(`head -c ${MAX_INSTRUCTIONS_BYTES + 5000} /dev/zero | tr '\\0' 'x' > ${repo}/sub/AGENTS.md`);
+    await h.machine.sh(`head -c ${MAX_INSTRUCTIONS_BYTES + 5000} /dev/zero | tr '\\0' 'x' > ${repo}/sub/AGENTS.md`);
     await turn(id, 'Once more.');
-    const third = system(model.requests[2]!);
+    const third = system(h.model.requests[2]!);
     expect(third).toContain(`[${repo}/sub/AGENTS.md was cut at the ${MAX_INSTRUCTIONS_BYTES}-byte bound for instructions]`);
     expect(third).not.toContain('Root rule');
     expect(third.length).toBeLessThan(MAX_INSTRUCTIONS_BYTES + 2_000);
 
-    const patched = await api.call('PATCH', `/api/v0/sessions/${id}`, { as: user, body: { sessionSettings: { agentsMdEnabled: false } } });
+    const patched = await h.api.call('PATCH', `/api/v0/sessions/${id}`, { as: h.user, body: { sessionSettings: { agentsMdEnabled: false } } });
     expect(patched.status, patched.body.detail).toBe(200);
     expect(patched.body.sessionSettings.agentsMdEnabled).toBe(false);
     await turn(id, 'Without them.');
-    const fourth = system(model.requests[3]!);
+    const fourth = system(h.model.requests[3]!);
     expect(fourth).not.toContain('AGENTS.md');
     expect(fourth).toContain('You are a coding agent');
   });

@@ -123,7 +123,15 @@ function measuredUsage(record: RecordedRequest, reply: ScriptedReply, anthropic:
   };
 }
 
-export async function startModelServer(opts: { apiKey?: string; contextWindow?: number; measureUsage?: boolean } = {}): Promise<ModelServer> {
+export interface ModelServerOptions {
+  apiKey?: string;
+  /** Refuse requests whose prompt plus output cap exceed this many tokens. */
+  contextWindow?: number;
+  /** Report the measured prompt and cache tokens when a reply scripts no usage. */
+  measureUsage?: boolean;
+}
+
+export async function startModelServer(opts: ModelServerOptions = {}): Promise<ModelServer> {
   const apiKey = opts.apiKey ?? `sk-test-${randomBytes(8).toString('hex')}`;
   const queue: ScriptedReply[] = [];
   const requests: RecordedRequest[] = [];
