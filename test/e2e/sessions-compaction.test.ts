@@ -40,6 +40,16 @@ describe.skipIf(skipMachineTests)('a long session against a small-window model',
             maxOutputTokens: 800,
             pricing: { inputPerMTok: 1000, outputPerMTok: 5000 },
           },
+          {
+            id: 'summariser',
+            provider: 'openai-compatible',
+            baseUrl: m.baseUrl,
+            apiKeyEnv: KEY_ENV,
+            upstreamModel: 'summariser-upstream',
+            contextWindow: WINDOW,
+            maxOutputTokens: 800,
+            pricing: { inputPerMTok: 10, outputPerMTok: 50 },
+          },
         ],
         keys: { [KEY_ENV]: m.apiKey },
       }),
@@ -189,4 +199,24 @@ describe.skipIf(skipMachineTests)('a long session against a small-window model',
     expect(messages.filter((m) => m.isError)).toEqual([]);
     expect(messages.at(-1)).toMatchObject({ role: 'assistant', content: [{ type: 'text', text: expect.stringMatching(/^Read it/) }] });
   }, 60_000);
+
+  it('compacts with compactionModel when it names another model, billing those calls as that model', async () => {
+    script((n) => ({ text: `Summary ${n} by the summariser.` }));
+    const id = await runTurns({ compactionModel: 'summariser' }, 12);
+
+    expectEveryRequestInsideTheWindow();
+    const compactionRequests = h.model.requests.filter(isCompactionRequest);
+    expect(compactionRequests.length).toBeGreaterThan(0);
+    expect(new Set(compactionRequests.map((r) => r.body.model))).toEqual(new Set(['summariser-upstream']));
+    expect(new Set(h.model.requests.filter((r) => !isCompactionRequest(r)).map((r) => r.body.model))).toEqual(new Set(['small']));
+    const compactions = (await history(id)).filter((m) => m.compaction);
+    expect(compactions).toHaveLength(compactionRequests.length);
+    expect(compactions.every((c) => c.modelId === 'summariser')).toBe(true);
+    const byModel = await h.api.db.prisma.analyticsEvent.groupBy({ by: ['model'], where: { sessionId: id, kind: 'token_usage' }, _count: true, _sum: { inputTokens: true, outputTokens: true, cacheReadTokens: true, serviceCredits: true } });
+    const summariser = byModel.find((g) => g.model === 'summariser')!;
+    expect(summariser._count).toBe(compactionRequests.length);
+    // Its prices, cache reads at a tenth of input (the default when the models file names none).
+    const { inputTokens, outputTokens, cacheReadTokens } = summariser._sum;
+    expect(summariser._sum.serviceCredits).toBeCloseTo((Number(inputTokens) * 10 + Number(outputTokens) * 50 + Number(cacheReadTokens) * 1) / 1_000_000, 6);
+  }, 120_000);
 });
