@@ -50,8 +50,6 @@ export class ContextOverflow extends Error {}
 export class ContextWindow {
   private compactionFailed = false;
   private readonly budget: number;
-  /** The size of the context `fit` last returned. */
-  lastSize: RequestSize | undefined;
   private readonly opts: ContextWindowOptions;
 
   constructor(opts: ContextWindowOptions) {
@@ -99,7 +97,6 @@ export class ContextWindow {
         `The latest message is about ${current.tokens} tokens, more than the ${this.budget} input tokens the session's model takes; send a shorter message or pick a model with a larger contextWindow`,
       );
     }
-    this.lastSize = current.size;
     return { messages, size: current.size };
   }
 

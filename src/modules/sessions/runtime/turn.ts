@@ -3,7 +3,7 @@ import { needsApprovalMessage, runsWithoutApproval, type AutonomyLevel } from '.
 import type { RuntimeMessage, ToolResultBlock, ToolUseBlock } from './content.ts';
 import { contextLimits } from './context-limits.ts';
 import { overflowedPromptTokens } from './context-overflow.ts';
-import { ContextWindow, type Compaction } from './context-window.ts';
+import { ContextOverflow, ContextWindow, type Compaction } from './context-window.ts';
 import { addUsage, zeroUsage, type ModelClient, type ModelConfig, type ModelDelta, type Usage } from './model-client.ts';
 import type { AgentTool, ToolEffects } from './tool-definition.ts';
 import { toolBatches } from './tool-batches.ts';
@@ -101,28 +101,28 @@ export async function runTurn(opts: TurnOptions): Promise<TurnResult> {
     if (opts.signal.aborted) return done('interrupted');
     steps++;
     let completion;
-    try {
-      const call = async () => {
-        const fitted = await context.fit(messages);
-        messages = fitted.messages;
-        return { fitted, completion: await opts.model.complete({ system: opts.system, messages, tools: specs, signal: opts.signal, onDelta: opts.onDelta }) };
-      };
-      let made;
+    // A provider's refusal of the prompt as too large means the estimate fell short of its count
+    // (text unlike what it learned from): learn the count, fit again, and call once more.
+    for (let attempt = 0; completion === undefined; attempt++) {
+      let fitted;
       try {
-        made = await call();
+        fitted = await context.fit(messages);
       } catch (err) {
-        // The estimate fell short of the provider's count (text unlike what it learned from): learn the count, fit again, once.
-        const size = context.lastSize;
-        const reported = size && overflowedPromptTokens(err, estimator.tokens(size));
-        if (!size || reported === undefined) throw err;
-        estimator.observe(size, { ...zeroUsage(), inputTokens: reported });
-        made = await call();
+        // Anything else escaping fit is the caller's storage failing: it propagates, as from onMessage.
+        if (err instanceof ContextOverflow) return done('error', err.message);
+        throw err;
       }
-      completion = made.completion;
-      estimator.observe(made.fitted.size, completion.usage);
-    } catch (err) {
-      if (opts.signal.aborted) return done('interrupted');
-      return done('error', err instanceof Error ? err.message : String(err));
+      messages = fitted.messages;
+      try {
+        completion = await opts.model.complete({ system: opts.system, messages, tools: specs, signal: opts.signal, onDelta: opts.onDelta });
+      } catch (err) {
+        if (opts.signal.aborted) return done('interrupted');
+        const reported = attempt === 0 ? overflowedPromptTokens(err, estimator.tokens(fitted.size)) : undefined;
+        if (reported === undefined) return done('error', err instanceof Error ? err.message : String(err));
+        estimator.observe(fitted.size, { ...zeroUsage(), inputTokens: reported });
+        continue;
+      }
+      estimator.observe(fitted.size, completion.usage);
     }
     await countUsage(completion.usage, opts.model.model);
     if (completion.content.length > 0) await emit({ role: 'assistant', content: completion.content });
