@@ -1,5 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import YAML from 'yaml';
+import { syncGitIntegrations } from '../../src/modules/integrations/seed.ts';
+import { credentialForRepository } from '../../src/modules/integrations/connections.ts';
 import { ALLOW_LOOPBACK, startTestApi, type TestApi } from '../support/api.ts';
 import { startGitHubFake, type GitHubFake } from '../support/github-fake.ts';
 
@@ -110,6 +112,35 @@ describe('CI automations on GitHub (wire-level fake of its REST API)', () => {
         createdAt: Date.parse('2026-11-21T10:00:00Z'), updatedAt: Date.parse('2026-11-21T10:05:00Z'), startedAt: Date.parse('2026-11-21T10:00:05Z'),
       },
     ]);
+  });
+});
+
+describe('connections seeded from AGENTPLANE_GIT_INTEGRATIONS', () => {
+  it('seeding keeps connections made through the API, and credentials are found by repository URL', async () => {
+    const gh = await startGitHubFake();
+    const api = await startTestApi('pglite', { env: ALLOW_LOOPBACK });
+    try {
+      const made = await api.call('POST', '/api/v0/integrations/source-control', { as: api.acme.members.owner.apiKey, body: { provider: 'github', baseUrl: gh.url, token: gh.token } });
+      expect(made.status).toBe(201);
+      await syncGitIntegrations(api.db.prisma, api.machines.secrets, [{ organization: 'acme', host: 'git.example.com', username: 'bot', token: 'seeded-token-1234' }]);
+      const list = (await api.call('GET', '/api/v0/integrations/source-control', { as: api.acme.members.manager.apiKey })).body.integrations;
+      expect(list.map((i: any) => [i.host, i.provider, i.origin, i.token])).toEqual([
+        [new URL(gh.url).host, 'github', 'api', `••••••••${gh.token.slice(-4)}`],
+        ['git.example.com', 'gitea', 'config', '••••••••1234'],
+      ]);
+      const cred = await credentialForRepository(api.db.prisma, api.machines.secrets, api.acme.id, 'https://git.example.com/team/repo.git');
+      expect(cred).toMatchObject({ username: 'bot', token: 'seeded-token-1234', baseUrl: 'https://git.example.com' });
+      expect(await credentialForRepository(api.db.prisma, api.machines.secrets, api.acme.id, 'git@elsewhere.example:team/repo.git')).toBeUndefined();
+      await syncGitIntegrations(api.db.prisma, api.machines.secrets, []);
+      const after = (await api.call('GET', '/api/v0/integrations/source-control', { as: api.acme.members.owner.apiKey })).body.integrations;
+      expect(after.map((i: any) => i.origin)).toEqual(['api']);
+      expect((await api.call('DELETE', `/api/v0/integrations/source-control/${made.body.id}`, { as: api.acme.members.user.apiKey })).status).toBe(403);
+      expect((await api.call('DELETE', `/api/v0/integrations/source-control/${made.body.id}`, { as: api.acme.members.owner.apiKey })).status).toBe(204);
+      expect((await api.call('GET', '/api/v0/integrations/source-control', { as: api.acme.members.owner.apiKey })).body.integrations).toEqual([]);
+    } finally {
+      await api.close();
+      await gh.close();
+    }
   });
 });
 
