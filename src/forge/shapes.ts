@@ -43,7 +43,17 @@ export function toPullRequest(p: Raw): ForgePullRequest {
   };
 }
 
+/** Gitea writes "0001-01-01" or the Unix epoch for a time that has not happened yet. */
+const when = (iso: unknown): string | null => (typeof iso === 'string' && Date.parse(iso) > 0 ? iso : null);
+
 export function toRun(r: Raw): ForgeRun {
+  // Gitea gives no head_branch or pull_requests but names the ref in `path` (a.yml@refs/pull/1/head).
+  const ref = /@refs\/(?:heads\/(.+)|pull\/(\d+)\/)/.exec(r.path ?? '');
+  const pullRequests = Array.isArray(r.pull_requests)
+    ? r.pull_requests.map((p: Raw) => p.number).filter((n: unknown) => typeof n === 'number')
+    : ref?.[2]
+      ? [Number(ref[2])]
+      : [];
   return {
     id: r.id,
     name: r.name ?? r.display_title ?? '',
@@ -51,12 +61,13 @@ export function toRun(r: Raw): ForgeRun {
     event: r.event ?? '',
     status: r.status ?? '',
     conclusion: r.conclusion || null,
-    headBranch: r.head_branch ?? null,
+    headBranch: r.head_branch ?? ref?.[1] ?? null,
     headSha: r.head_sha ?? null,
-    pullRequests: Array.isArray(r.pull_requests) ? r.pull_requests.map((p: Raw) => p.number).filter((n: unknown) => typeof n === 'number') : [],
+    pullRequests,
     htmlUrl: r.html_url ?? r.url ?? '',
-    createdAt: r.created_at,
-    updatedAt: r.updated_at ?? r.created_at,
-    startedAt: r.run_started_at || null,
+    createdAt: when(r.created_at),
+    updatedAt: when(r.updated_at) ?? when(r.completed_at),
+    startedAt: when(r.run_started_at) ?? when(r.started_at),
+    completedAt: when(r.completed_at),
   };
 }

@@ -61,9 +61,11 @@ export interface ForgeRun {
   headSha: string | null;
   pullRequests: number[];
   htmlUrl: string;
-  createdAt: string;
-  updatedAt: string;
+  /** Null where the forge does not say (Gitea gives only start and completion times). */
+  createdAt: string | null;
+  updatedAt: string | null;
   startedAt: string | null;
+  completedAt: string | null;
 }
 
 /** One change to one file, committed on a new branch cut from `base`. */

@@ -109,7 +109,7 @@ describe('CI automations on GitHub (wire-level fake of its REST API)', () => {
       {
         id: 8, repoFullName: 'octo/site', workflowPath: '.github/workflows/agentplane-weekly.yml', automationId, name: 'Weekly', status: 'completed', conclusion: 'failure',
         event: 'schedule', branch: 'main', headSha: 'abc', pullRequests: [], url: `${gh.url}/octo/site/actions/runs/8`,
-        createdAt: Date.parse('2026-11-21T10:00:00Z'), updatedAt: Date.parse('2026-11-21T10:05:00Z'), startedAt: Date.parse('2026-11-21T10:00:05Z'),
+        createdAt: Date.parse('2026-11-21T10:00:00Z'), updatedAt: Date.parse('2026-11-21T10:05:00Z'), startedAt: Date.parse('2026-11-21T10:00:05Z'), completedAt: null,
       },
     ]);
   });

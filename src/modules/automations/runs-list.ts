@@ -15,6 +15,12 @@ type Run = z.infer<typeof CiRunSchema>;
 /** Gitea names a run's workflow `file.yml@refs/heads/main`, GitHub by its path: compare file names. */
 const fileName = (p: string) => p.split('@')[0]!.split('/').pop()!;
 
+/**
+ * The time a run sorts by: its creation, else its start; a run with neither has not started yet
+ * (Gitea's queued runs), which makes it the newest.
+ */
+const key = (r: Run) => r.createdAt ?? r.startedAt ?? Number.MAX_SAFE_INTEGER;
+
 function runView(repoFullName: string, workflowPath: string, automationId: string | null, r: ForgeRun): Run {
   const ms = (iso: string | null) => (iso ? new Date(iso).getTime() : null);
   return {
@@ -30,9 +36,10 @@ function runView(repoFullName: string, workflowPath: string, automationId: strin
     headSha: r.headSha,
     pullRequests: r.pullRequests,
     url: r.htmlUrl,
-    createdAt: ms(r.createdAt)!,
-    updatedAt: ms(r.updatedAt)!,
+    createdAt: ms(r.createdAt),
+    updatedAt: ms(r.updatedAt),
     startedAt: ms(r.startedAt),
+    completedAt: ms(r.completedAt),
   };
 }
 
@@ -61,14 +68,14 @@ export async function listRuns(deps: AutomationsDeps, principal: Principal, page
       failures.push({ repoFullName: repo, error: failureMessage(err) });
     }
   });
-  const older = (r: Run) => !after || r.createdAt < after.t || (r.createdAt === after.t && r.id < after.id);
-  const sorted = runs.filter(older).sort((a, b) => b.createdAt - a.createdAt || b.id - a.id);
+  const older = (r: Run) => !after || key(r) < after.t || (key(r) === after.t && r.id < after.id);
+  const sorted = runs.filter(older).sort((a, b) => key(b) - key(a) || b.id - a.id);
   const items = sorted.slice(0, page.limit);
   const hasMore = sorted.length > page.limit;
   const last = items[items.length - 1];
   return {
     runs: items,
-    pagination: { hasMore, nextCursor: hasMore && last ? encodeOpaqueCursor({ t: last.createdAt, id: last.id }) : null },
+    pagination: { hasMore, nextCursor: hasMore && last ? encodeOpaqueCursor({ t: key(last), id: last.id }) : null },
     failures: failures.sort((a, b) => a.repoFullName.localeCompare(b.repoFullName)),
     integration: integrationOf(forge),
   };

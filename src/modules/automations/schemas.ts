@@ -176,9 +176,10 @@ export const CiRunSchema = z.strictObject({
   headSha: z.string().nullable(),
   pullRequests: z.array(z.number().int()),
   url: z.string(),
-  createdAt: z.number().int(),
-  updatedAt: z.number().int(),
+  createdAt: z.number().int().nullable(),
+  updatedAt: z.number().int().nullable(),
   startedAt: z.number().int().nullable(),
+  completedAt: z.number().int().nullable(),
 });
 export const RunsResponse = z.strictObject({
   runs: z.array(CiRunSchema),
