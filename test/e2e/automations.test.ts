@@ -47,7 +47,7 @@ describe.skipIf(!bin)('CI automations against a real Gitea', () => {
     await gitea.createRepo(alice, { org: 'acme-eng', name: 'broken', files: { '.gitea/workflows/bad.yml': 'name: [unclosed\non: push\n' } });
     await gitea.createRepo(alice, { org: 'acme-eng', name: 'old' });
     expect((await gitea.api('PATCH', '/repos/acme-eng/old', { as: alice, body: { archived: true } })).status).toBe(200);
-    api = await startTestApi('pglite', { env: ALLOW_LOOPBACK });
+    api = await startTestApi('pglite', { env: ALLOW_LOOPBACK, worker: true });
     owner = api.acme.members.owner.apiKey;
     member = api.acme.members.user.apiKey;
   }, 180_000);
@@ -278,6 +278,42 @@ describe.skipIf(!bin)('CI automations against a real Gitea', () => {
       expect(['queued', 'waiting', 'pending', 'in_progress']).toContain(res.runs[0].status);
       expect(res.failures).toEqual([]);
     });
+  });
+});
+
+describe.skipIf(!bin)('readiness evaluations of private repositories', () => {
+  let gitea: Gitea;
+  let api: TestApi;
+  beforeAll(async () => {
+    gitea = await startGitea(bin!);
+    const carol = await gitea.createUser('carol');
+    await gitea.createRepo(carol, { name: 'secret', private: true, files: { 'AGENTS.md': '# agents\n' } });
+    api = await startTestApi('pglite', { env: ALLOW_LOOPBACK, worker: true });
+    const made = await api.call('POST', SOURCE_CONTROL, { as: api.acme.members.owner.apiKey, body: { provider: 'gitea', baseUrl: gitea.url, token: carol.token } });
+    expect(made.status).toBe(201);
+  }, 120_000);
+  afterAll(async () => {
+    await api?.close();
+    await gitea?.stop();
+  });
+
+  const evaluate = async (as: string) => {
+    const res = await api.call('POST', '/api/organization/agent-readiness-reports/evaluate', { as, body: { repoUrl: `${gitea.url}/carol/secret.git` } });
+    expect(res.status, JSON.stringify(res.body)).toBe(202);
+    let evaluation: any;
+    for (const deadline = Date.now() + 60_000; Date.now() < deadline; await new Promise((r) => setTimeout(r, 250))) {
+      evaluation = (await api.call('GET', `/api/organization/agent-readiness-reports/evaluations/${res.body.evaluationId}`, { as })).body;
+      if (evaluation.status === 'succeeded' || evaluation.status === 'failed') break;
+    }
+    return evaluation;
+  };
+
+  it('clone with the organization’s connection to the forge; without one the clone is refused', async () => {
+    expect(await evaluate(api.acme.members.user.apiKey)).toMatchObject({ status: 'succeeded' });
+    const refused = await evaluate(api.globex.members.user.apiKey);
+    expect(refused.status).toBe('failed');
+    expect(refused.error).toMatch(/cloning .*carol\/secret\.git.* failed/);
+    expect(JSON.stringify(refused)).not.toContain('Basic ');
   });
 });
 

@@ -47,6 +47,14 @@ export async function credentialForRepository(db: Db, secrets: SecretBox, organi
 }
 
 /**
+ * A git setting that authenticates http(s) fetches with the connection's token (HTTP basic, as
+ * GitHub, Gitea and Forgejo all accept it), for a clone the control plane makes itself.
+ */
+export function gitAuthConfig(conn: Pick<ForgeConnection, 'username' | 'token'>): string {
+  return `http.extraHeader=Authorization: Basic ${Buffer.from(`${conn.username}:${conn.token}`).toString('base64')}`;
+}
+
+/**
  * The connection CI automations use: the oldest connection of a provider whose API agentplane
  * speaks. Undefined: the organization has none (the automation endpoints answer `connected: false`).
  */
