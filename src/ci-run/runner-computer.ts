@@ -13,7 +13,13 @@ export async function registerRunner(opts: { url: string; apiKey: string; name: 
   const stop = new AbortController();
   let connected!: () => void;
   const ready = new Promise<void>((resolve) => (connected = resolve));
-  const running = runAgent({ url: opts.url, apiKey: opts.apiKey, name: opts.name, stateDir, log: opts.log, tunnel: { onConnected: () => connected() } }, stop.signal);
+  // A job's computer is the job's, not the machine's: its own host id (kept in the job's state
+  // directory), so concurrent jobs on one runner, or a runner host registered as a computer too,
+  // do not collide on the machine id.
+  const running = runAgent(
+    { url: opts.url, apiKey: opts.apiKey, name: opts.name, stateDir, log: opts.log, machineIdFiles: [], tunnel: { onConnected: () => connected() } },
+    stop.signal,
+  );
   await Promise.race([ready, running.then(() => Promise.reject(new Error('the agent stopped before its tunnel was up')))]);
   const computer = await opts.call<{ id: string }>('GET', `/api/v0/computers/name/${encodeURIComponent(opts.name)}`);
   return {

@@ -1,4 +1,8 @@
+import { execFile } from 'node:child_process';
+import fs from 'node:fs';
+import os from 'node:os';
 import path from 'node:path';
+import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ALLOW_LOOPBACK, startTestApi, type TestApi } from '../support/api.ts';
 import { giteaBinDir, startGitea, startGiteaRunner, type Gitea, type GiteaRunner, type GiteaUser } from '../support/gitea.ts';
@@ -40,7 +44,7 @@ describe.skipIf(!bin || skipMachineTests)('a generated workflow run by gitea-run
     [gitea, machine, model] = await Promise.all([startGitea(bin!), startMachine(), startModelServer()]);
     models = writeModelsFile([coderModel(model)], { [CODER_KEY_ENV]: model.apiKey });
     Object.assign(process.env, models.env);
-    api = await startTestApi('pglite', { worker: true, env: ALLOW_LOOPBACK });
+    api = await startTestApi('pglite', { worker: true, gateway: true, env: ALLOW_LOOPBACK });
     robot = api.acme.serviceAccount.apiKey;
     alice = await gitea.createUser('alice');
     await gitea.createRepo(alice, { name: 'web' });
@@ -107,6 +111,49 @@ describe.skipIf(!bin || skipMachineTests)('a generated workflow run by gitea-run
     expect(jobs[0]).toMatchObject({ kind: 'run', status: 'succeeded', modeId: 'code-review', repos: [{ repoFullName: repo, pullRequest: number, commentUrl: comment.html_url }] });
     expect(jobs[0].detail).toMatchObject({ event: 'pull_request', conclusion: 'success', computerId, sessionId: expect.stringMatching(/^sess_/) });
   }, 240_000);
+
+  it('register-runner: the CI runner becomes a byom computer for the job through `agentplane agent`, and is removed after it', async () => {
+    await gitea.createRepo(alice, { name: 'api' });
+    const owner = api.acme.members.owner.apiKey;
+    const edit = await api.call('POST', `${CI}/edit`, {
+      as: owner,
+      body: { action: 'create', automationName: 'Self-hosted review', modeId: 'code-review', repos: [{ repoFullName: 'alice/api' }], changes: { yamlParams: 'model: coder\nregister-runner: true' } },
+    });
+    const automationId = edit.body.factoryAutomationId as string;
+    const file = await gitea.api('GET', `/repos/alice/api/pulls/1/files`);
+    expect(file.body.map((f: any) => f.filename)).toEqual(['.github/workflows/agentplane-self-hosted-review.yml']);
+    model.enqueue({ text: 'Reviewed on the runner itself.' });
+    // The step exactly as the workflow runs it, with the environment a runner gives it.
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'agentplane-ci-event-'));
+    fs.writeFileSync(path.join(dir, 'event.json'), JSON.stringify({ action: 'opened', pull_request: { number: 1 } }));
+    const { stdout } = await promisify(execFile)(process.execPath, [path.resolve('bin/agentplane.js'), 'ci', 'run'], {
+      env: {
+        PATH: process.env.PATH,
+        HOME: os.homedir(),
+        AGENTPLANE_URL: api.url,
+        AGENTPLANE_API_KEY: robot,
+        AGENTPLANE_AUTOMATION_ID: automationId,
+        AGENTPLANE_MODE: 'code-review',
+        AGENTPLANE_MODEL: 'coder',
+        AGENTPLANE_REGISTER_RUNNER: 'true',
+        GITHUB_REPOSITORY: 'alice/api',
+        GITHUB_EVENT_NAME: 'pull_request',
+        GITHUB_EVENT_PATH: path.join(dir, 'event.json'),
+        GITHUB_SERVER_URL: gitea.url,
+        GITHUB_RUN_ID: '4242',
+      },
+      timeout: 120_000,
+    });
+    fs.rmSync(dir, { recursive: true, force: true });
+    expect(stdout).toMatch(/job cijob_\w+ succeeded, session sess_\w+, comment /);
+    const [comment] = (await gitea.api('GET', '/repos/alice/api/issues/1/comments')).body;
+    expect(comment.body).toContain('Reviewed on the runner itself.');
+    const job = (await api.call('GET', `${CI}/jobs`, { as: robot })).body.jobs.find((j: any) => j.automationId === automationId && j.kind === 'run');
+    expect(job).toMatchObject({ status: 'succeeded', detail: { runUrl: `${gitea.url}/alice/api/actions/runs/4242` } });
+    const runnerComputer = await api.db.prisma.computer.findUniqueOrThrow({ where: { id: job.detail.computerId } });
+    expect(runnerComputer).toMatchObject({ name: 'ci-alice-api-4242', providerType: 'byom', connectionType: 'agent' });
+    expect(runnerComputer.deletedAt).not.toBeNull();
+  }, 180_000);
 
   it('deleting the computer pauses the automation: the next run answers "paused" and succeeds without a session', async () => {
     expect((await api.call('DELETE', `/api/v0/computers/${computerId}`, { as: robot })).status).toBeLessThan(300);
