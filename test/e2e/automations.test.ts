@@ -220,10 +220,11 @@ describe.skipIf(!bin)('CI automations against a real Gitea', () => {
       await gitea.commitFiles(alice, 'alice/app', { [path]: mine });
       const res = await api.call('POST', `${CI}/edit`, {
         as: member,
-        body: { action: 'edit', factoryAutomationId: automationId, repos: [{ repoFullName: 'alice/app', filePath: path }], changes: { name: 'Review bot 2', yamlParams: 'model: scripted-2' } },
+        // No filePath: the automation knows where it wrote its file.
+        body: { action: 'edit', factoryAutomationId: automationId, repos: [{ repoFullName: 'alice/app' }], changes: { name: 'Review bot 2', yamlParams: 'model: scripted-2' } },
       });
       expect(res.status).toBe(200);
-      expect(res.body.sessions[0].prUrl).toBe(`${gitea.url}/alice/app/pulls/2`);
+      expect(res.body.sessions[0]).toMatchObject({ filePath: path, prUrl: `${gitea.url}/alice/app/pulls/2` });
       const [pr] = (await pulls('alice/app')).filter((p) => p.number === 2);
       const text = (await fileAt('alice/app', path, pr.head.ref))!;
       expect(text).toContain("- run: echo mine # user's own job");

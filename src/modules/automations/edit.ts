@@ -36,12 +36,19 @@ interface Plan {
 }
 
 /** One repository: a branch, one commit and a pull request. */
-async function editRepository(forge: OrgForge, body: EditBody, target: EditBody['repos'][number], plan: (fileText?: string) => Promise<Plan>): Promise<Outcome> {
+async function editRepository(
+  forge: OrgForge,
+  body: EditBody,
+  target: EditBody['repos'][number],
+  plan: (fileText?: string) => Promise<Plan>,
+  /** Where the automation wrote its file in this repository before, if it did. */
+  knownPath: string | undefined,
+): Promise<Outcome> {
   const { client } = forge;
   const repo = await client.getRepository(target.repoFullName);
   const first = body.action === 'create' ? await plan() : undefined;
-  const filePath = target.filePath ?? (first ? await defaultPath(forge, repo, first.name) : undefined);
-  if (!filePath) throw new Error('filePath is required to edit or delete a workflow of an unknown automation');
+  const filePath = target.filePath ?? (first ? await defaultPath(forge, repo, first.name) : knownPath);
+  if (!filePath) throw new Error(`the automation has no workflow in ${target.repoFullName}; pass its filePath`);
   const existing = await client.readFile(repo.fullName, filePath, repo.defaultBranch);
   if (body.action === 'create' && existing) throw new Error(`${filePath} already exists on ${repo.defaultBranch}; use action "edit" for it`);
   if (body.action !== 'create' && !existing) throw new Error(`there is no ${filePath} on ${repo.defaultBranch}`);
@@ -97,7 +104,8 @@ export async function editAutomation(deps: AutomationsDeps, principal: Principal
   const results: Outcome[] = new Array(body.repos.length);
   await eachConcurrently(body.repos, PARALLEL, async (target, i) => {
     try {
-      results[i] = await editRepository(forge, body, target, plan);
+      const known = ((stored?.repos ?? []) as { repoFullName: string; filePath: string }[]).find((r) => r.repoFullName === target.repoFullName)?.filePath;
+      results[i] = await editRepository(forge, body, target, plan, known);
     } catch (err) {
       results[i] = { repoFullName: target.repoFullName, ...(target.filePath ? { filePath: target.filePath } : {}), error: failureMessage(err) };
     }
