@@ -285,9 +285,10 @@ describe.skipIf(!bin)('CI automations against a real Gitea', () => {
 describe.skipIf(!bin)('readiness evaluations of private repositories', () => {
   let gitea: Gitea;
   let api: TestApi;
+  let carol: GiteaUser;
   beforeAll(async () => {
     gitea = await startGitea(bin!);
-    const carol = await gitea.createUser('carol');
+    carol = await gitea.createUser('carol');
     await gitea.createRepo(carol, { name: 'secret', private: true, files: { 'AGENTS.md': '# agents\n' } });
     api = await startTestApi('pglite', { env: ALLOW_LOOPBACK, worker: true });
     const made = await api.call('POST', SOURCE_CONTROL, { as: api.acme.members.owner.apiKey, body: { provider: 'gitea', baseUrl: gitea.url, token: carol.token } });
@@ -315,6 +316,21 @@ describe.skipIf(!bin)('readiness evaluations of private repositories', () => {
     expect(refused.status).toBe('failed');
     expect(refused.error).toMatch(/cloning .*carol\/secret\.git.* failed/);
     expect(JSON.stringify(refused)).not.toContain('Basic ');
+  });
+
+  it('a connection whose token the forge no longer accepts: 502 with the forge’s own reason', async () => {
+    const revoke = await fetch(`${gitea.url}/api/v1/users/carol/tokens/agentplane`, {
+      method: 'DELETE',
+      headers: { authorization: `Basic ${Buffer.from(`carol:${carol.password}`).toString('base64')}` },
+    });
+    expect(revoke.status).toBe(204);
+    for (const path of [`${CI}/repository-owners`, `${CI}/repositories`, `${CI}/scan?forceRefresh=true`]) {
+      const res = await api.call('GET', path, { as: api.acme.members.user.apiKey });
+      expect(res.status, path).toBe(502);
+      expect(res.body.detail).toContain(`The forge at ${gitea.url} failed`);
+      expect(res.body.detail).toContain('token was refused');
+      expect(res.body.metadata.forgeStatus).toBe(401);
+    }
   });
 });
 

@@ -1,4 +1,6 @@
 import { forgeClient } from '../../forge/client.ts';
+import { ForgeError } from '../../forge/types.ts';
+import { AppError, BadGateway } from '../../lib/errors.ts';
 import type { ForgeClient } from '../../forge/types.ts';
 import { automationConnection, type ForgeConnection } from '../integrations/connections.ts';
 import type { AutomationsDeps } from './deps.ts';
@@ -22,3 +24,22 @@ export const eligible = (r: { archived: boolean; canPush: boolean }) => !r.archi
 
 /** A failure's message for an answer: the forge's own reason where there is one. */
 export const failureMessage = (err: unknown) => (err instanceof Error ? err.message : String(err));
+
+/**
+ * A read the whole answer depends on: a forge that fails it is a 502 naming the forge and its own
+ * reason (a revoked token says so), not an anonymous 500. Egress refusals stay the 400 they are.
+ */
+export async function fromForge<T>(forge: OrgForge, fn: () => Promise<T>): Promise<T> {
+  try {
+    return await fn();
+  } catch (err) {
+    if (err instanceof AppError) throw err;
+    const where = `The forge at ${forge.connection.baseUrl}`;
+    if (err instanceof ForgeError) {
+      const hint = err.status === 401 ? '; the connection\'s token was refused: connect again with a valid one at /api/v0/integrations/source-control' : '';
+      throw new BadGateway(`${where} failed: ${err.message}${hint}`, { metadata: { forgeStatus: err.status, forgeReason: err.reason } });
+    }
+    const cause = (err as { cause?: { code?: string } }).cause;
+    throw new BadGateway(`${where} cannot be reached: ${cause?.code ?? (err as Error).message}`);
+  }
+}

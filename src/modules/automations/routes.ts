@@ -40,7 +40,7 @@ export function automationRoutes(service: AutomationsService): RouteSpec[] {
       operationId: 'listCiRepositoryOwners',
       summary: 'List CI repository owners: the connected account and its organizations',
       responses: { 200: { description: 'Owners', schema: OwnersResponse } },
-      errors: [401, 500],
+      errors: [401, 500, 502],
       handler: async ({ principal }) => ({ status: 200, body: await service.owners(principal) }),
     }),
     defineRoute({
@@ -51,7 +51,7 @@ export function automationRoutes(service: AutomationsService): RouteSpec[] {
       summary: 'List CI-eligible repositories (not archived, writable by the connection)',
       query: RepositoriesQuery,
       responses: { 200: { description: 'Repositories', schema: RepositoriesResponse } },
-      errors: [400, 401, 500],
+      errors: [400, 401, 500, 502],
       handler: async ({ principal, query }) => ({ status: 200, body: await service.repositories(principal, query.owner) }),
     }),
     defineRoute({
@@ -62,7 +62,7 @@ export function automationRoutes(service: AutomationsService): RouteSpec[] {
       summary: 'Scan repositories for CI workflows (cached 30 minutes per organization)',
       query: ScanQuery,
       responses: { 200: { description: 'Workflows found', schema: ScanResponse } },
-      errors: [400, 401, 500],
+      errors: [400, 401, 500, 502],
       handler: async ({ principal, query }) => ({ status: 200, body: await service.scan(principal, query.forceRefresh === 'true') }),
     }),
     defineRoute({
@@ -96,7 +96,7 @@ export function automationRoutes(service: AutomationsService): RouteSpec[] {
       summary: "List the forge's workflow runs of the automations' workflows, newest first",
       query: RunsQuery,
       responses: { 200: { description: 'Runs', schema: RunsResponse } },
-      errors: [400, 401, 500],
+      errors: [400, 401, 500, 502],
       handler: async ({ principal, query }) => ({ status: 200, body: await service.runs(principal, query) }),
     }),
     defineRoute({
@@ -108,7 +108,7 @@ export function automationRoutes(service: AutomationsService): RouteSpec[] {
       guards: [notGuest],
       body: RunStartBody,
       responses: { 200: { description: 'The run, or why it does not run (paused, skipped)', schema: RunStartResponse } },
-      errors: [400, 401, 403, 404, 500],
+      errors: [400, 401, 403, 404, 500, 502],
       handler: async ({ principal, body }) => ({ status: 200, body: await service.startRun(principal, body) }),
     }),
     defineRoute({

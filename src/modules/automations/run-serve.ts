@@ -3,7 +3,7 @@ import type { Prisma } from '../../generated/prisma/client.ts';
 import { BadRequest, Conflict, NotFound } from '../../lib/errors.ts';
 import { newId } from '../../lib/ids.ts';
 import type { AutomationsDeps } from './deps.ts';
-import { failureMessage, orgForge } from './forge.ts';
+import { failureMessage, fromForge, orgForge } from './forge.ts';
 import { jobView } from './jobs-list.ts';
 import { MODES, type ModeId } from './modes.ts';
 import type { RunCompleteBody, RunStartBody } from './schemas.ts';
@@ -22,8 +22,8 @@ async function promptFor(deps: AutomationsDeps, organizationId: string, mode: Mo
   if (body.pullRequestNumber) {
     const forge = await orgForge(deps, organizationId);
     if (!forge) throw new BadRequest('The organization has no source-control connection to read the pull request with');
-    const pr = await forge.client.getPullRequest(body.repoFullName, body.pullRequestNumber);
-    const diff = await forge.client.pullRequestDiff(body.repoFullName, body.pullRequestNumber);
+    const pr = await fromForge(forge, () => forge.client.getPullRequest(body.repoFullName, body.pullRequestNumber!));
+    const diff = await fromForge(forge, () => forge.client.pullRequestDiff(body.repoFullName, body.pullRequestNumber!));
     lines.push(
       `Pull request #${pr.number}: ${pr.title} (by ${pr.author}, ${pr.headRef} into ${pr.baseRef})`,
       pr.body ? `\n${pr.body}\n` : '',

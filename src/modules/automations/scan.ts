@@ -2,7 +2,7 @@ import type { Principal } from '../../auth/principal.ts';
 import type { Prisma } from '../../generated/prisma/client.ts';
 import { eachConcurrently } from '../../lib/concurrency.ts';
 import type { AutomationsDeps } from './deps.ts';
-import { eligible, failureMessage, integrationOf, orgForge, type OrgForge } from './forge.ts';
+import { eligible, failureMessage, fromForge, integrationOf, orgForge, type OrgForge } from './forge.ts';
 import type { ScanResponse } from './schemas.ts';
 import { scanWorkflow } from './workflow-scan.ts';
 import type { z } from 'zod';
@@ -18,7 +18,7 @@ type Stored = Pick<Scan, 'workflows' | 'failures' | 'repositoriesScanned'>;
 /** Reads every workflow file of every eligible repository at its default branch. */
 async function scanForge(forge: OrgForge): Promise<Stored> {
   const { client } = forge;
-  const repos = (await client.listRepositories()).filter(eligible);
+  const repos = (await fromForge(forge, () => client.listRepositories())).filter(eligible);
   const workflows: Stored['workflows'] = [];
   const failures: Stored['failures'] = [];
   await eachConcurrently(repos, PARALLEL, async (repo) => {
