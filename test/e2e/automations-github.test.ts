@@ -4,6 +4,7 @@ import { syncGitIntegrations } from '../../src/modules/integrations/seed.ts';
 import { credentialForRepository } from '../../src/modules/integrations/connections.ts';
 import { ALLOW_LOOPBACK, startTestApi, type TestApi } from '../support/api.ts';
 import { startGitHubFake, type GitHubFake } from '../support/github-fake.ts';
+import { BACKENDS } from '../support/test-db.ts';
 
 const CI = '/api/v0/automations/ci';
 
@@ -11,7 +12,7 @@ const CI = '/api/v0/automations/ci';
  * The GitHub adapter on GitHub's wire: github.com cannot be reached here, so a wire-level fake
  * from the test support (the only one) stands in for a GitHub Enterprise Server.
  */
-describe('CI automations on GitHub (wire-level fake of its REST API)', () => {
+describe.each(BACKENDS)('CI automations on GitHub (wire-level fake of its REST API), on %s', (backend) => {
   let gh: GitHubFake;
   let api: TestApi;
   let owner: string;
@@ -24,7 +25,7 @@ describe('CI automations on GitHub (wire-level fake of its REST API)', () => {
     gh.addRepo('octo/site', { files: { '.github/workflows/ci.yml': 'name: CI\non:\n  push:\n    branches: [main]\njobs: {}\n' } });
     gh.addRepo('octo/readonly', { canPush: false });
     gh.addRepo('octo/frozen', { archived: true });
-    api = await startTestApi('pglite', { env: ALLOW_LOOPBACK });
+    api = await startTestApi(backend, { env: ALLOW_LOOPBACK });
     owner = api.acme.members.owner.apiKey;
   });
   afterAll(async () => {
