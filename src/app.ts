@@ -30,6 +30,10 @@ import type { SecretBox } from './lib/secret-box.ts';
 import { computerTargets, type AgentDialer } from './modules/computers/machines.ts';
 import { sessionRoutes } from './modules/sessions/routes.ts';
 import { createSessionsService } from './modules/sessions/service.ts';
+import { automationRoutes } from './modules/automations/routes.ts';
+import { createAutomationsService } from './modules/automations/service.ts';
+import { integrationRoutes } from './modules/integrations/routes.ts';
+import { createIntegrationsService } from './modules/integrations/service.ts';
 import { readinessRoutes } from './modules/readiness/routes.ts';
 import { createReadinessService } from './modules/readiness/service.ts';
 import type { ProviderRegistry } from './provisioning/providers/registry.ts';
@@ -100,6 +104,8 @@ export function createApp(deps: AppDeps) {
       }),
       { appUrl: deps.config.appUrl },
     ),
+    ...integrationRoutes(createIntegrationsService({ db: deps.prisma, clock: deps.clock, secrets: deps.machines.secrets, egress: deps.egress })),
+    ...automationRoutes(createAutomationsService({ db: deps.prisma, clock: deps.clock, secrets: deps.machines.secrets, egress: deps.egress })),
     ...sessionRoutes(
       createSessionsService({
         db: deps.prisma,

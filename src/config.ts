@@ -69,13 +69,17 @@ const EnvSchema = z.object({
     .default('10.231.0.0/16'),
 });
 
-/** Source-control integrations from configuration (until an API exists): written onto computers by `refresh`. */
+/** Forge connections seeded from configuration (the API at /api/v0/integrations/source-control holds the rest). */
 const GitIntegrationsSchema = z.array(
   z.strictObject({
     organization: z.string().min(1),
     host: z.string().min(1).regex(/^[A-Za-z0-9.-]+(:\d+)?$/, 'host must be a host name, e.g. github.com'),
     username: z.string().min(1).default('x-access-token'),
     token: z.string().min(1),
+    /** github (github.com, GitHub Enterprise Server) or gitea (Gitea, Forgejo); default: github for github.com, else gitea. */
+    provider: z.enum(['github', 'gitea']).optional(),
+    /** The forge's web address when it is not https://<host> (a path prefix, plain http). */
+    baseUrl: z.url({ protocol: /^https?$/, message: 'baseUrl must be an http(s) URL' }).optional(),
   }),
 );
 export type GitIntegrationConfig = z.infer<typeof GitIntegrationsSchema>[number];

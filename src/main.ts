@@ -15,6 +15,7 @@ import { onStopRequest } from './lib/stop-request.ts';
 import { seedCommand } from './modules/analytics/seed-command.ts';
 import { bootstrapOrganization } from './modules/organization/bootstrap.ts';
 import { startServer } from './server.ts';
+import { runCi, type CiRunOptions } from './ci-run/run.ts';
 
 /** Runs until asked to stop (see onStopRequest), then stops gracefully and exits 0. */
 function untilStopRequested(log: Logger, stop: () => Promise<void>): void {
@@ -150,6 +151,25 @@ program
   .option('--gateway-host-key <fingerprint>', "pin the gateway's host key (SHA256:...) instead of trusting the first one seen")
   .option('--gateway <ssh_url>', 'ssh://host:port of the SSH gateway instead of the registered relayAgentUrl')
   .action((opts: AgentCommandOptions) => runAgentCommand(opts));
+
+program
+  .command('ci')
+  .description('CI automations')
+  .command('run')
+  .description(
+    "run a CI automation from inside its workflow: a session on the automation's computer (or this runner, registered for the job), the result posted to the pull request",
+  )
+  .option('--url <base_url>', "the control plane's base URL (default: $AGENTPLANE_URL)")
+  .option('--api-key <key>', 'a service-account API key (default: $AGENTPLANE_API_KEY)')
+  .option('--automation <id>', 'the automation id (default: $AGENTPLANE_AUTOMATION_ID)')
+  .option('--model <id>', 'the model of the session (default: $AGENTPLANE_MODEL, else the organization default)')
+  .option('--reasoning-effort <level>', 'default: $AGENTPLANE_REASONING_EFFORT')
+  .option('--register-runner', 'run the session on this runner, registered as a byom computer for the job (default: $AGENTPLANE_REGISTER_RUNNER)')
+  .option('--timeout-minutes <n>', 'how long to wait for the agent (default: $AGENTPLANE_TIMEOUT_MINUTES, else 30)')
+  .action(async (opts: CiRunOptions) => {
+    // The runner's agent tunnel may leave sockets closing; the job is done either way.
+    process.exit(await runCi(opts));
+  });
 
 program.parseAsync(process.argv).catch((err: unknown) => {
   process.stderr.write(`agentplane: ${err instanceof Error ? err.message : String(err)}\n`);

@@ -11,7 +11,7 @@ import { systemClock } from './lib/clock.ts';
 import type { Logger } from './lib/logger.ts';
 import { scheduleAnalyticsRollup } from './modules/analytics/jobs.ts';
 import { scheduleMetricsSampling } from './modules/computers/jobs.ts';
-import { syncGitIntegrations } from './modules/computers/integrations.ts';
+import { syncGitIntegrations } from './modules/integrations/seed.ts';
 import { startMachineAccess } from './modules/computers/machine-access.ts';
 import { bootstrapOrganization, hasAnyOrganization } from './modules/organization/bootstrap.ts';
 import { sealStoredCustomModelKeys } from './modules/organization/enterprise-controls.ts';

@@ -40,6 +40,7 @@ export function jobsFor(deps: JobDeps): JobDefinition[] {
     ...computerJobs({ ...machines, clock: deps.clock, provisioner: deps.provisioner, managed: deps.managed }),
     readinessEvaluateJob({
       prisma: deps.prisma,
+      secrets: deps.secrets,
       clock: deps.clock,
       scratchRoot: path.join(deps.dataDir, 'readiness'),
       egress: deps.egress,

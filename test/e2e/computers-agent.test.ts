@@ -4,7 +4,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { syncGitIntegrations } from '../../src/modules/computers/integrations.ts';
+import { syncGitIntegrations } from '../../src/modules/integrations/seed.ts';
 import { hexToUuid } from '../../src/provisioning/ssh/index.ts';
 import { startTestApi, type TestApi } from '../support/api.ts';
 import { isRoot, TEST_USER } from '../support/sshd.ts';

@@ -5,7 +5,7 @@ import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { recordEvents } from '../../src/modules/analytics/events.ts';
-import { syncGitIntegrations } from '../../src/modules/computers/integrations.ts';
+import { syncGitIntegrations } from '../../src/modules/integrations/seed.ts';
 import { hexToUuid } from '../../src/provisioning/ssh/index.ts';
 import { startTestApi, type TestApi } from '../support/api.ts';
 import { isRoot, sshdMissing, startSshd, TEST_USER, type TestSshd } from '../support/sshd.ts';

@@ -1,4 +1,5 @@
 import fs from 'node:fs';
+import { createSecretBox } from '../../src/lib/secret-box.ts';
 import { createEgressGuard } from '../../src/egress/guard.ts';
 import { parseEgressAllow } from '../../src/egress/policy.ts';
 import os from 'node:os';
@@ -103,6 +104,7 @@ describe.skipIf(skip)('readiness evaluation on a computer over SSH', () => {
       prisma: db.prisma,
       clock: systemClock,
       scratchRoot,
+      secrets: createSecretBox(Buffer.alloc(32, 7)),
       // The fixture repositories are served on loopback.
       egress: createEgressGuard(parseEgressAllow('127.0.0.0/8')),
       computers: {

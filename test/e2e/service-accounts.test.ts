@@ -5,7 +5,7 @@ import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { fixedClock } from '../../src/lib/clock.ts';
 import { newId } from '../../src/lib/ids.ts';
-import { syncGitIntegrations } from '../../src/modules/computers/integrations.ts';
+import { syncGitIntegrations } from '../../src/modules/integrations/seed.ts';
 import { GIT_CREDENTIALS_FILE } from '../../src/provisioning/machine/index.ts';
 import { startTestApi, type OrgFixture, type TestApi } from '../support/api.ts';
 import { freePort } from '../support/http.ts';

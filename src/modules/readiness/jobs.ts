@@ -1,3 +1,4 @@
+import type { SecretBox } from '../../lib/secret-box.ts';
 import { z } from 'zod';
 import type { Db, PrismaClient } from '../../db/client.ts';
 import { defineJob } from '../../jobs/job.ts';
@@ -26,6 +27,8 @@ export interface EvaluateJobDeps {
   clock: Clock;
   /** Parent of the local scratch directories: `<data dir>/readiness`. */
   scratchRoot: string;
+  /** Opens the organization's forge tokens: clones of private repositories from the control plane use them. */
+  secrets: SecretBox;
   /** Clones made by the control plane itself (no computerId) go through it. */
   egress: Pick<EgressGuard, 'check'>;
   /** How to reach computers; without it evaluations naming a computer fail with a reason. */

@@ -8,6 +8,7 @@ import { CloneFailed, cloneRepository, evaluateCheckout } from './evaluator.ts';
 import type { EvaluateJobDeps } from './jobs.ts';
 import { createLocalScratchWorkspace } from './local-workspace.ts';
 import { repoKey, redactCredentials } from './repo-url.ts';
+import { credentialForRepository, gitAuthConfig } from '../integrations/connections.ts';
 import { createSshScratchWorkspace } from './ssh-workspace.ts';
 import type { ScratchWorkspace } from './workspace.ts';
 
@@ -27,14 +28,23 @@ async function openWorkspace(deps: EvaluateJobDeps, row: ReadinessEvaluation, si
   return createSshScratchWorkspace(deps.computers.ssh, target, { signal });
 }
 
-/** On the control plane's own network a clone goes only where the egress guard allows, at the address it checked. */
-async function checkedClone(deps: EvaluateJobDeps, repoUrl: string): Promise<PinnedClone> {
+/**
+ * On the control plane's own network a clone goes only where the egress guard allows, at the
+ * address it checked; an http(s) URL without credentials of its own uses the organization's
+ * connection to that host, so private repositories can be evaluated. (Computers clone with the
+ * credentials `refresh` wrote onto them.)
+ */
+async function checkedClone(deps: EvaluateJobDeps, row: ReadinessEvaluation): Promise<PinnedClone> {
+  let pinned: PinnedClone;
   try {
-    return pinClone(repoUrl, await deps.egress.check(repoUrl));
+    pinned = pinClone(row.repoUrl, await deps.egress.check(row.repoUrl));
   } catch (err) {
     if (err instanceof AppError) throw new FinalFailure(err.message);
     throw err;
   }
+  const url = /^https?:\/\//i.test(row.repoUrl) ? new URL(row.repoUrl) : undefined;
+  const connection = url && !url.username ? await credentialForRepository(deps.prisma, deps.secrets, row.organizationId, row.repoUrl) : undefined;
+  return connection ? { ...pinned, config: [...pinned.config, gitAuthConfig(connection)] } : pinned;
 }
 
 /**
@@ -59,7 +69,7 @@ export async function runEvaluation(
     data: { status: 'running', startedAt: row.startedAt ?? clock.now() },
   });
   try {
-    const pinned = row.computerId ? undefined : await checkedClone(deps, row.repoUrl);
+    const pinned = row.computerId ? undefined : await checkedClone(deps, row);
     const ws = await openWorkspace(deps, row, ctx.signal);
     let result;
     try {

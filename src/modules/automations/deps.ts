@@ -1,0 +1,12 @@
+import type { PrismaClient } from '../../db/client.ts';
+import type { EgressGuard } from '../../egress/guard.ts';
+import type { Clock } from '../../lib/clock.ts';
+import type { SecretBox } from '../../lib/secret-box.ts';
+
+export interface AutomationsDeps {
+  db: PrismaClient;
+  clock: Clock;
+  secrets: SecretBox;
+  /** Every forge call is made on the organization's behalf. */
+  egress: Pick<EgressGuard, 'fetch'>;
+}
