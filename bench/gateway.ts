@@ -82,13 +82,12 @@ async function main(): Promise<void> {
   const sshd = await startSshd();
   const agentKeys = new Map<string, string>();
   const gateway = await createSshGateway({
-    host: '127.0.0.1',
-    port: 0,
+    listen: { host: '127.0.0.1', port: 0 },
     hostKey: generateKeyPair().privateKey,
     authorize: async (id, key) => agentKeys.get(id) === key.fingerprint,
     log: createLogger({ level: 'silent' }),
   });
-  const port = gateway.address().port;
+  const port = gateway.address()!.port;
   const state = await openStateDir(path.join(tmp, 'agent'));
   await state.update({ computerId: 'cmp_bench', url: 'http://unused.invalid', relayAgentUrl: `ssh://127.0.0.1:${port}` });
   agentKeys.set('cmp_bench', state.keys.client.fingerprint);

@@ -99,8 +99,8 @@ program
     const { config, log } = setup();
     const db = await openDatabase(config);
     await migrateDatabase(db, log);
-    // A worker has no SSH gateway: jobs for agent-connected machines wait for a server's worker.
-    const machines = await startMachineAccess({ ...config, sshGateway: undefined }, db.prisma, log);
+    // A worker holds no agent tunnels; with PostgreSQL it reaches them through the replicas that do.
+    const machines = await startMachineAccess({ ...config, holdsTunnels: false }, db.prisma, log);
     const provisioner = createProvisioner(config, machines.secrets);
     const worker = await startWorker({
       db,

@@ -67,7 +67,7 @@ describe.each(BACKENDS)('byom machines registered by `agentplane agent` on %s', 
   const as = () => api.acme.members.user.apiKey;
   const computerNamed = () => api.call('GET', `/api/v0/computers/name/${name}`, { as: as() });
 
-  it('registers the machine: active, its own host id and user, the gateway as relayAgentUrl', async () => {
+  it('registers the machine: active, its own host id and user, the relay on the API address as relayAgentUrl', async () => {
     const res = await waitFor('the registration', async () => {
       const r = await computerNamed();
       return r.status === 200 ? r : undefined;
@@ -77,7 +77,8 @@ describe.each(BACKENDS)('byom machines registered by `agentplane agent` on %s', 
       status: 'active',
       remoteUser: who.username,
       hostId: hexToUuid(fs.readFileSync('/etc/machine-id', 'utf8').trim()),
-      relayAgentUrl: `ssh://127.0.0.1:${api.machines.gateway!.port}`,
+      relayAgentUrl: `${api.url.replace(/^http/, 'ws')}/api/v0/relay/agent`,
+      relayClientUrl: `${api.url.replace(/^http/, 'ws')}/api/v0/computers/${res.body.id}/relay`,
       ownerId: api.acme.members.user.userId,
     });
     const stored = await api.db.prisma.computer.findUniqueOrThrow({ where: { id: res.body.id } });
@@ -129,7 +130,7 @@ describe.each(BACKENDS)('byom machines registered by `agentplane agent` on %s', 
     const { body } = await computerNamed();
     expect((await api.call('DELETE', `/api/v0/computers/${body.id}`, { as: as() })).status).toBe(204);
     const code = await Promise.race([exited, sleep(20_000).then(() => 'still running')]);
-    expect(code).toBe(1);
+    expect(code, stderr).toBe(1);
     expect(stderr).toMatch(/refused|deleted/i);
   });
 });
