@@ -12,6 +12,7 @@ import { systemClock } from './lib/clock.ts';
 import { createLogger, type Logger } from './lib/logger.ts';
 import { seedCommand } from './modules/analytics/seed-command.ts';
 import { bootstrapOrganization } from './modules/organization/bootstrap.ts';
+import { registerRelayCommands } from './relay-client/commands.ts';
 import { startServer } from './server.ts';
 
 /** Runs until SIGTERM or SIGINT, then stops gracefully and exits 0. */
@@ -144,6 +145,8 @@ program
   .option('--gateway-host-key <fingerprint>', "pin the gateway's host key (SHA256:...) instead of trusting the first one seen")
   .option('--gateway <ssh_url>', 'ssh://host:port of the SSH gateway instead of the registered relayAgentUrl')
   .action((opts: AgentCommandOptions) => runAgentCommand(opts));
+
+registerRelayCommands(program);
 
 program.parseAsync(process.argv).catch((err: unknown) => {
   process.stderr.write(`agentplane: ${err instanceof Error ? err.message : String(err)}\n`);

@@ -1,5 +1,5 @@
 import type { Client, ClientChannel, Connection, PseudoTtyInfo, ServerChannel, Session } from 'ssh2';
-import { splice } from './splice.ts';
+import { splice } from '../lib/splice.ts';
 
 /**
  * Carries a person's SSH connection (from `agentplane ssh` or OpenSSH through `--stdio`) to the
@@ -21,10 +21,21 @@ function bridgeSession(session: Session, machine: Client): void {
   const env: Record<string, string> = {};
   let pty: PseudoTtyInfo | undefined;
   let upstream: ClientChannel | undefined;
-  const opened = (accept: () => ServerChannel, reject: (() => void) | undefined) => (err: Error | undefined, channel: ClientChannel) => {
-    if (err) return reject?.();
-    upstream = channel;
-    join(accept(), channel);
+  // Accepted at once: the client may send data right behind its request (SFTP's init does), and
+  // ssh2 drops data that arrives before the channel exists. A failure upstream then ends the
+  // channel with an error, as sshd does when it cannot start a command.
+  const opened = (accept: () => ServerChannel | undefined) => {
+    const person = accept();
+    return (err: Error | undefined, channel: ClientChannel) => {
+      if (!person) return channel?.close();
+      if (err) {
+        person.stderr.write(`agentplane relay: the machine refused the session: ${err.message}\r\n`);
+        person.exit(255);
+        return person.end();
+      }
+      upstream = channel;
+      join(person, channel);
+    };
   };
 
   session.on('env', (accept, _reject, info) => {
@@ -43,9 +54,9 @@ function bridgeSession(session: Session, machine: Client): void {
     upstream?.signal(info.name);
     accept?.();
   });
-  session.on('shell', (accept, reject) => machine.shell(pty ?? false, { env }, opened(accept, reject)));
-  session.on('exec', (accept, reject, info) => machine.exec(info.command, { env, pty }, opened(accept, reject)));
-  session.on('subsystem', (accept, reject, info) => machine.subsys(info.name, opened(accept, reject)));
+  session.on('shell', (accept) => machine.shell(pty ?? false, { env }, opened(accept)));
+  session.on('exec', (accept, _reject, info) => machine.exec(info.command, { env, pty }, opened(accept)));
+  session.on('subsystem', (accept, _reject, info) => machine.subsys(info.name, opened(accept)));
 }
 
 /** One session channel both ways; the exit status (or signal) is passed on after the last output. */

@@ -15,13 +15,8 @@ import { machineUnavailable, targetFor, type MachineDeps } from '../modules/comp
 import { webSocketDuplex } from '../provisioning/gateway/websocket-stream.ts';
 import { connect, type Connection as MachineConnection } from '../provisioning/ssh/connection.ts';
 import { bridgeChannels } from './client-channels.ts';
+import { RELAY_ENDED_CODE, RELAY_SOFTWARE } from './protocol.ts';
 import type { AcceptedUpgrade } from './upgrade.ts';
-
-/** Software version in the banner people's SSH clients see. */
-export const RELAY_SOFTWARE = 'AgentplaneRelay_1';
-
-/** WebSocket close code when the relay ends a session itself; the reason says why. */
-export const RELAY_ENDED_CODE = 4000;
 
 export interface ClientRelayOptions {
   db: Db;

@@ -5,7 +5,7 @@ import { WebSocketServer } from 'ws';
 import type { Logger } from '../lib/logger.ts';
 import { webSocketDuplex } from '../provisioning/gateway/websocket-stream.ts';
 import { PEER_TOKEN_HEADER, type PeerTokens } from './peer-auth.ts';
-import { splice } from './splice.ts';
+import { splice } from '../lib/splice.ts';
 
 export const PEER_PATH_PREFIX = '/relay/peer/';
 

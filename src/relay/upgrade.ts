@@ -4,7 +4,7 @@ import { WebSocketServer, type WebSocket } from 'ws';
 import { errorBody, statusTitle } from '../http/errors.ts';
 import { AppError } from '../lib/errors.ts';
 import type { Logger } from '../lib/logger.ts';
-import { AGENT_RELAY_PATH, CLIENT_RELAY_PATTERN } from './urls.ts';
+import { AGENT_RELAY_PATH, CLIENT_RELAY_PATTERN } from './protocol.ts';
 
 /** What serves each kind of relay connection once its WebSocket is open. */
 export interface RelayEndpoints {

@@ -1,12 +1,4 @@
-/** The path agents upgrade to a WebSocket on, at the API's own address. */
-export const AGENT_RELAY_PATH = '/api/v0/relay/agent';
-
-/** The path people's `agentplane ssh` and `port-forward` upgrade on, per computer. */
-export const CLIENT_RELAY_PATTERN = /^\/api\/v0\/computers\/([^/?]+)\/relay$/;
-
-export function clientRelayPath(computerId: string): string {
-  return `/api/v0/computers/${encodeURIComponent(computerId)}/relay`;
-}
+import { AGENT_RELAY_PATH, clientRelayPath } from './protocol.ts';
 
 /** The relay's public addresses, as computers report them in relayAgentUrl and relayClientUrl. */
 export interface RelayUrls {

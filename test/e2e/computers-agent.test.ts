@@ -7,7 +7,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { syncGitIntegrations } from '../../src/modules/computers/integrations.ts';
 import { hexToUuid } from '../../src/provisioning/ssh/index.ts';
 import { startTestApi, type TestApi } from '../support/api.ts';
-import { isRoot, TEST_USER } from '../support/sshd.ts';
+import { agentUser } from '../support/agent-cli.ts';
+import { isRoot } from '../support/sshd.ts';
 import { BACKENDS } from '../support/test-db.ts';
 import { waitFor } from '../support/wait.ts';
 
@@ -19,22 +20,12 @@ import { waitFor } from '../support/wait.ts';
 
 const BIN = path.resolve('bin/agentplane.js');
 
-function userEnv(): { uid?: number; gid?: number; home: string; username: string } {
-  if (!isRoot) return { home: os.homedir(), username: os.userInfo().username };
-  spawnSync('useradd', ['--create-home', '--shell', '/bin/bash', '--password', '*', TEST_USER]);
-  const [uid, gid, home] = spawnSync('sh', ['-c', `id -u ${TEST_USER}; id -g ${TEST_USER}; getent passwd ${TEST_USER} | cut -d: -f6`], {
-    encoding: 'utf8',
-  }).stdout.trim().split('\n');
-  return { uid: Number(uid), gid: Number(gid), home: home!, username: TEST_USER };
-}
-
-
 describe.each(BACKENDS)('byom machines registered by `agentplane agent` on %s', (backend) => {
   let api: TestApi;
   let agent: ChildProcess;
   let stderr = '';
   let exited: Promise<number | null>;
-  const who = userEnv();
+  const who = agentUser();
   const stateDir = fs.mkdtempSync(path.join(os.tmpdir(), 'agentplane-agent-state-'));
   const name = `laptop-${backend}`;
 
