@@ -73,7 +73,7 @@ export function createClientRelay(opts: ClientRelayOptions): ClientRelay {
       target: { computerId },
       payload,
       at: opts.clock.now(),
-    }).catch((err: unknown) => log.error({ err, computerId, ...payload }, 'cannot write the relay session audit record'));
+    });
 
   async function stillAllowed(session: OpenSession): Promise<string | undefined> {
     try {
@@ -96,8 +96,7 @@ export function createClientRelay(opts: ClientRelayOptions): ClientRelay {
   }, opts.recheckMs ?? 5_000);
   recheck.unref();
 
-  function serve(ws: WebSocket, principal: Principal, authorization: string, computerId: string, machine: MachineConnection): void {
-    const sessionId = newId('rly');
+  function serve(ws: WebSocket, sessionId: string, principal: Principal, authorization: string, computerId: string, machine: MachineConnection): void {
     const started = Date.now();
     let ended = false;
     const session: OpenSession = {
@@ -112,11 +111,12 @@ export function createClientRelay(opts: ClientRelayOptions): ClientRelay {
         if (ws.readyState === ws.OPEN) ws.close(RELAY_ENDED_CODE, reason.slice(0, 120));
         setTimeout(() => ws.terminate(), 2_000).unref();
         log.info({ sessionId, computerId, reason }, 'relay session ended');
-        void audit(principal, computerId, { action: 'closed', sessionId, durationMs: Date.now() - started, reason });
+        audit(principal, computerId, { action: 'closed', sessionId, durationMs: Date.now() - started, reason }).catch((err: unknown) =>
+          log.error({ err, sessionId, computerId }, 'cannot write the audit record of a closed relay session'),
+        );
       },
     };
     sessions.add(session);
-    void audit(principal, computerId, { action: 'opened', sessionId });
     log.info({ sessionId, computerId }, 'relay session opened');
 
     ws.once('close', () => session.end('closed by the client'));
@@ -150,7 +150,23 @@ export function createClientRelay(opts: ClientRelayOptions): ClientRelay {
       } catch (err) {
         throw machineUnavailable(computer, err);
       }
-      return { serve: (ws) => serve(ws, principal, authorization, computer.id, machine), cancel: () => machine.destroy() };
+      // No session without its audit record: a failed write refuses the session.
+      const sessionId = newId('rly');
+      try {
+        await audit(principal, computer.id, { action: 'opened', sessionId });
+      } catch (err) {
+        machine.destroy();
+        throw err;
+      }
+      return {
+        serve: (ws) => serve(ws, sessionId, principal, authorization, computer.id, machine),
+        cancel: () => {
+          machine.destroy();
+          audit(principal, computer.id, { action: 'closed', sessionId, durationMs: 0, reason: 'the client went away before the session started' }).catch(
+            (err: unknown) => log.error({ err, sessionId }, 'cannot write the audit record of a closed relay session'),
+          );
+        },
+      };
     },
     close() {
       clearInterval(recheck);
