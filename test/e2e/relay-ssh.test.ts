@@ -8,6 +8,7 @@ import WebSocket from 'ws';
 import { agentUser, runCli, startAgentProcess, type AgentProcess } from '../support/agent-cli.ts';
 import { startTestApi, type TestApi } from '../support/api.ts';
 import { CLI } from '../support/server-process.ts';
+import { sshdMissing, startSshd, type TestSshd } from '../support/sshd.ts';
 import { waitFor } from '../support/wait.ts';
 
 /**
@@ -162,6 +163,38 @@ describe('agentplane ssh through the relay', () => {
     expect(run, 'the session outlived its computer').toBeDefined();
     expect(run!.code, JSON.stringify(run)).toBe(255);
     expect(run!.stderr).toMatch(/the relay ended the session|access ended/);
+  });
+});
+
+describe.skipIf(sshdMissing() !== undefined)('agentplane ssh to a computer the control plane reaches directly (sshd)', () => {
+  let sshd: TestSshd;
+  let id: string;
+
+  beforeAll(async () => {
+    sshd = await startSshd();
+    sshd.authorizeKey((await api.call('GET', '/api/v0/computers/ssh-public-key', { as: manager() })).body.publicKey);
+    const created = await api.call('POST', '/api/v0/computers', {
+      as: manager(),
+      body: { name: 'direct-box', provider: 'byom', remoteUser: sshd.username, connection: { host: sshd.host, port: sshd.port } },
+    });
+    expect(created.status, created.body?.detail).toBe(201);
+    id = created.body.id;
+  }, 60_000);
+
+  afterAll(async () => {
+    await sshd?.stop();
+  });
+
+  it('runs a command as the remote user through the relay, with no key on this side', async () => {
+    const run = await ssh(['direct-box', '--', 'echo "$(id -un)"; exit 6']).done;
+    expect(run).toMatchObject({ code: 6, stdout: `${sshd.username}\n` });
+  });
+
+  it("gives OpenSSH a terminal on the machine's sshd", async () => {
+    const proxy = ['-F', '/dev/null', '-o', `ProxyCommand=${process.execPath} ${CLI} ssh --stdio ${id}`, '-o', 'StrictHostKeyChecking=no', '-o', 'UserKnownHostsFile=/dev/null', '-o', 'BatchMode=yes', '-o', 'LogLevel=ERROR'];
+    const terminal = await runCli([...proxy, '-tt', 'direct-box', 'tty; exit 2'], { command: 'ssh', env: env(manager()) }).done;
+    expect(terminal.code).toBe(2);
+    expect(terminal.stdout).toMatch(/^\/dev\/pts\/\d+\r?\n/);
   });
 });
 
