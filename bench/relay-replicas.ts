@@ -42,8 +42,6 @@ export async function replicaFailover(opts: { sshd: TestSshd; runs: number; tmp:
     DATABASE_URL: postgres.url,
     AGENTPLANE_ENCRYPTION_KEY: randomBytes(32).toString('base64'),
     AGENTPLANE_PUBLIC_URL: balancer.url,
-    AGENTPLANE_RELAY_PEER_PORT: '0',
-    AGENTPLANE_RELAY_PEER_HOST: '127.0.0.1',
     AGENTPLANE_LOCAL_PROVIDER: 'false',
   };
   let started = 0;

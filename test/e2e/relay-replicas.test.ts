@@ -85,8 +85,6 @@ describe.skipIf(!runs)('the relay across two replicas on PostgreSQL', () => {
       DATABASE_URL: database.url,
       AGENTPLANE_ENCRYPTION_KEY: randomBytes(32).toString('base64'),
       AGENTPLANE_PUBLIC_URL: balancer.url,
-      AGENTPLANE_RELAY_PEER_PORT: '0',
-      AGENTPLANE_RELAY_PEER_HOST: '127.0.0.1',
       AGENTPLANE_LOCAL_PROVIDER: 'false',
     };
     // The holder runs no jobs: every job for the machine runs on the other replica, through the holder.
