@@ -10,6 +10,8 @@
  * the same size from a plain node:http server answering a ready buffer, the floor no handler can
  * go under.
  */
+import { createEgressGuard } from '../src/egress/guard.ts';
+import { parseEgressAllow } from '../src/egress/policy.ts';
 import { mkdtempSync } from 'node:fs';
 import http from 'node:http';
 import { tmpdir } from 'node:os';
@@ -91,10 +93,10 @@ try {
 
   const dataDir = mkdtempSync(join(tmpdir(), 'agentplane-bench-'));
   const machines = await startMachineAccess({ dataDir, host: '127.0.0.1' }, prisma, log);
-  const queue = createJobQueue(db, { log, jobs: jobsFor({ prisma, clock, dataDir, ...machines, ...managedJobDeps(dataDir, machines.secrets) }) });
+  const queue = createJobQueue(db, { log, jobs: jobsFor({ prisma, clock, dataDir, ...machines, ...managedJobDeps(dataDir, machines.secrets), egress: createEgressGuard(parseEgressAllow(undefined)) }) });
   await queue.start();
   const { app } = createApp({
-    config: loadConfig({}), prisma, reads: db.reads, authEpoch: db.authEpoch, log, clock, providers: createProviderRegistry([]), queue, machines, pendingMigrations: async () => [],
+    config: loadConfig({}), prisma, reads: db.reads, authEpoch: db.authEpoch, log, clock, providers: createProviderRegistry([]), queue, machines, pendingMigrations: async () => [], egress: createEgressGuard(parseEgressAllow(undefined)),
   });
   const api = await listenOnFreePort(app);
   const year = `startDate=${FIRST}&endDate=${LAST}`;

@@ -16,6 +16,8 @@
  * it) and the PostgreSQL server: on a small machine the load generator, the server and the
  * database share the cores, so CPU per request is the steadier figure.
  */
+import { createEgressGuard } from '../src/egress/guard.ts';
+import { parseEgressAllow } from '../src/egress/policy.ts';
 import { spawn } from 'node:child_process';
 import fs from 'node:fs';
 import type { AddressInfo } from 'node:net';
@@ -221,6 +223,7 @@ async function benchBackend(kind: string) {
       queue: { send: () => Promise.reject(new Error('the benchmarked routes send no jobs')) },
       machines,
       pendingMigrations: async () => [],
+      egress: createEgressGuard(parseEgressAllow(undefined)),
     });
     const bare = express();
     bare.get('/hello', (_req, res) => {

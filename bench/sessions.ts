@@ -1,7 +1,7 @@
 /**
- * Two figures of issue #6, on PostgreSQL, run on demand:
+ * Two figures of issue #6 and two of issue #23 (bench/sessions-context.ts), on PostgreSQL, run on demand:
  *
- *   node bench/sessions.ts [--messages 100000] [--runs 21] [--calls 50]
+ *   node bench/sessions.ts [--messages 100000] [--runs 21] [--calls 50] [--only lists,overhead,context]
  *
  * 1. Message-list latency through HTTP on a session with 100,000 messages: the first page, a deep
  *    page (about 90% of the way back) and a role-filtered deep page, against two floors (an
@@ -10,6 +10,8 @@
  *    scripted model server and a real sshd, stored as the worker stores it, against the same model
  *    calls and commands made back to back with nothing stored (the baseline). Goal: under 15 ms.
  */
+import { createEgressGuard } from '../src/egress/guard.ts';
+import { parseEgressAllow } from '../src/egress/policy.ts';
 import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -24,6 +26,7 @@ import { systemClock } from '../src/lib/clock.ts';
 import { newId } from '../src/lib/ids.ts';
 import { createLogger } from '../src/lib/logger.ts';
 import { openBenchPostgres } from './postgres-database.ts';
+import { contextFigures } from './sessions-context.ts';
 import { startMachineAccess } from '../src/modules/computers/machine-access.ts';
 import { createProviderRegistry } from '../src/provisioning/providers/registry.ts';
 import { listenOnFreePort } from '../test/support/http.ts';
@@ -38,8 +41,14 @@ import type { SshTarget } from '../src/provisioning/ssh/index.ts';
 import { managedJobDeps } from '../src/provisioning/provisioner.ts';
 
 const { values: args } = parseArgs({
-  options: { messages: { type: 'string', default: '100000' }, runs: { type: 'string', default: '21' }, calls: { type: 'string', default: '40' } },
+  options: {
+    messages: { type: 'string', default: '100000' },
+    runs: { type: 'string', default: '21' },
+    calls: { type: 'string', default: '40' },
+    only: { type: 'string', default: 'lists,overhead,context' },
+  },
 });
+const ONLY = new Set(args.only.split(','));
 const MESSAGES = Number(args.messages);
 const RUNS = Number(args.runs);
 const CALLS = Number(args.calls);
@@ -55,6 +64,23 @@ try {
   const org = await prisma.organization.create({ data: { id: newId('org'), name: 'bench' } });
   const user = await prisma.user.create({ data: { id: newId('usr'), email: 'user@bench.test' } });
   await prisma.membership.create({ data: { id: newId('mem'), organizationId: org.id, userId: user.id, role: 'user' } });
+  const dataDir = mkdtempSync(join(tmpdir(), 'agentplane-bench-'));
+  const machines = await startMachineAccess({ dataDir, host: '127.0.0.1' }, prisma, log);
+  const queue = createJobQueue(db, { log, jobs: jobsFor({ prisma, clock: systemClock, dataDir, ...machines, ...managedJobDeps(dataDir, machines.secrets), egress: createEgressGuard(parseEgressAllow(undefined)) }) });
+  await queue.start();
+  if (ONLY.has('lists')) await messageLists(prisma, { organizationId: org.id, userId: user.id }, machines, queue);
+  if (ONLY.has('overhead')) await toolCallOverhead(prisma, { organizationId: org.id, userId: user.id, machines });
+  if (ONLY.has('context')) await contextFigures(prisma, { organizationId: org.id, userId: user.id, machines });
+  await queue.stop({ timeoutMs: 5_000 });
+  await machines.close();
+} finally {
+  await stop();
+}
+
+/** Message-list latency over HTTP on a session of MESSAGES messages (figure 1 of issue #6). */
+async function messageLists(prisma: PrismaClient, ids: { organizationId: string; userId: string }, machines: MachineAccess, queue: ReturnType<typeof createJobQueue>) {
+  const org = { id: ids.organizationId };
+  const user = { id: ids.userId };
   const key = await issueApiKey(prisma, { organizationId: org.id, owner: { userId: user.id }, name: 'bench', now: new Date() });
   const sessionId = newId('sess');
   await prisma.session.create({
@@ -94,12 +120,8 @@ try {
     return encodeOpaqueCursor({ s: rows[0]!.seq.toString() });
   };
 
-  const dataDir = mkdtempSync(join(tmpdir(), 'agentplane-bench-'));
-  const machines = await startMachineAccess({ dataDir, host: '127.0.0.1' }, prisma, log);
-  const queue = createJobQueue(db, { log, jobs: jobsFor({ prisma, clock: systemClock, dataDir, ...machines, ...managedJobDeps(dataDir, machines.secrets) }) });
-  await queue.start();
   const { app } = createApp({
-    config: loadConfig({}), prisma, reads: db.reads, authEpoch: db.authEpoch, log, clock: systemClock, providers: createProviderRegistry([]), queue, machines, pendingMigrations: async () => [],
+    config: loadConfig({}), prisma, reads: db.reads, authEpoch: db.authEpoch, log, clock: systemClock, providers: createProviderRegistry([]), queue, machines, pendingMigrations: async () => [], egress: createEgressGuard(parseEgressAllow(undefined)),
   });
   const api = await listenOnFreePort(app);
   const base = `/api/v0/sessions/${sessionId}`;
@@ -131,11 +153,6 @@ try {
   );
   console.log(`\ndeep-page plan:\n${plan.map((r) => `  ${r['QUERY PLAN']}`).join('\n')}`);
   await api.close();
-  await toolCallOverhead(prisma, { organizationId: org.id, userId: user.id, machines });
-  await queue.stop({ timeoutMs: 5_000 });
-  await machines.close();
-} finally {
-  await stop();
 }
 
 /**

@@ -14,7 +14,11 @@ if (major > 22 || (major === 22 && minor >= 18)) {
     process.stderr.write(`agentplane needs Node >= 22.18 (this is ${process.version}); run npm install first\n`);
     process.exit(1);
   }
-  const child = spawn(projectNode, [fileURLToPath(import.meta.url), ...process.argv.slice(2)], { stdio: 'inherit' });
-  for (const signal of ['SIGTERM', 'SIGINT']) process.on(signal, () => child.kill(signal));
-  child.on('exit', (code, signal) => process.exit(code ?? (signal ? 1 : 0)));
+  // The IPC channel closes when this process dies however it dies, and the child stops then
+  // (src/lib/stop-request.ts): the real work never outlives the process a supervisor started.
+  const child = spawn(projectNode, [fileURLToPath(import.meta.url), ...process.argv.slice(2)], {
+    stdio: ['inherit', 'inherit', 'inherit', 'ipc'],
+  });
+  for (const signal of ['SIGTERM', 'SIGINT', 'SIGHUP']) process.on(signal, () => child.kill(signal));
+  child.on('exit', (code, signal) => process.exit(code ?? (signal ? 128 + ({ SIGINT: 2, SIGTERM: 15, SIGHUP: 1, SIGKILL: 9 }[signal] ?? 1) : 0)));
 }

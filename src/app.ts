@@ -4,6 +4,7 @@ import { createJwtVerifier } from './auth/jwt.ts';
 import type { Config } from './config.ts';
 import type { PrismaClient } from './db/client.ts';
 import type { AuthEpoch } from './db/auth-epoch.ts';
+import type { EgressGuard } from './egress/guard.ts';
 import type { ReadRows } from './db/reads.ts';
 import { accessLog } from './http/access-log.ts';
 import { errorHandler, notFound } from './http/error-handler.ts';
@@ -56,6 +57,8 @@ export interface AppDeps {
   /** The relay's public addresses, reported on computers. */
   relayUrls?: RelayUrls;
   pendingMigrations: () => Promise<string[]>;
+  /** Outbound requests made on a tenant's behalf (URLs checked at request time). */
+  egress: EgressGuard;
 }
 
 /**
@@ -96,7 +99,7 @@ export function createApp(deps: AppDeps) {
       }),
     ),
     ...templateRoutes(createTemplatesService({ db: deps.prisma, clock: deps.clock })),
-    ...organizationRoutes(createOrganizationService({ db: deps.prisma, clock: deps.clock, secrets: deps.machines.secrets })),
+    ...organizationRoutes(createOrganizationService({ db: deps.prisma, clock: deps.clock, secrets: deps.machines.secrets, egress: deps.egress })),
     ...analyticsRoutes(createAnalyticsService({ db: deps.prisma, clock: deps.clock })),
     ...readinessRoutes(
       createReadinessService({
@@ -104,6 +107,7 @@ export function createApp(deps: AppDeps) {
         clock: deps.clock,
         queue: deps.queue,
         resolveComputerTarget: computerTargets({ db: deps.prisma, ...deps.machines }),
+        egress: deps.egress,
       }),
       { appUrl: deps.config.appUrl },
     ),

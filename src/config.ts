@@ -1,6 +1,7 @@
 import os from 'node:os';
 import path from 'node:path';
 import { z } from 'zod';
+import { parseEgressAllow } from './egress/policy.ts';
 import { dnsLabel, dnsSubdomain } from './lib/kubernetes-names.ts';
 
 const bool = z
@@ -19,6 +20,9 @@ const EnvSchema = z.object({
     .regex(/^postgres(ql)?:\/\//, 'must be a postgres:// or postgresql:// URL')
     .optional(),
   AGENTPLANE_LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
+  // Unset: readable lines when the log goes to a terminal, JSON otherwise.
+  AGENTPLANE_LOG_FORMAT: z.enum(['json', 'pretty']).optional(),
+  AGENTPLANE_EGRESS_ALLOW: z.string().optional(),
   AGENTPLANE_BODY_LIMIT: z.string().default('1mb'),
   AGENTPLANE_SHUTDOWN_TIMEOUT_MS: z.coerce.number().int().positive().default(30_000),
   AGENTPLANE_JWT_SECRET: z.string().min(32, 'must be at least 32 characters').optional(),
@@ -111,12 +115,21 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env) {
     );
   }
   const sessionsOrgs = e.AGENTPLANE_SESSIONS_ORGS.trim();
+  let egress;
+  try {
+    egress = parseEgressAllow(e.AGENTPLANE_EGRESS_ALLOW);
+  } catch (err) {
+    throw new Error(`invalid configuration: ${(err as Error).message}`);
+  }
   return {
     port: e.PORT,
     host: e.AGENTPLANE_HOST,
     dataDir: path.resolve(e.AGENTPLANE_DATA_DIR),
     databaseUrl: e.DATABASE_URL,
     logLevel: e.AGENTPLANE_LOG_LEVEL,
+    logFormat: e.AGENTPLANE_LOG_FORMAT,
+    // Addresses tenants' URLs may reach although they are loopback, private or link-local.
+    egress,
     bodyLimit: e.AGENTPLANE_BODY_LIMIT,
     shutdownTimeoutMs: e.AGENTPLANE_SHUTDOWN_TIMEOUT_MS,
     jwt: {

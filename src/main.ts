@@ -1,4 +1,5 @@
 import { Command } from 'commander';
+import { createEgressGuard } from './egress/guard.ts';
 import { z } from 'zod';
 import { loadConfig, type Config } from './config.ts';
 import { openDatabase, type Database } from './db/client.ts';
@@ -10,15 +11,16 @@ import { startWorker } from './jobs/worker.ts';
 import { createProvisioner } from './provisioning/provisioner.ts';
 import { systemClock } from './lib/clock.ts';
 import { createLogger, type Logger } from './lib/logger.ts';
+import { onStopRequest } from './lib/stop-request.ts';
 import { seedCommand } from './modules/analytics/seed-command.ts';
 import { bootstrapOrganization } from './modules/organization/bootstrap.ts';
 import { registerRelayCommands } from './relay-client/commands.ts';
 import { startServer } from './server.ts';
 
-/** Runs until SIGTERM or SIGINT, then stops gracefully and exits 0. */
-function untilSignal(log: Logger, stop: () => Promise<void>): void {
-  const onSignal = (signal: NodeJS.Signals) => {
-    log.info({ signal }, 'stopping');
+/** Runs until asked to stop (see onStopRequest), then stops gracefully and exits 0. */
+function untilStopRequested(log: Logger, stop: () => Promise<void>): void {
+  onStopRequest((reason) => {
+    log.info({ reason }, 'stopping');
     stop().then(
       () => process.exit(0),
       (err: unknown) => {
@@ -26,19 +28,21 @@ function untilSignal(log: Logger, stop: () => Promise<void>): void {
         process.exit(1);
       },
     );
-  };
-  process.once('SIGTERM', onSignal);
-  process.once('SIGINT', onSignal);
+  });
 }
 
-function setup(): { config: Config; log: Logger } {
+/**
+ * Configuration and a logger. Long-running commands log to stdout; one-shot commands log to
+ * stderr, so their stdout holds only their answer (`bootstrap --json | jq` works).
+ */
+function setup(logTo: 'stdout' | 'stderr' = 'stdout'): { config: Config; log: Logger } {
   const config = loadConfig();
-  return { config, log: createLogger({ level: config.logLevel }) };
+  return { config, log: createLogger({ level: config.logLevel, format: config.logFormat, fd: logTo === 'stdout' ? 1 : 2 }) };
 }
 
 /** Opens the configured database for one command and closes it afterwards. */
 async function withDatabase<T>(fn: (db: Database, log: Logger) => Promise<T>): Promise<T> {
-  const { config, log } = setup();
+  const { config, log } = setup('stderr');
   const db = await openDatabase(config);
   try {
     return await fn(db, log);
@@ -54,8 +58,10 @@ program
   .description('serve the API (embedded PGlite unless DATABASE_URL is set); migrates on start')
   .action(async () => {
     const { config, log } = setup();
-    const server = await startServer(config, log);
-    untilSignal(log, server.stop);
+    // Listening for a stop before starting: a signal during migrations waits for the start, then stops.
+    const starting = startServer(config, log);
+    untilStopRequested(log, async () => (await starting).stop());
+    await starting;
   });
 
 program
@@ -106,10 +112,10 @@ program
     const worker = await startWorker({
       db,
       log,
-      jobs: jobsFor({ prisma: db.prisma, clock: systemClock, dataDir: config.dataDir, ...machines, provisioner, managed: config.managed }),
+      jobs: jobsFor({ prisma: db.prisma, clock: systemClock, dataDir: config.dataDir, ...machines, provisioner, managed: config.managed, egress: createEgressGuard(config.egress) }),
     });
     log.info({ database: db.kind }, 'worker running');
-    untilSignal(log, async () => {
+    untilStopRequested(log, async () => {
       await worker.stop(config.shutdownTimeoutMs);
       await machines.close();
       await db.close();

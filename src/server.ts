@@ -1,4 +1,5 @@
 import type { Server } from 'node:http';
+import { createEgressGuard } from './egress/guard.ts';
 import type { AddressInfo } from 'node:net';
 import { createApp } from './app.ts';
 import type { Config } from './config.ts';
@@ -17,6 +18,7 @@ import { sealStoredCustomModelKeys } from './modules/organization/enterprise-con
 import { scheduleSessionJobs } from './modules/sessions/jobs.ts';
 import { scheduleComputerReaper } from './modules/computers/managed/jobs.ts';
 import { createProvisioner } from './provisioning/provisioner.ts';
+import type { ProviderRegistry } from './provisioning/providers/registry.ts';
 import { attachRelay } from './relay/upgrade.ts';
 import { relayUrls } from './relay/urls.ts';
 
@@ -44,9 +46,11 @@ export async function startServer(config: Config, log: Logger): Promise<RunningS
   await syncGitIntegrations(db.prisma, machines.secrets, config.gitIntegrations);
   await sealStoredCustomModelKeys({ db: db.prisma, secrets: machines.secrets });
   const provisioner = createProvisioner(config, machines.secrets);
+  const egress = createEgressGuard(config.egress);
+  await logProviders(provisioner.providers, log);
   const queue = createJobQueue(db, {
     log,
-    jobs: jobsFor({ prisma: db.prisma, clock: systemClock, dataDir: config.dataDir, ...machines, provisioner, managed: config.managed }),
+    jobs: jobsFor({ prisma: db.prisma, clock: systemClock, dataDir: config.dataDir, ...machines, provisioner, managed: config.managed, egress }),
   });
   await queue.start();
   await scheduleMetricsSampling(queue);
@@ -67,6 +71,7 @@ export async function startServer(config: Config, log: Logger): Promise<RunningS
     machines,
     relayUrls: urls,
     pendingMigrations: () => listPendingMigrations(db),
+    egress,
   });
   const server = await listen(app, config.port, config.host);
   if (relay) attachRelay(server, relay.endpoints, log);
@@ -96,6 +101,14 @@ export async function startServer(config: Config, log: Logger): Promise<RunningS
       log.info('agentplane stopped');
     })());
   return { url, db, queue, stop };
+}
+
+/** A newcomer whose provider list is empty reads here why, and what to run. */
+async function logProviders(providers: ProviderRegistry, log: Logger): Promise<void> {
+  for (const { name, available, missing } of await providers.status()) {
+    if (available) log.info({ provider: name }, `managed provider ${name} is available`);
+    else log.warn({ provider: name, missing }, `managed provider ${name} is not available: ${missing.join('; ')}`);
+  }
 }
 
 async function firstStart(db: Database, config: Config): Promise<void> {

@@ -5,6 +5,7 @@ import { PrismaPg } from '@prisma/adapter-pg';
 import pg from 'pg';
 import { PrismaPGlite } from 'pglite-prisma-adapter';
 import { PrismaClient, type Prisma } from '../generated/prisma/client.ts';
+import { lockDataDirectory } from './data-dir-lock.ts';
 import { fencedEpochReads, notifiedEpoch, type AuthEpoch } from './auth-epoch.ts';
 import { pipelinedReads } from './pg-reads.ts';
 import { readsFromPglite } from './pglite-reads.ts';
@@ -57,9 +58,17 @@ export async function openDatabase(target: DatabaseTarget): Promise<Database> {
       },
     };
   }
+  // One process per embedded data directory: two writers on one PGlite directory corrupt it.
+  const lock = lockDataDirectory(target.dataDir);
   const dir = pgliteDir(target.dataDir);
-  await fs.mkdir(dir, { recursive: true });
-  const pglite = await PGlite.create(dir);
+  let pglite: PGlite;
+  try {
+    await fs.mkdir(dir, { recursive: true });
+    pglite = await PGlite.create(dir);
+  } catch (err) {
+    lock.release();
+    throw err;
+  }
   const prisma = new PrismaClient({ adapter: new PrismaPGlite(pglite) });
   const reads = readsFromPglite(pglite);
   return {
@@ -69,8 +78,12 @@ export async function openDatabase(target: DatabaseTarget): Promise<Database> {
     reads,
     authEpoch: notifiedEpoch(pglite, reads),
     close: async () => {
-      await prisma.$disconnect();
-      await pglite.close();
+      try {
+        await prisma.$disconnect();
+        await pglite.close();
+      } finally {
+        lock.release();
+      }
     },
   };
 }

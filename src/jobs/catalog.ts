@@ -1,5 +1,6 @@
 import path from 'node:path';
 import type { PrismaClient } from '../db/client.ts';
+import type { EgressGuard } from '../egress/guard.ts';
 import type { Clock } from '../lib/clock.ts';
 import type { SecretBox } from '../lib/secret-box.ts';
 import { analyticsRollupJob } from '../modules/analytics/jobs.ts';
@@ -24,6 +25,8 @@ export interface JobDeps {
   /** Managed computers' providers and stacks, and their limits. */
   provisioner: Provisioner;
   managed: ManagedSettings;
+  /** Outbound requests made on a tenant's behalf. */
+  egress: EgressGuard;
 }
 
 /**
@@ -39,8 +42,14 @@ export function jobsFor(deps: JobDeps): JobDefinition[] {
       prisma: deps.prisma,
       clock: deps.clock,
       scratchRoot: path.join(deps.dataDir, 'readiness'),
+      egress: deps.egress,
       computers: { ssh: deps.ssh, resolveTarget: computerTargets(machines) },
     }),
-    ...sessionJobs({ db: deps.prisma, clock: deps.clock, machines: { ssh: deps.ssh, secrets: deps.secrets, gateway: deps.gateway } }),
+    ...sessionJobs({
+      db: deps.prisma,
+      clock: deps.clock,
+      machines: { ssh: deps.ssh, secrets: deps.secrets, gateway: deps.gateway },
+      egress: deps.egress,
+    }),
   ];
 }

@@ -2,6 +2,7 @@ import path from 'node:path';
 import { loadConfig, type Config } from '../config.ts';
 import { createSecretBox, type SecretBox } from '../lib/secret-box.ts';
 import { managedProviders } from './providers/index.ts';
+import { LOCAL_PROVIDER } from './providers/local/provider.ts';
 import { createProviderRegistry, type ProviderRegistry } from './providers/registry.ts';
 import { createComputerStacks, type ComputerStacks } from './pulumi/computer-stacks.ts';
 import { pulumiStateSettings } from './pulumi/state-settings.ts';
@@ -31,6 +32,7 @@ export function createProvisioner(
   return {
     providers: createProviderRegistry(
       managedProviders(config, toolchain, Buffer.from(secrets.derive('kubernetes computer host keys'), 'base64url')),
+      config.managed.local.enabled ? {} : { [LOCAL_PROVIDER]: 'AGENTPLANE_LOCAL_PROVIDER=false' },
     ),
     stacks: createComputerStacks({
       ...state,

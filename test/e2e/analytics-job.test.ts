@@ -1,4 +1,6 @@
 import fs from 'node:fs';
+import { createEgressGuard } from '../../src/egress/guard.ts';
+import { parseEgressAllow } from '../../src/egress/policy.ts';
 import os from 'node:os';
 import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
@@ -28,7 +30,7 @@ describe.each(BACKENDS)('analytics roll-up job on %s', (backend) => {
     machines = await startMachineAccess({ dataDir, host: '127.0.0.1' }, db.prisma, log);
     queue = createJobQueue(db, {
       log,
-      jobs: jobsFor({ prisma: db.prisma, clock, dataDir, ...machines, ...managedJobDeps(dataDir, machines.secrets) }),
+      jobs: jobsFor({ prisma: db.prisma, clock, dataDir, ...machines, ...managedJobDeps(dataDir, machines.secrets), egress: createEgressGuard(parseEgressAllow(undefined)) }),
       maintenanceIntervalSeconds: 1,
       pollingIntervalSeconds: 0.5,
     });

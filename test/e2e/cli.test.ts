@@ -60,7 +60,8 @@ describe('agentplane CLI', () => {
     expect(fs.readdirSync(dir)).toEqual([]);
   });
 
-  it('migrate applies the migrations once and then reports the database up to date', async () => {
+  // Two fresh embedded databases: a few seconds alone, much more beside CPU-heavy files on two cores.
+  it('migrate applies the migrations once and then reports the database up to date', { timeout: 90_000 }, async () => {
     const env = { AGENTPLANE_DATA_DIR: tempDir() };
     expect((await agentplane(['migrate'], env)).stdout).toMatch(/^applied: \d+_init/);
     expect((await agentplane(['migrate'], env)).stdout).toBe('database is up to date\n');

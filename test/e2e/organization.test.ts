@@ -10,7 +10,7 @@ import { openCustomModelKeys } from '../../src/modules/organization/custom-model
 import { sealStoredCustomModelKeys } from '../../src/modules/organization/enterprise-controls.ts';
 import { resolveModel } from '../../src/modules/sessions/models.ts';
 import fs from 'node:fs';
-import { createOrgFixture, JWT_SECRET, startTestApi, type OrgFixture, type TestApi } from '../support/api.ts';
+import { ALLOW_LOOPBACK, createOrgFixture, JWT_SECRET, startTestApi, type OrgFixture, type TestApi } from '../support/api.ts';
 import { BACKENDS } from '../support/test-db.ts';
 
 const USERS = '/api/v0/organization/users';
@@ -32,7 +32,7 @@ describe.each(BACKENDS)('organization management on %s', (backend) => {
   let orgCount = 0;
 
   beforeAll(async () => {
-    api = await startTestApi(backend, { clock });
+    api = await startTestApi(backend, { clock, env: ALLOW_LOOPBACK });
     acme = api.acme;
     globex = api.globex;
   });
@@ -700,7 +700,7 @@ describe.each(BACKENDS)('organization management on %s', (backend) => {
       const stored = async (orgId: string) => (await db().organization.findUniqueOrThrow({ where: { id: orgId } })).enterpriseSettings as any;
       /** The key a turn would call the model with. */
       const turnKey = async (orgId: string, id = 'custom:house') =>
-        resolveModel(id, openCustomModelKeys(await stored(orgId), api.machines.secrets), {}).config.apiKey;
+        resolveModel(id, openCustomModelKeys(await stored(orgId), api.machines.secrets), {}, fetch).config.apiKey;
       /** Every place a settings document is written or answered, as one string to search. */
       const everywhere = async (org: OrgFixture) =>
         JSON.stringify([

@@ -1,4 +1,6 @@
 import fs from 'node:fs';
+import { createEgressGuard } from '../../src/egress/guard.ts';
+import { parseEgressAllow } from '../../src/egress/policy.ts';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -101,6 +103,8 @@ describe.skipIf(skip)('readiness evaluation on a computer over SSH', () => {
       prisma: db.prisma,
       clock: systemClock,
       scratchRoot,
+      // The fixture repositories are served on loopback.
+      egress: createEgressGuard(parseEgressAllow('127.0.0.0/8')),
       computers: {
         ssh,
         resolveTarget: async (principal, computerId) => {

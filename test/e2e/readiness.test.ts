@@ -1,7 +1,7 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { fixedClock } from '../../src/lib/clock.ts';
-import { startTestApi, type TestApi } from '../support/api.ts';
+import { ALLOW_LOOPBACK, startTestApi, type TestApi } from '../support/api.ts';
 import { BACKENDS } from '../support/test-db.ts';
 import { git, useFixtureRepos } from '../unit/readiness/fixture-repo.ts';
 import { NEGLECTED, NEGLECTED_SCORES, WELL_KEPT, WELL_KEPT_APPS, WELL_KEPT_LEVEL, WELL_KEPT_SCORES, scoresOf } from '../unit/readiness/fixture-scores.ts';
@@ -28,7 +28,7 @@ describe.each(BACKENDS)('readiness reports on %s', (backend) => {
   let globexUser: string;
 
   beforeAll(async () => {
-    api = await startTestApi(backend, { clock, worker: true });
+    api = await startTestApi(backend, { clock, worker: true, env: ALLOW_LOOPBACK });
     gitServer = await startGitHttpServer(fixtures.root);
     acmeUser = api.acme.members.user.apiKey;
     acmeGuest = api.acme.members.guest.jwt;

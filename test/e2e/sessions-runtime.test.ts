@@ -5,10 +5,11 @@ import { sessionTurnJob } from '../../src/modules/sessions/jobs.ts';
 import { reapStuckTurns, STOPPED_TURN, STUCK_AFTER_MS } from '../../src/modules/sessions/reaper.ts';
 import { appendMessage } from '../../src/modules/sessions/store.ts';
 import { CRASHED_TOOL } from '../../src/modules/sessions/turn-runner.ts';
-import { startTestApi, type TestApi } from '../support/api.ts';
-import { GIT_COMMIT, skipMachineTests, startMachine, type TestMachine } from '../support/machine.ts';
-import { startModelServer, type ModelServer } from '../support/model-server.ts';
-import { CODER_KEY_ENV, coderModel, writeModelsFile } from '../support/models-file.ts';
+import type { TestApi } from '../support/api.ts';
+import { GIT_COMMIT, skipMachineTests, type TestMachine } from '../support/machine.ts';
+import type { ModelServer } from '../support/model-server.ts';
+import { CODER_KEY_ENV, coderModel } from '../support/models-file.ts';
+import { startSessionHarness, type SessionHarness } from '../support/session-harness.ts';
 import { BACKENDS } from '../support/test-db.ts';
 import { waitFor } from '../support/wait.ts';
 
@@ -19,35 +20,23 @@ if (skipMachineTests) console.warn('skipping the agent runtime e2e tests: sshd i
  * scripted OpenAI-compatible model server, and the tools run on a real sshd machine.
  */
 describe.skipIf(skipMachineTests).each(BACKENDS)('agent turns through the API on %s', (backend) => {
+  let harness: SessionHarness;
   let api: TestApi;
   let machine: TestMachine;
   let model: ModelServer;
   let computerId: string;
-  let repo: string;
   let user: string;
-  let models: ReturnType<typeof writeModelsFile>;
+  let repo: string;
 
   beforeAll(async () => {
-    [machine, model] = await Promise.all([startMachine(), startModelServer()]);
-    models = writeModelsFile([coderModel(model)], { [CODER_KEY_ENV]: model.apiKey });
-    Object.assign(process.env, models.env);
-    api = await startTestApi(backend, { worker: true });
-    user = api.acme.members.user.apiKey;
-    machine.sshd.authorizeKey((await api.call('GET', '/api/v0/computers/ssh-public-key', { as: user })).body.publicKey);
-    const res = await api.call('POST', '/api/v0/computers', {
-      as: user,
-      body: { name: 'runtime-box', provider: 'byom', remoteUser: machine.sshd.username, connection: { host: machine.sshd.host, port: machine.sshd.port } },
+    harness = await startSessionHarness(backend, {
+      computerName: 'runtime-box',
+      models: (m) => ({ models: [coderModel(m)], keys: { [CODER_KEY_ENV]: m.apiKey } }),
     });
-    expect(res.status, res.body.detail).toBe(201);
-    computerId = res.body.id;
+    ({ api, machine, model, computerId, user } = harness);
   });
 
-  afterAll(async () => {
-    await api?.close();
-    await model?.close();
-    await machine?.stop();
-    models?.dispose();
-  });
+  afterAll(() => harness?.close());
 
   beforeEach(async () => {
     model.reset();
@@ -240,10 +229,10 @@ describe.skipIf(skipMachineTests).each(BACKENDS)('agent turns through the API on
 
   it('ends a turn whose model fails with an isError message, and the session takes the next message', async () => {
     const id = await newSession();
-    model.enqueue({ error: { status: 400, message: 'context length exceeded' } }, { text: 'Fine now.' });
+    model.enqueue({ error: { status: 400, message: 'tools[0].input_schema is invalid' } }, { text: 'Fine now.' });
     const failed = await send(id, { text: 'Try.', waitForCompletion: true, waitTimeoutMs: 20_000 });
     expect(failed.body.status).toBe('idle');
-    expect((await history(id)).at(-1)).toMatchObject({ role: 'assistant', isError: true, content: [{ text: expect.stringMatching(/context length exceeded/) }] });
+    expect((await history(id)).at(-1)).toMatchObject({ role: 'assistant', isError: true, content: [{ text: expect.stringMatching(/tools\[0\].input_schema is invalid/) }] });
     const ok = await send(id, { text: 'Again.', waitForCompletion: true, waitTimeoutMs: 20_000 });
     expect(ok.body.status).toBe('idle');
     expect((await history(id)).at(-1)).toMatchObject({ role: 'assistant', content: [{ type: 'text', text: 'Fine now.' }] });

@@ -1,4 +1,6 @@
 import { execFileSync } from 'node:child_process';
+import { createEgressGuard } from '../../src/egress/guard.ts';
+import { parseEgressAllow } from '../../src/egress/policy.ts';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -12,7 +14,7 @@ import { createProviderRegistry } from '../../src/provisioning/providers/registr
 import { purgeExpiredSessions } from '../../src/modules/sessions/jobs.ts';
 import { knownModel } from '../../src/modules/sessions/models.ts';
 import { addActiveTime, addUsage, appendMessage, setSessionStatus, takeQueuedMessages } from '../../src/modules/sessions/store.ts';
-import { JWT_SECRET, startTestApi, type TestApi } from '../support/api.ts';
+import { ALLOW_LOOPBACK, JWT_SECRET, startTestApi, type TestApi } from '../support/api.ts';
 import { listenOnFreePort } from '../support/http.ts';
 import { writeModelsFile } from '../support/models-file.ts';
 import { isRoot, sshdMissing, startSshd, TEST_USER, type TestSshd } from '../support/sshd.ts';
@@ -51,7 +53,7 @@ describe.skipIf(skip).each(BACKENDS)('sessions API on %s', (backend) => {
 
   beforeAll(async () => {
     if (missing) throw new Error(missing);
-    [api, sshd] = await Promise.all([startTestApi(backend), startSshd()]);
+    [api, sshd] = await Promise.all([startTestApi(backend, { env: ALLOW_LOOPBACK }), startSshd()]);
     user = api.acme.members.user.apiKey;
     const key = await api.call('GET', '/api/v0/computers/ssh-public-key', { as: user });
     sshd.authorizeKey(key.body.publicKey);
@@ -173,10 +175,27 @@ describe.skipIf(skip).each(BACKENDS)('sessions API on %s', (backend) => {
       expect(knownModel('custom:house-llm')).toBeUndefined();
     });
 
-    it("answers 404 for an unknown or another organization's computer, 400 for one that is not active", async () => {
-      expect((await create({ computerId: 'cmp_unknown' })).status).toBe(404);
+    it("answers 400 naming the computer for an unknown, another organization's, unreachable or inactive computer", async () => {
+      const unknown = await create({ computerId: 'cmp_unknown' });
+      expect(unknown.status).toBe(400);
+      expect(unknown.body).toMatchObject({
+        detail: 'computerId cmp_unknown: no such computer in this organization',
+        metadata: { errors: [{ field: 'computerId', message: 'no such computer in this organization' }] },
+      });
       const foreign = await create({ computerId }, api.globex.members.owner.apiKey);
-      expect(foreign.status).toBe(404);
+      expect(foreign.status).toBe(400);
+      expect(foreign.body.detail).toBe(`computerId ${computerId}: no such computer in this organization`);
+      const sessionsBefore = await api.db.prisma.session.count();
+      const port = (await api.db.prisma.computer.findUniqueOrThrow({ where: { id: computerId } })).sshPort;
+      await api.db.prisma.computer.update({ where: { id: computerId }, data: { sshPort: 9 } });
+      try {
+        const unreachable = await create();
+        expect(unreachable.status).toBe(400);
+        expect(unreachable.body.detail).toMatch(new RegExp(`^computerId ${computerId}: Computer "sessions-1" cannot be reached: `));
+        expect(await api.db.prisma.session.count()).toBe(sessionsBefore);
+      } finally {
+        await api.db.prisma.computer.update({ where: { id: computerId }, data: { sshPort: port } });
+      }
       await api.db.prisma.computer.update({ where: { id: computerId }, data: { status: 'error' } });
       try {
         const res = await create();
@@ -209,7 +228,9 @@ describe.skipIf(skip).each(BACKENDS)('sessions API on %s', (backend) => {
           as: api.acme.serviceAccount.apiKey,
           body: { computerId: 'cmp_any', sessionSettings: { model: 'test-model' } },
         });
-        expect(again.status).toBe(404);
+        // Under the limit again: the request goes on to its computer, which does not exist.
+        expect(again.status).toBe(400);
+        expect(again.body.detail).toBe('computerId cmp_any: no such computer in this organization');
       } finally {
         await api.db.prisma.session.deleteMany({ where: { id: { in: ids } } });
       }
@@ -228,6 +249,7 @@ describe.skipIf(skip).each(BACKENDS)('sessions API on %s', (backend) => {
       queue: api.queue,
       machines: api.machines,
       pendingMigrations: async () => [],
+      egress: createEgressGuard(parseEgressAllow(undefined)),
     });
     const server = await listenOnFreePort(app);
     try {

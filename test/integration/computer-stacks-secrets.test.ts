@@ -28,7 +28,7 @@ const log = createLogger({ level: 'silent' });
 /** A computer whose one resource takes a secret input, so the state holds a ciphertext. */
 const provider: ManagedProvider = {
   name: 'test',
-  isAvailable: async () => true,
+  missingPrerequisites: async () => [],
   program: async () => {
     const host = new local.Command('host', { create: 'echo 127.0.0.1', environment: { TOKEN: secret(SECRET) } });
     return { host: host.stdout, port: 22, username: 'agent', hostPublicKey: 'ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAITEST' };

@@ -121,7 +121,14 @@ describe('model client against the scripted Anthropic Messages wire', () => {
     const req = server.requests[0]!;
     expect(req.path).toBe('/v1/messages');
     expect(req.headers.authorization === `Bearer ${server.apiKey}` || req.headers['x-api-key'] === server.apiKey).toBe(true);
-    expect(req.body).toMatchObject({ model: 'claude-upstream', max_tokens: 1024, system: 'sys prompt', stream: true });
+    // The system prompt is a cache breakpoint (it caches the tools before it), and so is the last user turn.
+    expect(req.body).toMatchObject({
+      model: 'claude-upstream',
+      max_tokens: 1024,
+      system: [{ type: 'text', text: 'sys prompt', cache_control: { type: 'ephemeral' } }],
+      messages: [{ role: 'user', content: [{ type: 'text', text: 'list docs', cache_control: { type: 'ephemeral' } }] }],
+      stream: true,
+    });
     expect(req.body.tools).toEqual([{ name: 'glob', description: 'find files', input_schema: { type: 'object', properties: { pattern: { type: 'string' } } } }]);
 
     const second = await model.complete({
@@ -135,6 +142,7 @@ describe('model client against the scripted Anthropic Messages wire', () => {
     });
     expect(second).toMatchObject({ content: [{ type: 'text', text: 'Two files.' }], stopReason: 'end_turn' });
     // The signed thinking block goes back verbatim, as the API requires with tool use.
+    expect(server.requests[1]!.body.messages[0]).toEqual({ role: 'user', content: [{ type: 'text', text: 'list docs', cache_control: { type: 'ephemeral' } }] });
     expect(server.requests[1]!.body.messages.slice(1)).toEqual([
       {
         role: 'assistant',
@@ -144,7 +152,7 @@ describe('model client against the scripted Anthropic Messages wire', () => {
           { type: 'tool_use', id: 'toolu_1', name: 'glob', input: { pattern: '**/*.md' } },
         ],
       },
-      { role: 'user', content: [{ type: 'tool_result', tool_use_id: 'toolu_1', content: 'a.md\nb.md' }] },
+      { role: 'user', content: [{ type: 'tool_result', tool_use_id: 'toolu_1', content: 'a.md\nb.md', cache_control: { type: 'ephemeral' } }] },
     ]);
   });
 

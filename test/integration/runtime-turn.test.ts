@@ -283,10 +283,52 @@ describe.skipIf(skip)('an agent turn against a scripted model and a real sshd co
     const capped = await turn({ maxSteps: 2 }).promise;
     expect(capped).toMatchObject({ stopReason: 'max_steps', steps: 2 });
 
-    server.enqueue({ error: { status: 400, message: 'context length exceeded' } });
+    // A refusal for the context length is tried once more with a larger estimate; a second one ends the turn.
+    server.enqueue({ error: { status: 400, message: 'context length exceeded' } }, { error: { status: 400, message: 'context length exceeded' } });
+    const before = server.requests.length;
     const failed = await turn().promise;
     expect(failed.stopReason).toBe('error');
     expect(failed.error).toContain('HTTP 400');
     expect(failed.error).toContain('context length exceeded');
+    expect(server.requests.length - before).toBe(2);
+
+    server.enqueue({ error: { status: 400, message: 'tools[0].name is invalid' } });
+    const refused = await turn().promise;
+    expect(refused).toMatchObject({ stopReason: 'error', error: expect.stringContaining('tools[0].name is invalid') });
+  });
+
+  it('runs the read-only calls of one answer at once on the computer, keeps writes and commands in order, and answers in the model order', async () => {
+    // Three FIFOs whose writers wait a second after a reader opens them: each search takes a second.
+    await ssh.exec(target, `cd ${cwd} && for i in 1 2 3; do mkfifo slow-$i; (exec 3>slow-$i; sleep 1; echo "needle $i" >&3) </dev/null >/dev/null 2>&1 & done`);
+    const calls = [
+      { id: 'w1', name: 'write_file', arguments: { path: 'a.txt', content: 'one\n' } },
+      { id: 's1', name: 'search_text', arguments: { pattern: 'needle', path: 'slow-1' } },
+      { id: 's2', name: 'search_text', arguments: { pattern: 'needle', path: 'slow-2' } },
+      { id: 's3', name: 'search_text', arguments: { pattern: 'needle', path: 'slow-3' } },
+      { id: 'c1', name: 'run_command', arguments: { command: 'echo 1 >> log' } },
+      { id: 'r1', name: 'read_file', arguments: { path: 'a.txt' } },
+      { id: 'w2', name: 'write_file', arguments: { path: 'a.txt', content: 'two\n' } },
+      { id: 'c2', name: 'run_command', arguments: { command: 'echo 2 >> log' } },
+      { id: 'r2', name: 'read_file', arguments: { path: 'a.txt' } },
+      { id: 'r3', name: 'read_file', arguments: { path: 'log' } },
+    ];
+    server.enqueue({ toolCalls: calls }, { text: 'Done.' });
+    const durations = new Map<string, number>();
+    const started = Date.now();
+    const { promise, emitted } = turn({ onToolCall: ({ toolUse, durationMs }) => void durations.set(toolUse.id, durationMs) });
+    expect((await promise).stopReason).toBe('end_turn');
+    const elapsed = Date.now() - started;
+
+    const results = emitted[1]!.content as Array<{ toolUseId: string; content: string; isError: boolean }>;
+    expect(results.map((r) => r.toolUseId)).toEqual(calls.map((c) => c.id));
+    expect(results.every((r) => !r.isError)).toBe(true);
+    for (const i of [1, 2, 3]) expect(results[i]!.content).toBe(`1:needle ${i}`);
+    // Each read saw the writes the model asked for before it, and the commands ran in order.
+    expect(results[5]!.content).toBe('one\n');
+    expect(results[8]!.content).toBe('two\n');
+    expect(results[9]!.content).toBe('1\n2\n');
+    // Three one-second searches, timed on the computer's sshd: together they took about one second, not three.
+    for (const id of ['s1', 's2', 's3']) expect(durations.get(id)).toBeGreaterThanOrEqual(950);
+    expect(elapsed).toBeLessThan(2_500);
   });
 });

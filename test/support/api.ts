@@ -1,4 +1,5 @@
 import fs from 'node:fs';
+import { createEgressGuard } from '../../src/egress/guard.ts';
 import os from 'node:os';
 import path from 'node:path';
 import { SignJWT } from 'jose';
@@ -73,6 +74,12 @@ export async function createOrgFixture(db: Awaited<ReturnType<typeof openTestDat
   return { id: org.id, members, serviceAccount: { id: sa.id, apiKey: saKey.value } };
 }
 
+/**
+ * The egress setting of test servers whose fake forges, git servers and model servers listen on
+ * loopback, which the egress guard refuses unless the operator allows it.
+ */
+export const ALLOW_LOOPBACK = { AGENTPLANE_EGRESS_ALLOW: '127.0.0.0/8' };
+
 export interface TestApi {
   url: string;
   /** The server's AGENTPLANE_DATA_DIR (removed on close). */
@@ -120,9 +127,10 @@ export async function startTestApi(backend: Backend, opts: TestApiOptions = {}):
   );
   const config = loadConfig({ AGENTPLANE_JWT_SECRET: JWT_SECRET, AGENTPLANE_DATA_DIR: dataDir, AGENTPLANE_LOCAL_PROVIDER: 'false', ...opts.env });
   const provisioner = createProvisioner(config, machines.secrets);
+  const egress = createEgressGuard(config.egress);
   const queue = createJobQueue(db, {
     log,
-    jobs: jobsFor({ prisma: db.prisma, clock, dataDir, ...machines, provisioner, managed: config.managed }),
+    jobs: jobsFor({ prisma: db.prisma, clock, dataDir, ...machines, provisioner, managed: config.managed, egress }),
     maintenanceIntervalSeconds: 1,
     pollingIntervalSeconds: 0.5,
   });
@@ -132,18 +140,19 @@ export async function startTestApi(backend: Backend, opts: TestApiOptions = {}):
   const urls = relayUrls(() => listening);
   const serve = async (database: Database) => {
     const { app, relay } = createApp({
-        config,
-        prisma: database.prisma,
-        reads: opts.wrapReads ? opts.wrapReads(database.reads) : database.reads,
+      config,
+      prisma: database.prisma,
+      reads: opts.wrapReads ? opts.wrapReads(database.reads) : database.reads,
       authEpoch: database.authEpoch,
-        log,
-        clock,
-        providers: provisioner.providers,
-        queue,
-        machines,
-        relayUrls: urls,
-        pendingMigrations: async () => [],
-      });
+      log,
+      clock,
+      providers: provisioner.providers,
+      queue,
+      machines,
+      relayUrls: urls,
+      pendingMigrations: async () => [],
+      egress,
+    });
     const served = await listenOnFreePort(app);
     if (relay) attachRelay(served.server, relay.endpoints, log);
     listening ??= served.url;

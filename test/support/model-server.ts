@@ -1,14 +1,18 @@
 import { randomBytes } from 'node:crypto';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { BYTES_PER_TOKEN, PromptCache } from './model-server-cache.ts';
 
 /**
  * A scripted OpenAI-compatible model server on 127.0.0.1: `POST /v1/chat/completions`, streaming
  * (SSE chunks as OpenAI sends them, usage in a final chunk when `stream_options.include_usage`)
  * and non-streaming. It also speaks Anthropic's `POST /v1/messages` (streaming only, the events
  * the Messages API sends) so the Anthropic adapter is tested on its wire. Each request takes the
- * next reply of the queue; every request is recorded so tests can assert what the client sent
- * back (tool results, tools, model name).
+ * next reply of the queue, or when the queue is empty what the responder answers; every request
+ * is recorded so tests can assert what the client sent back (tool results, tools, model name).
+ * With `contextWindow` it refuses, as providers do, a request whose prompt and output cap exceed
+ * the window; with `measureUsage` it reports the prompt's own token count and prompt-cache reads
+ * and writes (model-server-cache.ts) instead of fixed figures.
  */
 
 export interface ScriptedToolCall {
@@ -43,6 +47,14 @@ export interface RecordedRequest {
   body: ChatRequestBody;
   /** The client closed the connection before the reply was complete. */
   aborted: boolean;
+  /** The prompt's tokens by the server's tokenizer (cache reads and writes included). */
+  promptTokens: number;
+  /** The output cap the request asked for (`max_tokens` or `max_completion_tokens`). */
+  maxTokens: number;
+  /** Refused for exceeding the context window. */
+  overWindow: boolean;
+  /** The prompt cache's answer for this request (all input when nothing was cached). */
+  cache: { readTokens: number; writeTokens: number };
 }
 
 export interface ChatRequestBody {
@@ -62,9 +74,11 @@ export interface ModelServer {
   apiKey: string;
   requests: RecordedRequest[];
   enqueue(...replies: ScriptedReply[]): void;
+  /** Answers requests the queue has no reply for; undefined: the request fails as unscripted. */
+  respondWith(responder: ((request: RecordedRequest) => ScriptedReply | undefined) | undefined): void;
   /** Replies not yet taken. */
   remaining(): number;
-  /** Forgets queued replies and recorded requests (between tests). */
+  /** Forgets queued replies, the responder, recorded requests and cached prompts (between tests). */
   reset(): void;
   close(): Promise<void>;
 }
@@ -98,10 +112,31 @@ function pieces(text: string, size: number): string[] {
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
-export async function startModelServer(opts: { apiKey?: string } = {}): Promise<ModelServer> {
+/** Usage as the server measured the prompt: Anthropic's input excludes cache reads and writes, OpenAI's includes reads. */
+function measuredUsage(record: RecordedRequest, reply: ScriptedReply, anthropic: boolean): NonNullable<ScriptedReply['usage']> {
+  const output = (reply.text ?? '') + (reply.reasoning ?? '') + JSON.stringify(reply.toolCalls ?? []);
+  return {
+    promptTokens: record.promptTokens - (anthropic ? record.cache.writeTokens : 0),
+    completionTokens: Math.max(1, Math.ceil(Buffer.byteLength(output) / BYTES_PER_TOKEN)),
+    cachedTokens: record.cache.readTokens,
+    cacheWriteTokens: record.cache.writeTokens,
+  };
+}
+
+export interface ModelServerOptions {
+  apiKey?: string;
+  /** Refuse requests whose prompt plus output cap exceed this many tokens. */
+  contextWindow?: number;
+  /** Report the measured prompt and cache tokens when a reply scripts no usage. */
+  measureUsage?: boolean;
+}
+
+export async function startModelServer(opts: ModelServerOptions = {}): Promise<ModelServer> {
   const apiKey = opts.apiKey ?? `sk-test-${randomBytes(8).toString('hex')}`;
   const queue: ScriptedReply[] = [];
   const requests: RecordedRequest[] = [];
+  const cache = new PromptCache();
+  let responder: ((request: RecordedRequest) => ScriptedReply | undefined) | undefined;
 
   const sendError = (res: http.ServerResponse, status: number, message: string, type = 'invalid_request_error') => {
     res.writeHead(status, { 'content-type': 'application/json' });
@@ -132,16 +167,40 @@ export async function startModelServer(opts: { apiKey?: string } = {}): Promise<
     } catch {
       return sendError(res, 400, 'body is not JSON');
     }
-    const record: RecordedRequest = { path, headers: req.headers, body, aborted: false };
+    const counted = cache.count(body, anthropic);
+    const promptTokens = counted.inputTokens + counted.cacheReadTokens + counted.cacheWriteTokens;
+    const maxTokens = Number(body.max_tokens ?? body.max_completion_tokens ?? 0);
+    const overWindow = opts.contextWindow !== undefined && promptTokens + maxTokens > opts.contextWindow;
+    const record: RecordedRequest = {
+      path,
+      headers: req.headers,
+      body,
+      aborted: false,
+      promptTokens,
+      maxTokens,
+      overWindow,
+      cache: { readTokens: counted.cacheReadTokens, writeTokens: counted.cacheWriteTokens },
+    };
     requests.push(record);
     let finished = false;
     res.on('close', () => {
       if (!finished) record.aborted = true;
     });
+    if (overWindow) {
+      // The providers' own wording for the same refusal.
+      return sendError(
+        res,
+        400,
+        anthropic
+          ? `input length and \`max_tokens\` exceed context limit: ${promptTokens} + ${maxTokens} > ${opts.contextWindow}, decrease input length or \`max_tokens\` and try again`
+          : `This model's maximum context length is ${opts.contextWindow} tokens. However, you requested ${promptTokens + maxTokens} tokens (${promptTokens} in the messages, ${maxTokens} in the completion). Please reduce the length of the messages or completion.`,
+      );
+    }
 
-    const reply = queue.shift();
-    if (!reply) return sendError(res, 500, 'the scripted model server has no reply left for this request', 'server_error');
-    if (reply.error) return sendError(res, reply.error.status, reply.error.message, 'server_error');
+    const scripted = queue.shift() ?? responder?.(record);
+    if (!scripted) return sendError(res, 500, 'the scripted model server has no reply left for this request', 'server_error');
+    if (scripted.error) return sendError(res, scripted.error.status, scripted.error.message, 'server_error');
+    const reply = opts.measureUsage && !scripted.usage ? { ...scripted, usage: measuredUsage(record, scripted, anthropic) } : scripted;
 
     if (anthropic && !body.stream) return sendError(res, 400, 'the scripted server answers Anthropic requests only with stream: true');
     if (anthropic) return streamAnthropic(res, body, reply, () => (finished = true));
@@ -218,10 +277,15 @@ export async function startModelServer(opts: { apiKey?: string } = {}): Promise<
     apiKey,
     requests,
     enqueue: (...replies) => queue.push(...replies),
+    respondWith: (fn) => {
+      responder = fn;
+    },
     remaining: () => queue.length,
     reset: () => {
       queue.length = 0;
       requests.length = 0;
+      responder = undefined;
+      cache.clear();
     },
     close: () =>
       new Promise<void>((resolve) => {

@@ -1,4 +1,6 @@
 import { createApp } from '../../src/app.ts';
+import { createEgressGuard } from '../../src/egress/guard.ts';
+import { parseEgressAllow } from '../../src/egress/policy.ts';
 import { loadConfig } from '../../src/config.ts';
 import type { PrismaClient } from '../../src/db/client.ts';
 import { systemClock } from '../../src/lib/clock.ts';
@@ -20,5 +22,6 @@ export function appWithoutDatabase() {
     queue: { send: async () => '' },
     machines: { ssh: createSshClient(), secrets: createSecretBox(Buffer.alloc(32)) },
     pendingMigrations: async () => [],
+    egress: createEgressGuard(parseEgressAllow(undefined)),
   });
 }

@@ -205,8 +205,23 @@ export const SshPublicKeyResponse = z.strictObject({
   publicKey: z.string().meta({ description: "The organization's control-plane key: add it to ~/.ssh/authorized_keys on a byom machine" }),
 });
 
+export const ProvidersQuery = z.strictObject({
+  includeUnavailable: TrueFalse('includeUnavailable').meta({
+    description: 'agentplane extension: also list the providers this deployment cannot use now, with what each is missing',
+  }),
+});
+
 export const ProvidersResponseSchema = z
   .strictObject({
     providers: z.array(z.string()).meta({ description: 'Managed compute providers usable by this organization now' }),
+    unavailable: z
+      .array(
+        z.strictObject({
+          name: z.string(),
+          missing: z.array(z.string()).meta({ description: 'Each missing prerequisite, with what provides it' }),
+        }),
+      )
+      .optional()
+      .meta({ description: 'agentplane extension, with includeUnavailable=true: providers known but not usable now' }),
   })
   .meta({ id: 'ComputerProviders' });

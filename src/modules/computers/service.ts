@@ -7,8 +7,13 @@ export function createComputersService(deps: ComputersDeps) {
   return {
     ...computerRecords(deps),
     ...computerOperations(deps),
-    /** Managed providers whose prerequisites are present on this deployment right now. */
-    listAvailableProviders: () => deps.providers.available(),
+    /** Managed providers whose prerequisites are present right now; with `includeUnavailable`, also the others and why. */
+    async listProviders(includeUnavailable: boolean) {
+      const status = await deps.providers.status();
+      const providers = status.filter((s) => s.available).map((s) => s.name);
+      if (!includeUnavailable) return { providers };
+      return { providers, unavailable: status.filter((s) => !s.available).map(({ name, missing }) => ({ name, missing })) };
+    },
   };
 }
 export type ComputersService = ReturnType<typeof createComputersService>;

@@ -3,7 +3,7 @@ import { z } from 'zod';
 import type { Principal } from '../../auth/principal.ts';
 import type { Prisma } from '../../db/client.ts';
 import { decodeOpaqueCursor, encodeOpaqueCursor, type PageQuery, type Pagination } from '../../http/pagination.ts';
-import { Forbidden } from '../../lib/errors.ts';
+import { AppError, BadRequest, Forbidden } from '../../lib/errors.ts';
 import { newId } from '../../lib/ids.ts';
 import { PUBLIC_API_SOURCE, recordAudit } from '../audit/record.ts';
 import { redactCustomModelKeys, sealCustomModelKeys, sealLegacyCustomModelKeys } from './custom-model-keys.ts';
@@ -15,6 +15,21 @@ type Settings = Record<string, unknown>;
 
 function asSettings(value: Prisma.JsonValue): Settings {
   return value && typeof value === 'object' && !Array.isArray(value) ? (value as Settings) : {};
+}
+
+/** Custom models are called from the control plane's network, so their base URLs pass the egress guard first. */
+async function screenCustomModelUrls(deps: OrganizationDeps, settings: Settings): Promise<void> {
+  const list = Array.isArray(settings.customModels) ? (settings.customModels as unknown[]) : [];
+  for (const [i, entry] of list.entries()) {
+    const baseUrl = entry && typeof entry === 'object' ? (entry as { baseUrl?: unknown }).baseUrl : undefined;
+    if (typeof baseUrl !== 'string') continue;
+    try {
+      await deps.egress.screen(baseUrl);
+    } catch (err) {
+      if (err instanceof AppError) throw new BadRequest(`settings.customModels[${i}].baseUrl: ${err.message}`, { metadata: err.metadata });
+      throw err;
+    }
+  }
 }
 
 export async function getEnterpriseControls(deps: OrganizationDeps, actor: Principal) {
@@ -31,6 +46,7 @@ export async function setEnterpriseControls(deps: OrganizationDeps, actor: Princ
   if (actor.kind !== 'user') {
     throw new Forbidden('Enterprise controls record who changed them; authenticate as a human user');
   }
+  await screenCustomModelUrls(deps, settings);
   return deps.db.$transaction(async (tx) => {
     const now = deps.clock.now();
     const org = await lockOrganization(tx, actor.organizationId);

@@ -1,3 +1,4 @@
+import type { EgressGuard } from '../../egress/guard.ts';
 import type { Principal } from '../../auth/principal.ts';
 import type { PrismaClient } from '../../db/client.ts';
 import type { PageQuery } from '../../http/pagination.ts';
@@ -13,6 +14,8 @@ export interface OrganizationDeps {
   clock: Clock;
   /** Seals the API keys of the organization's custom models. */
   secrets: Pick<SecretBox, 'seal' | 'open'>;
+  /** Custom models' base URLs must pass it. */
+  egress: Pick<EgressGuard, 'screen'>;
 }
 
 /** Organization management; every operation acts inside the caller's own organization. */

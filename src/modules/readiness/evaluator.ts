@@ -1,3 +1,4 @@
+import type { PinnedClone } from '../../egress/git.ts';
 import { detectApps } from './apps.ts';
 import { CRITERIA } from './catalogue.ts';
 import type { Criterion, Score } from './criteria/index.ts';
@@ -26,15 +27,20 @@ export async function cloneRepository(
   ws: RepoWorkspace,
   source: { repoUrl: string; branch?: string | null },
   signal?: AbortSignal,
+  /** Set where the control plane clones from its own network: the egress guard's checked addresses. */
+  pinned?: PinnedClone,
 ): Promise<string> {
   const branch = source.branch ? `--branch ${sh(source.branch)} --single-branch ` : '';
+  const ssh = ['ssh', '-o', 'BatchMode=yes', ...(pinned?.sshOptions ?? []).flatMap((o) => ['-o', o])].join(' ');
   const env = [
     'GIT_TERMINAL_PROMPT=0',
     'GIT_ALLOW_PROTOCOL=https:http:ssh:git',
     'GIT_LFS_SKIP_SMUDGE=1',
-    `GIT_SSH_COMMAND=${sh('ssh -o BatchMode=yes')}`,
+    `GIT_SSH_COMMAND=${sh(ssh)}`,
   ].join(' ');
-  const res = await ws.exec(`${env} git clone --quiet --no-tags ${branch}-- ${sh(source.repoUrl)} ${CHECKOUT_DIR}`, {
+  const config = (pinned?.config ?? []).map((c) => `-c ${sh(c)} `).join('');
+  const url = pinned?.url ?? source.repoUrl;
+  const res = await ws.exec(`${env} git ${config}clone --quiet --no-tags ${branch}-- ${sh(url)} ${CHECKOUT_DIR}`, {
     timeoutMs: CLONE_TIMEOUT_MS,
     signal,
   });

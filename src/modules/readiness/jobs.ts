@@ -2,6 +2,7 @@ import { z } from 'zod';
 import type { Db, PrismaClient } from '../../db/client.ts';
 import { defineJob } from '../../jobs/job.ts';
 import type { JobQueue } from '../../jobs/queue.ts';
+import type { EgressGuard } from '../../egress/guard.ts';
 import type { Clock } from '../../lib/clock.ts';
 import type { SshClient } from '../../provisioning/ssh/index.ts';
 import type { ResolveComputerTarget } from './computer-target.ts';
@@ -25,6 +26,8 @@ export interface EvaluateJobDeps {
   clock: Clock;
   /** Parent of the local scratch directories: `<data dir>/readiness`. */
   scratchRoot: string;
+  /** Clones made by the control plane itself (no computerId) go through it. */
+  egress: Pick<EgressGuard, 'check'>;
   /** How to reach computers; without it evaluations naming a computer fail with a reason. */
   computers?: { ssh: SshClient; resolveTarget: ResolveComputerTarget };
 }

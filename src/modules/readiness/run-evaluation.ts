@@ -1,6 +1,7 @@
 import type { Principal } from '../../auth/principal.ts';
 import type { ReadinessEvaluation } from '../../generated/prisma/client.ts';
 import type { JobContext } from '../../jobs/job.ts';
+import { pinClone, type PinnedClone } from '../../egress/git.ts';
 import { AppError } from '../../lib/errors.ts';
 import { newUuid } from '../../lib/ids.ts';
 import { CloneFailed, cloneRepository, evaluateCheckout } from './evaluator.ts';
@@ -26,6 +27,16 @@ async function openWorkspace(deps: EvaluateJobDeps, row: ReadinessEvaluation, si
   return createSshScratchWorkspace(deps.computers.ssh, target, { signal });
 }
 
+/** On the control plane's own network a clone goes only where the egress guard allows, at the address it checked. */
+async function checkedClone(deps: EvaluateJobDeps, repoUrl: string): Promise<PinnedClone> {
+  try {
+    return pinClone(repoUrl, await deps.egress.check(repoUrl));
+  } catch (err) {
+    if (err instanceof AppError) throw new FinalFailure(err.message);
+    throw err;
+  }
+}
+
 /**
  * Runs one evaluation: marks it running, clones and scores the repository in a scratch workspace
  * (always removed afterwards), then stores the report and marks the evaluation succeeded in one
@@ -48,10 +59,11 @@ export async function runEvaluation(
     data: { status: 'running', startedAt: row.startedAt ?? clock.now() },
   });
   try {
+    const pinned = row.computerId ? undefined : await checkedClone(deps, row.repoUrl);
     const ws = await openWorkspace(deps, row, ctx.signal);
     let result;
     try {
-      const dir = await cloneRepository(ws, { repoUrl: row.repoUrl, branch: row.branch }, ctx.signal);
+      const dir = await cloneRepository(ws, { repoUrl: row.repoUrl, branch: row.branch }, ctx.signal, pinned);
       result = await evaluateCheckout(ws, dir, { signal: ctx.signal });
     } finally {
       await ws.dispose().catch((err: unknown) => ctx.log.warn({ err, evaluationId }, 'removing the scratch directory failed'));

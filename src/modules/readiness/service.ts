@@ -2,6 +2,7 @@ import { z } from 'zod';
 import type { Principal } from '../../auth/principal.ts';
 import type { PrismaClient } from '../../db/client.ts';
 import type { JobQueue } from '../../jobs/queue.ts';
+import type { EgressGuard } from '../../egress/guard.ts';
 import type { Clock } from '../../lib/clock.ts';
 import { BadRequest, NotFound } from '../../lib/errors.ts';
 import { newUuid } from '../../lib/ids.ts';
@@ -20,6 +21,8 @@ export interface ReadinessServiceDeps {
   queue: Pick<JobQueue, 'send'>;
   /** Supplied by the computers module: 404/403 for computers the caller cannot reach. */
   resolveComputerTarget: ResolveComputerTarget;
+  /** Evaluations without a computer clone from the control plane's network: their URL must pass it. */
+  egress: Pick<EgressGuard, 'screen'>;
 }
 
 export function createReadinessService(deps: ReadinessServiceDeps) {
@@ -75,6 +78,7 @@ export function createReadinessService(deps: ReadinessServiceDeps) {
     /** Records the request and enqueues the evaluation job in one transaction. */
     async evaluate(principal: Principal, body: EvaluateBody): Promise<Evaluation> {
       if (body.computerId !== undefined) await deps.resolveComputerTarget(principal, body.computerId);
+      else await deps.egress.screen(body.repoUrl);
       const queue = deps.queue;
       const id = newUuid();
       const row = await db.$transaction(async (tx) => {

@@ -11,6 +11,10 @@ const FileModelSchema = z.object({
   /** Names the environment variable that holds the API key; the key itself never sits in the file. */
   apiKeyEnv: z.string().min(1),
   upstreamModel: z.string().min(1).optional(),
+  /** Input and output tokens per call together; default per provider (runtime/context-limits.ts). */
+  contextWindow: z.int().min(1_024).optional(),
+  /** Output tokens each call may produce, reserved out of the window; default per provider. */
+  maxOutputTokens: z.int().min(256).optional(),
   /** Service credits per million tokens of each kind. */
   pricing: z
     .object({
@@ -21,7 +25,14 @@ const FileModelSchema = z.object({
     })
     .optional(),
 });
-const ModelsFileSchema = z.object({ models: z.array(FileModelSchema) });
+const ModelsFileSchema = z.object({
+  models: z.array(
+    FileModelSchema.refine((m) => m.maxOutputTokens === undefined || m.contextWindow === undefined || m.maxOutputTokens * 2 <= m.contextWindow, {
+      message: 'maxOutputTokens may take at most half of contextWindow: the rest is the input the model reads',
+      path: ['maxOutputTokens'],
+    }),
+  ),
+});
 
 /** An organization's `custom:<name>` model, from `customModels` of its enterprise-control settings. */
 const CustomModelSchema = z.looseObject({
@@ -32,6 +43,7 @@ const CustomModelSchema = z.looseObject({
   provider: z.string().optional(),
   displayName: z.string().optional(),
   maxOutputTokens: z.number().optional(),
+  contextWindow: z.number().optional(),
 });
 
 export type FileModel = z.infer<typeof FileModelSchema>;
@@ -117,7 +129,13 @@ export interface ResolvedModel {
  * What a turn needs to call `id`. Throws an Error whose message tells the session's user what is
  * wrong (unknown model, key not configured) and who can fix it.
  */
-export function resolveModel(id: string, enterpriseSettings: unknown, env: NodeJS.ProcessEnv = process.env): ResolvedModel {
+export function resolveModel(
+  id: string,
+  enterpriseSettings: unknown,
+  env: NodeJS.ProcessEnv,
+  /** How a custom model (its base URL is a tenant's) is called: the egress guard's fetch. */
+  tenantFetch: typeof globalThis.fetch,
+): ResolvedModel {
   const entry = knownModel(id, { enterpriseSettings });
   if (!entry) throw new Error(`Model ${JSON.stringify(id)} is not configured any more; pick another model with PATCH sessionSettings.model`);
   if (entry.source === 'file') {
@@ -125,7 +143,15 @@ export function resolveModel(id: string, enterpriseSettings: unknown, env: NodeJ
     if (!apiKey) throw new Error(`Model ${id} cannot be called: the server's environment variable ${entry.apiKeyEnv} (its API key) is not set; ask an operator`);
     const pricing = entry.pricing ? ModelPricingSchema.safeParse({ inputPerMTok: 0, outputPerMTok: 0, ...entry.pricing }) : undefined;
     return {
-      config: { id, provider: entry.provider, baseUrl: entry.baseUrl, apiKey, upstreamModel: entry.upstreamModel },
+      config: {
+        id,
+        provider: entry.provider,
+        baseUrl: entry.baseUrl,
+        apiKey,
+        upstreamModel: entry.upstreamModel,
+        maxOutputTokens: entry.maxOutputTokens,
+        contextWindow: entry.contextWindow,
+      },
       ...(pricing?.success ? { pricing: pricing.data } : {}),
     };
   }
@@ -139,6 +165,8 @@ export function resolveModel(id: string, enterpriseSettings: unknown, env: NodeJ
       apiKey: entry.apiKey ?? 'none',
       upstreamModel: entry.upstreamModel,
       maxOutputTokens: entry.settings.maxOutputTokens,
+      fetch: tenantFetch,
+      contextWindow: entry.settings.contextWindow,
     },
   };
 }

@@ -1,8 +1,9 @@
 import type { PrismaClient } from '../../db/client.ts';
-import type { Session, SessionMessage } from '../../generated/prisma/client.ts';
+import type { Session } from '../../generated/prisma/client.ts';
 import type { Clock } from '../../lib/clock.ts';
 import type { SshClient, SshTarget } from '../../provisioning/ssh/index.ts';
 import { recordEvents, type AnalyticsEvent } from '../analytics/events.ts';
+import { storeCompaction } from './context-history.ts';
 import {
   creditsFor,
   runTurn,
@@ -13,7 +14,6 @@ import {
   type RuntimeMessage,
   type TurnResult,
 } from './runtime/index.ts';
-import type { ContentBlock } from './schemas.ts';
 import type { StoredSettings } from './settings.ts';
 import { addActiveTime, addUsage, appendMessage } from './store.ts';
 import { turnEvents } from './turn-events.ts';
@@ -26,12 +26,9 @@ export interface TurnEnvironment {
   target: SshTarget;
   model: ModelClient;
   pricing?: ModelPricing;
+  /** The model that compacts the context (default: `model`), or `off` (sessionSettings.compactionThresholdCheckEnabled false). */
+  compaction?: { model: ModelClient; pricing?: ModelPricing } | 'off';
   system: string;
-}
-
-/** Stored messages as the runtime reads them. */
-export function runtimeHistory(rows: Pick<SessionMessage, 'role' | 'content'>[]): RuntimeMessage[] {
-  return rows.map((m) => ({ role: m.role as RuntimeMessage['role'], content: m.content as ContentBlock[] }));
 }
 
 /** Spec mode only looks: its tools run as if autonomy were off. */
@@ -68,11 +65,12 @@ export async function runPersistedTurn(
     history: opts.history,
     system: env.system,
     signal: opts.signal,
+    compaction: env.compaction === 'off' ? 'off' : env.compaction?.model,
     onMessage: async (message) => {
       emitted.push(message);
       const now = clock.now();
-      await db.$transaction(async (tx) => {
-        await appendMessage(
+      const row = await db.$transaction(async (tx) => {
+        const stored = await appendMessage(
           tx,
           session.id,
           {
@@ -84,12 +82,19 @@ export async function runPersistedTurn(
         );
         if (message.role === 'assistant') await recordEvents(tx, [events.assistantMessage(now)]);
         if (message.role === 'tool') await recordEvents(tx, toolCallEvents);
+        return stored;
       });
+      message.covers = { fromSeq: Number(row.seq), toSeq: Number(row.seq) };
       if (message.role === 'tool') toolCallEvents = [];
     },
-    onUsage: async (usage) => {
+    onCompaction: async (compaction) => {
+      await storeCompaction(db, session.id, compaction, clock.now());
+    },
+    onUsage: async (usage, model) => {
       const now = clock.now();
-      const credits = creditsFor(usage, env.pricing);
+      // A compaction by another model is priced (and reported in analytics) as that model.
+      const pricing = model.id === env.model.model.id || env.compaction === 'off' ? env.pricing : env.compaction?.pricing;
+      const credits = creditsFor(usage, pricing);
       await db.$transaction(async (tx) => {
         await addUsage(tx, session.id, {
           inputTokens: usage.inputTokens,
@@ -99,7 +104,7 @@ export async function runPersistedTurn(
           thinkingTokens: usage.thinkingTokens,
           serviceCredits: credits,
         });
-        await recordEvents(tx, [events.usage(now, env.model.model.id, usage, credits)]);
+        await recordEvents(tx, [events.usage(now, model.id, usage, credits)]);
       });
     },
     onToolCall: (call) => {

@@ -42,6 +42,9 @@ export const SessionSettingsInputSchema = z
     apiProviderLock: z.enum(API_PROVIDERS).optional(),
     compactionModel: nonBlank('sessionSettings.compactionModel').optional(),
     compactionThresholdCheckEnabled: z.boolean().optional(),
+    agentsMdEnabled: z.boolean().optional().meta({
+      description: "Read the working directory's AGENTS.md (and its parents' up to the repository root) into the agent's instructions; default true",
+    }),
     tags: z.array(TagSchema).max(50, 'at most 50 tags').optional(),
     enabledToolIds: toolIds('enabledToolIds').optional(),
     disabledToolIds: toolIds('disabledToolIds').optional(),
@@ -80,6 +83,7 @@ export const SessionSettingsSchema = z
     apiProviderLock: z.enum(API_PROVIDERS).optional(),
     compactionModel: z.string().optional(),
     compactionThresholdCheckEnabled: z.boolean().optional(),
+    agentsMdEnabled: z.boolean().optional(),
     assistantActiveTimeMs: z.number().optional(),
     tokenUsage: TokenUsageSchema.optional(),
     inclusiveTokenUsage: TokenUsageSchema.optional(),
@@ -178,6 +182,21 @@ export const ContentBlockSchema = z
   .meta({ id: 'ContentBlock' });
 export type ContentBlock = z.infer<typeof ContentBlockSchema>;
 
+/**
+ * Marks a `system` message that summarises earlier messages to keep the model's context inside
+ * its window: the model is sent this summary instead of the messages it replaces, which stay in
+ * the history.
+ */
+export const CompactionMarkerSchema = z
+  .strictObject({
+    fromSeq: z.number().int().meta({ description: 'seq of the first message replaced' }),
+    toSeq: z.number().int().meta({ description: 'seq of the last message replaced; later messages are sent as they are' }),
+    tokensBefore: z.number().int().meta({ description: 'Estimated input tokens of the context before the compaction' }),
+    tokensAfter: z.number().int().meta({ description: 'Estimated input tokens of the context after it' }),
+  })
+  .meta({ id: 'CompactionMarker' });
+export type CompactionMarker = z.infer<typeof CompactionMarkerSchema>;
+
 export const MessageSchema = z
   .strictObject({
     id: z.string(),
@@ -199,13 +218,14 @@ export const MessageSchema = z
     modelId: z.string().optional(),
     reasoningEffort: z.enum(REASONING_EFFORTS).optional(),
     seq: z.number().int().optional(),
+    compaction: CompactionMarkerSchema.optional(),
   })
   .meta({ id: 'Message' });
 export type MessageView = z.infer<typeof MessageSchema>;
 /** Optional wire fields kept in the message row's `extra` column. */
 export const MESSAGE_EXTRA_FIELDS = [
   'visibility', 'openaiMessageId', 'openaiPhase', 'openaiEncryptedContent', 'openaiReasoningId',
-  'openaiReasoningSummary', 'chatCompletionReasoningField', 'chatCompletionReasoningContent',
+  'openaiReasoningSummary', 'chatCompletionReasoningField', 'chatCompletionReasoningContent', 'compaction',
 ] as const;
 
 export const MessageListResponse = z.strictObject({ messages: z.array(MessageSchema), pagination: PaginationSchema });

@@ -6,7 +6,7 @@ import type { Session } from '../../generated/prisma/client.ts';
 import { decodeOpaqueCursor, encodeOpaqueCursor, pageQuery, toPage } from '../../http/pagination.ts';
 import type { JobQueue } from '../../jobs/queue.ts';
 import type { Clock } from '../../lib/clock.ts';
-import { BadRequest, GatewayTimeout, NotFound, TooManyRequests } from '../../lib/errors.ts';
+import { BadRequest, GatewayTimeout, NotFound, ServiceUnavailable, TooManyRequests } from '../../lib/errors.ts';
 import { newId } from '../../lib/ids.ts';
 import { recordEvents } from '../analytics/events.ts';
 import { PUBLIC_API_SOURCE, recordAudit } from '../audit/record.ts';
@@ -78,6 +78,19 @@ function titleOf(text: string): string {
 
 const SeqCursorSchema = z.object({ s: z.string().regex(/^\d+$/) });
 
+/**
+ * Creating a session names its computer in the body, so a computer that does not exist (for the
+ * caller) or cannot be reached is a problem with the request: 400 naming it, as clients of the
+ * hosted platform expect, instead of the 404/503 the computer's own endpoints answer.
+ */
+function computerIdRefused(computerId: string, err: unknown): unknown {
+  if (!(err instanceof NotFound || err instanceof ServiceUnavailable)) return err;
+  const reason = err instanceof NotFound ? 'no such computer in this organization' : err.message;
+  return new BadRequest(`computerId ${computerId}: ${reason}`, {
+    metadata: { errors: [{ field: 'computerId', message: reason }] },
+  });
+}
+
 export function createSessionsService(deps: SessionsDeps) {
   const { db, clock } = deps;
 
@@ -139,7 +152,9 @@ export function createSessionsService(deps: SessionsDeps) {
           { headers: { 'Retry-After': '30' }, metadata: { limit, active: busy } },
         );
       }
-      const { computer, cwd } = await checkComputer(principal, input.computerId, input.cwd);
+      const { computer, cwd } = await checkComputer(principal, input.computerId, input.cwd).catch((err: unknown) => {
+        throw computerIdRefused(input.computerId, err);
+      });
       const now = clock.now();
       const session = await db.$transaction(async (tx) => {
         const created = await tx.session.create({

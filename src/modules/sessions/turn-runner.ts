@@ -1,18 +1,21 @@
 import type { PrismaClient } from '../../db/client.ts';
 import type { Session } from '../../generated/prisma/client.ts';
 import type { JobContext } from '../../jobs/job.ts';
+import type { EgressGuard } from '../../egress/guard.ts';
 import type { Clock } from '../../lib/clock.ts';
 import { recordEvents } from '../analytics/events.ts';
 import { machineUnavailable, targetFor, type MachineDeps } from '../computers/machines.ts';
 import { creditsExhausted, creditStanding } from '../organization/credit-usage.ts';
 import { openCustomModelKeys } from '../organization/custom-model-keys.ts';
 import { resolveModel } from './models.ts';
-import { runPersistedTurn, runtimeHistory, type TurnEnvironment } from './persisted-turn.ts';
+import { runtimeHistory } from './context-history.ts';
+import { runPersistedTurn, type TurnEnvironment } from './persisted-turn.ts';
 import { createModelClient, zeroUsage, type ContentBlock, type TurnResult } from './runtime/index.ts';
 import { sessionTools } from './session-tools.ts';
 import { enterpriseSettingsOf, type StoredSettings } from './settings.ts';
 import { appendMessage, endTurn, loadHistory, takeQueuedMessages } from './store.ts';
 import { subagentTool } from './subagent.ts';
+import { readRepositoryInstructions } from './repository-instructions.ts';
 import { systemPrompt } from './system-prompt.ts';
 import { turnEvents } from './turn-events.ts';
 import { watchTurn } from './turn-watch.ts';
@@ -22,6 +25,8 @@ export interface TurnRunnerDeps {
   db: PrismaClient;
   clock: Clock;
   machines: Omit<MachineDeps, 'db'>;
+  /** Custom models' base URLs are the organization's: they are called through it. */
+  egress: Pick<EgressGuard, 'fetch'>;
   /** How often a running turn looks for an interrupt (default 250 ms). */
   watchIntervalMs?: number;
   /** Where models-file API keys are read (default process.env). */
@@ -106,7 +111,7 @@ async function answerDanglingToolCalls(tx: Parameters<Parameters<PrismaClient['$
 
 async function executeTurn(deps: TurnRunnerDeps, session: Session, ctx: JobContext): Promise<TurnResult | 'shutdown'> {
   const settings = storedSettings(session);
-  const env = await environment(deps, session, settings);
+  const env = await environment(deps, session, settings, ctx.signal);
   const history = await loadHistory(deps.db, session.id);
   // A continued turn whose model had already answered has nothing left to do.
   const last = history.filter((m) => m.queueStatus !== 'queued').at(-1);
@@ -130,7 +135,7 @@ async function executeTurn(deps: TurnRunnerDeps, session: Session, ctx: JobConte
 }
 
 /** The model and the computer of a turn; a TurnRefused names what is missing. */
-async function environment(deps: TurnRunnerDeps, session: Session, settings: StoredSettings): Promise<TurnEnvironment> {
+async function environment(deps: TurnRunnerDeps, session: Session, settings: StoredSettings, signal: AbortSignal): Promise<TurnEnvironment> {
   const [enterpriseSettings, computer] = await Promise.all([
     enterpriseSettingsOf(deps.db, session.organizationId),
     deps.db.computer.findFirst({ where: { id: session.computerId, deletedAt: null } }),
@@ -145,7 +150,7 @@ async function environment(deps: TurnRunnerDeps, session: Session, settings: Sto
   if (!modelId) throw new TurnRefused('The session has no model; set sessionSettings.model with PATCH');
   let resolved;
   try {
-    resolved = resolveModel(modelId, openCustomModelKeys(enterpriseSettings, deps.machines.secrets), deps.env);
+    resolved = resolveModel(modelId, openCustomModelKeys(enterpriseSettings, deps.machines.secrets), deps.env ?? process.env, deps.egress.fetch);
   } catch (err) {
     throw new TurnRefused((err as Error).message);
   }
@@ -156,6 +161,7 @@ async function environment(deps: TurnRunnerDeps, session: Session, settings: Sto
     const reported = machineUnavailable(computer, err);
     throw new TurnRefused(reported instanceof Error ? reported.message : String(reported));
   }
+  const instructions = settings.agentsMdEnabled === false ? [] : await readRepositoryInstructions(deps.machines.ssh, target, session.cwd, signal);
   return {
     db: deps.db,
     clock: deps.clock,
@@ -163,8 +169,27 @@ async function environment(deps: TurnRunnerDeps, session: Session, settings: Sto
     target,
     model: createModelClient(resolved.config),
     pricing: resolved.pricing,
-    system: systemPrompt(computer, session.cwd, settings),
+    compaction: compactionModel(settings, modelId, enterpriseSettings, deps),
+    system: systemPrompt(computer, session.cwd, settings, instructions),
   };
+}
+
+/**
+ * The model that compacts the session's context: `compactionModel` when it names another model
+ * that can be called, else the session's own (undefined here); `off` when the threshold check is
+ * disabled. A compaction model that cannot be resolved (removed from the models file, key unset)
+ * does not stop the turn: the session's model summarises instead.
+ */
+function compactionModel(settings: StoredSettings, modelId: string, enterpriseSettings: unknown, deps: TurnRunnerDeps): TurnEnvironment['compaction'] {
+  if (settings.compactionThresholdCheckEnabled === false) return 'off';
+  const id = settings.compactionModel;
+  if (!id || id === 'current-model' || id === modelId) return undefined;
+  try {
+    const resolved = resolveModel(id, openCustomModelKeys(enterpriseSettings, deps.machines.secrets), deps.env ?? process.env, deps.egress.fetch);
+    return { model: createModelClient(resolved.config), pricing: resolved.pricing };
+  } catch {
+    return undefined;
+  }
 }
 
 const STOP_NOTES: Partial<Record<TurnResult['stopReason'], (r: Pick<TurnResult, 'error' | 'steps'>) => string>> = {

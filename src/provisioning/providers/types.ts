@@ -61,8 +61,11 @@ export type ProviderMetricSample = Omit<MetricsSample, 'timestamp'>;
 export interface ManagedProvider {
   /** The identifier clients send as `provider`, e.g. `local` or `kubernetes`. */
   readonly name: string;
-  /** Whether this deployment can provision with it right now (prerequisites present). */
-  isAvailable(): Promise<boolean>;
+  /**
+   * What keeps this deployment from provisioning with it right now, each naming the missing
+   * prerequisite and what provides it; empty when it is usable.
+   */
+  missingPrerequisites(): Promise<string[]>;
   /** The inline program for one computer's stack. */
   readonly program: ComputerProgram;
   /**

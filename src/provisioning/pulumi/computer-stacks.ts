@@ -12,6 +12,7 @@ import { repairInterruptedWrites } from './file-backend-repair.ts';
 import { KEEPER_SECRETS_PROVIDER, startStackKeeper, type StackKeeper } from './stack-keeper.ts';
 import type { PulumiStateSettings } from './state-settings.ts';
 import type { PulumiToolchain } from './toolchain.ts';
+import { processAlive } from '../../lib/process-alive.ts';
 
 /** Every computer's stack belongs to this project; the stack is named after the computer id. */
 export const COMPUTERS_PROJECT = 'agentplane-computers';
@@ -158,7 +159,7 @@ export function createComputerStacks(opts: ComputerStacksOptions): ComputerStack
 
   async function clearLock(stack: Stack, run: StackRunOptions, holder: { host: string; pid: number }) {
     const deadline = Date.now() + LIVE_LOCK_WAIT_MS;
-    while (holder.host === os.hostname() && alive(holder.pid)) {
+    while (holder.host === os.hostname() && processAlive(holder.pid)) {
       if (Date.now() > deadline) throw new StackOperationFailed(`stack ${stack.name} is still locked by pid ${holder.pid} on this machine`);
       run.log.info({ stack: stack.name, pid: holder.pid }, 'waiting for the process holding the stack lock');
       await delay(1_000, undefined, { signal: run.signal });
@@ -201,14 +202,6 @@ export function createComputerStacks(opts: ComputerStacksOptions): ComputerStack
   };
 }
 
-function alive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (err) {
-    return (err as NodeJS.ErrnoException).code === 'EPERM';
-  }
-}
 
 function lastLines(text: string): string {
   return text.trim().split('\n').slice(-5).join('\n');

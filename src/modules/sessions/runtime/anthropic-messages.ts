@@ -1,23 +1,37 @@
 import Anthropic, { APIError } from '@anthropic-ai/sdk';
-import type { ContentBlockParam, MessageParam, RawMessageStreamEvent, Tool } from '@anthropic-ai/sdk/resources/messages';
+import type { ContentBlockParam, MessageParam, RawMessageStreamEvent, TextBlockParam, Tool } from '@anthropic-ai/sdk/resources/messages';
 import { toolResultText, type ContentBlock, type RuntimeMessage } from './content.ts';
+import { contextLimits } from './context-limits.ts';
+import { sortedKeys } from './stable-json.ts';
 import { ModelCallFailed, zeroUsage, type Completion, type CompleteRequest, type ModelClient, type ModelConfig, type StopReason, type ToolSpec, type Usage } from './model-client.ts';
 
-/** Anthropic Messages API through the official `@anthropic-ai/sdk`; thinking keeps its signature. */
+const EPHEMERAL = { type: 'ephemeral' } as const;
+
+/**
+ * Anthropic Messages API through the official `@anthropic-ai/sdk`; thinking keeps its signature.
+ * Requests mark prompt-cache breakpoints: the system prompt (which caches the tools before it)
+ * and the last two user turns. The last one writes the prefix this call adds; the one before it
+ * is where the previous call's prefix ended, so that prefix is read from cache whatever the
+ * number of blocks in between. Three of the four breakpoints the API allows.
+ */
 export function createAnthropicClient(model: ModelConfig): ModelClient {
-  const client = new Anthropic({ baseURL: model.baseUrl, apiKey: model.apiKey, maxRetries: 2 });
+  const client = new Anthropic({ baseURL: model.baseUrl, apiKey: model.apiKey, maxRetries: 2, fetch: model.fetch });
   return {
     model,
     async complete(req: CompleteRequest): Promise<Completion> {
       const state = new StreamState();
+      const tools = req.tools.map(toAnthropicTool);
+      const system: TextBlockParam[] = req.system ? [{ type: 'text', text: req.system, cache_control: EPHEMERAL }] : [];
+      const lastTool = tools.at(-1);
+      if (system.length === 0 && lastTool) lastTool.cache_control = EPHEMERAL;
       try {
         const stream = await client.messages.create(
           {
             model: model.upstreamModel ?? model.id,
-            max_tokens: model.maxOutputTokens ?? 8192,
-            ...(req.system ? { system: req.system } : {}),
-            messages: toAnthropicMessages(req.messages),
-            ...(req.tools.length > 0 ? { tools: req.tools.map(toAnthropicTool) } : {}),
+            max_tokens: req.maxOutputTokens ?? contextLimits(model).maxOutputTokens,
+            ...(system.length > 0 ? { system } : {}),
+            messages: markCacheBreakpoints(toAnthropicMessages(req.messages)),
+            ...(tools.length > 0 ? { tools } : {}),
             stream: true,
           },
           { signal: req.signal },
@@ -165,7 +179,7 @@ function toParam(block: ContentBlock): ContentBlockParam | undefined {
     case 'redacted_thinking':
       return { type: 'redacted_thinking', data: block.data };
     case 'tool_use':
-      return { type: 'tool_use', id: block.id, name: block.name, input: block.input };
+      return { type: 'tool_use', id: block.id, name: block.name, input: sortedKeys(block.input) };
     case 'tool_result':
       return { type: 'tool_result', tool_use_id: block.toolUseId, content: toolResultText(block), ...(block.isError ? { is_error: true } : {}) };
   }
@@ -188,4 +202,20 @@ export function toAnthropicMessages(messages: RuntimeMessage[]): MessageParam[] 
     else out.push({ role, content: blocks });
   }
   return out;
+}
+
+/** Marks the last block of the last two user turns as cache breakpoints (see createAnthropicClient). */
+function markCacheBreakpoints(messages: MessageParam[]): MessageParam[] {
+  let marked = 0;
+  for (let i = messages.length - 1; i >= 0 && marked < 2; i--) {
+    const m = messages[i]!;
+    if (m.role !== 'user' || !Array.isArray(m.content)) continue;
+    const last = m.content.at(-1);
+    // Thinking blocks cannot carry a breakpoint; user turns hold none.
+    if (last && last.type !== 'thinking' && last.type !== 'redacted_thinking') {
+      last.cache_control = EPHEMERAL;
+      marked++;
+    }
+  }
+  return messages;
 }

@@ -95,9 +95,15 @@ export type MessageRole = z.infer<typeof MessageRoleSchema>;
 /**
  * What the runtime reads and emits: a role and its content. The stored message adds `id`,
  * `createdAt`, `updatedAt` and the other fields of section 1.7. Tool results travel in `tool`
- * messages, one per batch of tool calls.
+ * messages, one per batch of tool calls. `covers` names the stored messages (by `seq`) this one
+ * stands for: itself once stored, or for a compaction summary the range it replaces, so a later
+ * compaction can say which stored messages it replaces. Model adapters ignore it.
  */
-export const RuntimeMessageSchema = z.object({ role: MessageRoleSchema, content: z.array(ContentBlockSchema) });
+export const RuntimeMessageSchema = z.object({
+  role: MessageRoleSchema,
+  content: z.array(ContentBlockSchema),
+  covers: z.object({ fromSeq: z.number(), toSeq: z.number() }).optional(),
+});
 export type RuntimeMessage = z.infer<typeof RuntimeMessageSchema>;
 
 /** The text of a tool result, whichever form its content has. */

@@ -4,3 +4,6 @@ export * from './tools.ts';
 export * from './autonomy.ts';
 export * from './turn.ts';
 export * from './pricing.ts';
+export * from './context-limits.ts';
+export * from './context-window.ts';
+export * from './compaction.ts';

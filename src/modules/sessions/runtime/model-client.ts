@@ -1,3 +1,4 @@
+import { egressRefusalIn } from '../../../egress/guard.ts';
 import type { ContentBlock, RuntimeMessage } from './content.ts';
 import { createAnthropicClient } from './anthropic-messages.ts';
 import { createOpenAiChatClient } from './openai-chat.ts';
@@ -10,8 +11,12 @@ export interface ModelConfig {
   apiKey: string;
   /** The provider's model name when it differs from `id`. */
   upstreamModel?: string;
-  /** Cap on tokens per model call; Anthropic requires one. Default 8192. */
+  /** Cap on tokens per model call; Anthropic requires one. Default per provider (context-limits.ts). */
   maxOutputTokens?: number;
+  /** The fetch the SDK calls with; set to the egress guard's for URLs a tenant chose. */
+  fetch?: typeof globalThis.fetch;
+  /** Tokens the model reads and writes per call, input and output together. Default per provider. */
+  contextWindow?: number;
 }
 
 /** A tool as the model sees it: the JSON schema comes from the tool's zod schema. */
@@ -51,6 +56,8 @@ export interface CompleteRequest {
   system: string;
   messages: RuntimeMessage[];
   tools: ToolSpec[];
+  /** This call's output cap when it differs from the model's (a compaction summary is shorter). */
+  maxOutputTokens?: number;
   signal?: AbortSignal;
   onDelta?: (delta: ModelDelta) => void;
 }
@@ -65,7 +72,8 @@ export class ModelCallFailed extends Error {
   readonly modelId: string;
   readonly status: number | undefined;
   constructor(modelId: string, status: number | undefined, message: string, cause?: unknown) {
-    super(`model ${modelId} failed${status === undefined ? '' : ` (HTTP ${status})`}: ${message}`, { cause });
+    // SDKs report a refused connection as a bare "Connection error."; the refusal says what to change.
+    super(`model ${modelId} failed${status === undefined ? '' : ` (HTTP ${status})`}: ${egressRefusalIn(cause)?.message ?? message}`, { cause });
     this.name = 'ModelCallFailed';
     this.modelId = modelId;
     this.status = status;

@@ -1,11 +1,18 @@
 import OpenAI, { APIError } from 'openai';
 import type { ChatCompletionContentPart, ChatCompletionMessageParam, ChatCompletionTool } from 'openai/resources/chat/completions';
 import { toolResultText, type ContentBlock, type RuntimeMessage, type ToolUseBlock } from './content.ts';
+import { stableStringify } from './stable-json.ts';
+import { contextLimits } from './context-limits.ts';
 import { ModelCallFailed, zeroUsage, type Completion, type CompleteRequest, type ModelClient, type ModelConfig, type StopReason, type ToolSpec, type Usage } from './model-client.ts';
 
-/** OpenAI-compatible Chat Completions (`/chat/completions`), through the official `openai` client. */
+/**
+ * OpenAI-compatible Chat Completions (`/chat/completions`), through the official `openai` client.
+ * Providers that cache prompts do so by themselves on a byte-identical prefix: the request is
+ * built so that the history it repeats serializes the same way on every call (tool arguments
+ * with sorted keys, the system prompt first and unchanged within a turn).
+ */
 export function createOpenAiChatClient(model: ModelConfig): ModelClient {
-  const client = new OpenAI({ baseURL: model.baseUrl, apiKey: model.apiKey, maxRetries: 2 });
+  const client = new OpenAI({ baseURL: model.baseUrl, apiKey: model.apiKey, maxRetries: 2, fetch: model.fetch });
   return {
     model,
     async complete(req: CompleteRequest): Promise<Completion> {
@@ -16,7 +23,7 @@ export function createOpenAiChatClient(model: ModelConfig): ModelClient {
             model: model.upstreamModel ?? model.id,
             messages: toChatMessages(req.system, req.messages),
             ...(req.tools.length > 0 ? { tools: req.tools.map(toChatTool) } : {}),
-            max_completion_tokens: model.maxOutputTokens ?? 8192,
+            max_completion_tokens: req.maxOutputTokens ?? contextLimits(model).maxOutputTokens,
             stream: true,
             stream_options: { include_usage: true },
           },
@@ -152,7 +159,7 @@ export function toChatMessages(system: string, messages: RuntimeMessage[]): Chat
         role: 'assistant',
         content: text || null,
         ...(calls.length > 0
-          ? { tool_calls: calls.map((c) => ({ id: c.id, type: 'function' as const, function: { name: c.name, arguments: JSON.stringify(c.input) } })) }
+          ? { tool_calls: calls.map((c) => ({ id: c.id, type: 'function' as const, function: { name: c.name, arguments: stableStringify(c.input) } })) }
           : {}),
       });
     } else if (m.role === 'user' || m.role === 'system') {

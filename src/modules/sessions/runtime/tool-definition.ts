@@ -29,6 +29,11 @@ export interface AgentTool {
   name: string;
   description: string;
   kind: ToolKind;
+  /**
+   * Only reads the computer, so calls of it that the model makes together may run at once. Not
+   * the same as kind `read` (the autonomy gate): a subagent is gated as a reader but writes.
+   */
+  concurrent: boolean;
   inputSchema: z.ZodType;
   /** JSON schema of the input for the model, derived from `inputSchema`. */
   jsonSchema: Record<string, unknown>;
@@ -61,6 +66,8 @@ export function defineTool<S extends z.ZodType>(def: {
   name: string;
   description: string;
   kind: ToolKind;
+  /** See AgentTool.concurrent; default false. */
+  concurrent?: boolean;
   input: S;
   execute(ctx: ToolContext, input: z.output<S>): Promise<ToolResult>;
 }): AgentTool {
@@ -69,6 +76,7 @@ export function defineTool<S extends z.ZodType>(def: {
     name: def.name,
     description: def.description,
     kind: def.kind,
+    concurrent: def.concurrent ?? false,
     inputSchema: def.input,
     jsonSchema,
     async run(ssh, target, cwd, input, signal) {

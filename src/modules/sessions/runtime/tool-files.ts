@@ -20,6 +20,7 @@ export const readFileTool = defineTool({
   name: 'read_file',
   description: `Read a text file. Returns up to ${DEFAULT_READ_LINES} lines by default; use offset and limit for more.`,
   kind: 'read',
+  concurrent: true,
   input: z.object({
     path: z.string().min(1).describe('File path, relative to the working directory or absolute.'),
     offset: z.number().int().min(1).optional().describe('First line to return (1-based).'),

@@ -10,6 +10,7 @@ export const listDirectoryTool = defineTool({
   name: 'list_directory',
   description: 'List a directory (ls -lA): names, sizes, permissions and modification times, hidden entries included.',
   kind: 'read',
+  concurrent: true,
   input: z.object({ path: z.string().min(1).optional().describe('Directory, relative to the working directory or absolute (default: the working directory).') }),
   async execute({ ssh, target, cwd, signal }, input) {
     const dir = resolvePath(cwd, input.path ?? '.');
@@ -23,6 +24,7 @@ export const globTool = defineTool({
   name: 'glob',
   description: `Find files by glob pattern (bash globstar: ** matches any depth), e.g. "src/**/*.ts". Paths are relative to the search directory; at most ${MAX_GLOB_RESULTS} are returned.`,
   kind: 'read',
+  concurrent: true,
   input: z.object({
     pattern: z.string().min(1).describe('Glob pattern.'),
     path: z.string().min(1).optional().describe('Directory to search from (default: the working directory).'),
@@ -45,6 +47,7 @@ export const searchTextTool = defineTool({
   name: 'search_text',
   description: `Search file contents with grep -rn (extended regular expressions), skipping binary files and .git. Returns file:line:text, at most ${MAX_SEARCH_LINES} lines.`,
   kind: 'read',
+  concurrent: true,
   input: z.object({
     pattern: z.string().min(1).describe('Extended regular expression (or a literal string with fixedStrings).'),
     path: z.string().min(1).optional().describe('File or directory to search (default: the working directory).'),

@@ -1,8 +1,13 @@
 import type { SshClient, SshTarget } from '../../../provisioning/ssh/index.ts';
 import { needsApprovalMessage, runsWithoutApproval, type AutonomyLevel } from './autonomy.ts';
 import type { RuntimeMessage, ToolResultBlock, ToolUseBlock } from './content.ts';
-import { addUsage, zeroUsage, type ModelClient, type ModelDelta, type Usage } from './model-client.ts';
+import { contextLimits } from './context-limits.ts';
+import { overflowedPromptTokens } from './context-overflow.ts';
+import { ContextOverflow, ContextWindow, type Compaction } from './context-window.ts';
+import { addUsage, zeroUsage, type ModelClient, type ModelConfig, type ModelDelta, type Usage } from './model-client.ts';
 import type { AgentTool, ToolEffects } from './tool-definition.ts';
+import { toolBatches } from './tool-batches.ts';
+import { TokenEstimator } from './token-estimate.ts';
 import { toolSpecs } from './tools.ts';
 
 export const DEFAULT_MAX_STEPS = 50;
@@ -21,10 +26,22 @@ export interface TurnOptions {
   signal: AbortSignal;
   /** Model calls per turn before the turn stops with `max_steps`. Default 50. */
   maxSteps?: number;
-  /** Each assistant message and each tool message, in order, as it completes; awaited, so the caller can persist it. */
+  /**
+   * The model that compacts the context when it nears the window; default `model`. `off`: the
+   * context is only trimmed at the window's edge.
+   */
+  compaction?: ModelClient | 'off';
+  /**
+   * Each assistant message and each tool message, in order, as it completes; awaited, so the
+   * caller can persist it. The caller may set the message's `covers` once it is stored.
+   */
   onMessage(message: RuntimeMessage): Promise<void>;
-  /** Usage of each model call, interrupted ones included. */
-  onUsage?(usage: Usage): Promise<void> | void;
+  /** A compaction replaced the start of the context; awaited, so the caller can persist the summary (and set its `covers`). */
+  onCompaction?(compaction: Compaction): Promise<void>;
+  /** A compaction failed and the turn fell back to trimming. */
+  onCompactionFailed?(error: string): void;
+  /** Usage of each model call, interrupted and compaction calls included, with the model that made it. */
+  onUsage?(usage: Usage, model: ModelConfig): Promise<void> | void;
   onDelta?(delta: ModelDelta): void;
   /** Each tool call after it ran (or was refused), for analytics. */
   onToolCall?(call: { toolUse: ToolUseBlock; result: ToolResultBlock; effects?: ToolEffects; durationMs: number }): Promise<void> | void;
@@ -53,7 +70,7 @@ export async function runTurn(opts: TurnOptions): Promise<TurnResult> {
   const maxSteps = opts.maxSteps ?? DEFAULT_MAX_STEPS;
   const specs = toolSpecs(opts.tools);
   const byName = new Map(opts.tools.map((t) => [t.name, t]));
-  const messages: RuntimeMessage[] = [...opts.history];
+  let messages: RuntimeMessage[] = [...opts.history];
   let usage = zeroUsage();
   let steps = 0;
   const done = (stopReason: TurnStopReason, error?: string): TurnResult => ({ stopReason, usage, steps, ...(error === undefined ? {} : { error }) });
@@ -61,19 +78,53 @@ export async function runTurn(opts: TurnOptions): Promise<TurnResult> {
     messages.push(message);
     await opts.onMessage(message);
   };
+  const countUsage = async (u: Usage, model: ModelConfig) => {
+    usage = addUsage(usage, u);
+    await opts.onUsage?.(u, model);
+  };
+  const estimator = new TokenEstimator(opts.model.model);
+  const context = new ContextWindow({
+    limits: contextLimits(opts.model.model),
+    estimator,
+    system: opts.system,
+    tools: specs,
+    compactor: opts.compaction === 'off' ? undefined : (opts.compaction ?? opts.model),
+    signal: opts.signal,
+    onUsage: countUsage,
+    onCompaction: async (c) => {
+      await opts.onCompaction?.(c);
+    },
+    onCompactionFailed: opts.onCompactionFailed,
+  });
 
   while (steps < maxSteps) {
     if (opts.signal.aborted) return done('interrupted');
     steps++;
     let completion;
-    try {
-      completion = await opts.model.complete({ system: opts.system, messages, tools: specs, signal: opts.signal, onDelta: opts.onDelta });
-    } catch (err) {
-      if (opts.signal.aborted) return done('interrupted');
-      return done('error', err instanceof Error ? err.message : String(err));
+    // A provider's refusal of the prompt as too large means the estimate fell short of its count
+    // (text unlike what it learned from): learn the count, fit again, and call once more.
+    for (let attempt = 0; completion === undefined; attempt++) {
+      let fitted;
+      try {
+        fitted = await context.fit(messages);
+      } catch (err) {
+        // Anything else escaping fit is the caller's storage failing: it propagates, as from onMessage.
+        if (err instanceof ContextOverflow) return done('error', err.message);
+        throw err;
+      }
+      messages = fitted.messages;
+      try {
+        completion = await opts.model.complete({ system: opts.system, messages, tools: specs, signal: opts.signal, onDelta: opts.onDelta });
+      } catch (err) {
+        if (opts.signal.aborted) return done('interrupted');
+        const reported = attempt === 0 ? overflowedPromptTokens(err, estimator.tokens(fitted.size)) : undefined;
+        if (reported === undefined) return done('error', err instanceof Error ? err.message : String(err));
+        estimator.observe(fitted.size, { ...zeroUsage(), inputTokens: reported });
+        continue;
+      }
+      estimator.observe(fitted.size, completion.usage);
     }
-    usage = addUsage(usage, completion.usage);
-    await opts.onUsage?.(completion.usage);
+    await countUsage(completion.usage, opts.model.model);
     if (completion.content.length > 0) await emit({ role: 'assistant', content: completion.content });
     if (completion.interrupted) return done('interrupted');
 
@@ -82,11 +133,18 @@ export async function runTurn(opts: TurnOptions): Promise<TurnResult> {
 
     // Every tool_use gets its tool_result, even when interrupted: providers reject a history where one is missing.
     const results: ToolResultBlock[] = [];
-    for (const call of calls) {
-      const started = Date.now();
-      const { block, effects } = await runToolCall(opts, byName, call);
-      results.push(block);
-      await opts.onToolCall?.({ toolUse: call, result: block, effects, durationMs: Date.now() - started });
+    for (const batch of toolBatches(calls, (call) => byName.get(call.name)?.concurrent === true)) {
+      const ran = await Promise.all(
+        batch.map(async (call) => {
+          const started = Date.now();
+          const out = await runToolCall(opts, byName, call);
+          return { call, ...out, durationMs: Date.now() - started };
+        }),
+      );
+      for (const { call, block, effects, durationMs } of ran) {
+        results.push(block);
+        await opts.onToolCall?.({ toolUse: call, result: block, effects, durationMs });
+      }
     }
     await emit({ role: 'tool', content: results });
     if (opts.signal.aborted) return done('interrupted');

@@ -21,7 +21,7 @@ export interface KubernetesProviderOptions {
 export function createKubernetesProvider(o: KubernetesProviderOptions): ManagedProvider {
   return {
     name: 'kubernetes',
-    isAvailable: async () => (await missingPrerequisites(o.toolchain, o.env, o.inClusterToken)).length === 0,
+    missingPrerequisites: () => missingPrerequisites(o.toolchain, o.env, o.inClusterToken),
     program: kubernetesComputerProgram(o.settings, o.hostKeySecret),
   };
 }

@@ -3,7 +3,17 @@ import path from 'node:path';
 import type { PulumiToolchain } from '../../pulumi/toolchain.ts';
 import { cgroupLayout } from './cgroups.ts';
 
-const TOOLS = ['ip', 'sshd', 'ssh-keygen', 'useradd', 'userdel', 'runuser', 'flock', 'pkill'];
+/** Each tool the provider runs, with the Debian package that provides it. */
+const TOOLS: Record<string, string> = {
+  ip: 'iproute2',
+  sshd: 'openssh-server',
+  'ssh-keygen': 'openssh-client',
+  useradd: 'passwd',
+  userdel: 'passwd',
+  runuser: 'util-linux',
+  flock: 'util-linux',
+  pkill: 'procps',
+};
 const SBIN = ['/usr/local/sbin', '/usr/local/bin', '/usr/sbin', '/usr/bin', '/sbin', '/bin'];
 
 async function executable(file: string): Promise<boolean> {
@@ -28,11 +38,13 @@ async function onPath(tool: string): Promise<boolean> {
  */
 export async function missingLocalPrerequisites(toolchain: PulumiToolchain): Promise<string[]> {
   const missing: string[] = [];
-  if (process.platform !== 'linux') return ['Linux'];
-  if (process.getuid?.() !== 0) missing.push('root');
-  for (const tool of TOOLS) if (!(await onPath(tool))) missing.push(tool);
+  if (process.platform !== 'linux') return ['Linux: the local provider uses network namespaces and cgroups'];
+  if (process.getuid?.() !== 0) missing.push('root: run agentplane as root (the local provider creates users, network namespaces and cgroups)');
+  for (const [tool, pkg] of Object.entries(TOOLS)) if (!(await onPath(tool))) missing.push(`${tool}: apt-get install ${pkg}`);
   const layout = cgroupLayout(await readFile('/proc/self/mounts', 'utf8'));
-  if (!layout.usable) missing.push('cgroups with cpu, memory and freezer controllers');
-  if (!toolchain.available) missing.push(`Pulumi CLI ${toolchain.version} with pulumi-resource-command (scripts/pulumi-toolchain.sh)`);
+  if (!layout.usable) missing.push('cgroups with the cpu, memory and freezer controllers mounted (v1 or v2)');
+  if (!toolchain.available) {
+    missing.push(`the Pulumi CLI ${toolchain.version} with pulumi-resource-command: run \`bash scripts/pulumi-toolchain.sh\` (builds them from the Go module proxy, needs Go), then restart`);
+  }
   return missing;
 }

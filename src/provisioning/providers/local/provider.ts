@@ -100,17 +100,17 @@ export function createLocalProvider(opts: LocalProviderOptions): ManagedProvider
   }
 
   // Prerequisites change rarely; checking them on every create would cost a few hundred file checks each.
-  let checked: { at: number; available: Promise<boolean> } | undefined;
-  const isAvailable = () => {
+  let checked: { at: number; missing: Promise<string[]> } | undefined;
+  const missingPrerequisites = () => {
     if (!checked || Date.now() - checked.at > AVAILABILITY_TTL_MS) {
-      checked = { at: Date.now(), available: missingLocalPrerequisites(opts.toolchain).then((m) => m.length === 0) };
+      checked = { at: Date.now(), missing: missingLocalPrerequisites(opts.toolchain) };
     }
-    return checked.available;
+    return checked.missing;
   };
 
   return {
     name: LOCAL_PROVIDER,
-    isAvailable,
+    missingPrerequisites,
     program,
     sampleMetrics,
   };
