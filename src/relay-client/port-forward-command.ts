@@ -1,5 +1,6 @@
 import net, { type AddressInfo } from 'node:net';
 import { splice } from '../lib/splice.ts';
+import { onStopRequest } from '../lib/stop-request.ts';
 import { credentialsFrom } from './computer.ts';
 import { openRelaySession } from './relay-session.ts';
 
@@ -24,7 +25,8 @@ export function parsePortSpec(spec: string): { local: number; remote: number } {
 /**
  * `agentplane port-forward <computer> LOCAL[:REMOTE]`: every connection to the local port is
  * carried through the relay to REMOTE on the computer's loopback (a dev server's preview). Runs
- * until SIGINT or SIGTERM (exit 0) or until the relay session ends (exit 255, with the reason).
+ * until asked to stop (SIGINT, SIGTERM, its launcher gone: exit 0) or until the relay session ends
+ * (exit 255, with the reason).
  */
 export async function runPortForward(nameOrId: string, spec: string, opts: PortForwardOptions): Promise<number> {
   const ports = parsePortSpec(spec);
@@ -47,11 +49,7 @@ export async function runPortForward(nameOrId: string, spec: string, opts: PortF
   const { address, port } = server.address() as AddressInfo;
   process.stderr.write(`agentplane: forwarding ${address}:${port} -> ${session.computer.name}:${ports.remote} (Ctrl-C to stop)\n`);
 
-  const stopped = new Promise<string | undefined>((resolve) => {
-    const onSignal = () => resolve(undefined);
-    process.once('SIGINT', onSignal);
-    process.once('SIGTERM', onSignal);
-  });
+  const stopped = new Promise<string | undefined>((resolve) => onStopRequest(() => resolve(undefined)));
   const reason = await Promise.race([stopped, session.ended]);
   server.close();
   session.client.end();
