@@ -37,7 +37,12 @@ import { createIntegrationsService } from './modules/integrations/service.ts';
 import { readinessRoutes } from './modules/readiness/routes.ts';
 import { createReadinessService } from './modules/readiness/service.ts';
 import type { ProviderRegistry } from './provisioning/providers/registry.ts';
+import type { SshGateway } from './provisioning/gateway/index.ts';
+import { webSocketDuplex } from './provisioning/gateway/websocket-stream.ts';
 import type { SshClient } from './provisioning/ssh/index.ts';
+import { createClientRelay } from './relay/client-relay.ts';
+import type { RelayEndpoints } from './relay/upgrade.ts';
+import type { RelayUrls } from './relay/urls.ts';
 
 export interface AppDeps {
   config: Pick<Config, 'bodyLimit' | 'jwt' | 'sessionsOrgs' | 'appUrl' | 'sessions' | 'managed'>;
@@ -51,14 +56,19 @@ export interface AppDeps {
   providers: ProviderRegistry;
   /** Sends background jobs; the worker may run elsewhere. */
   queue: Pick<JobQueue, 'send'>;
-  /** How the control plane reaches machines. */
-  machines: { ssh: SshClient; secrets: SecretBox; gateway?: AgentDialer };
+  /** How the control plane reaches machines; `relay` where this process takes agents' tunnels. */
+  machines: { ssh: SshClient; secrets: SecretBox; gateway?: AgentDialer; relay?: { gateway: Pick<SshGateway, 'accept'>; hostKey: string } };
+  /** The relay's public addresses, reported on computers. */
+  relayUrls?: RelayUrls;
   pendingMigrations: () => Promise<string[]>;
   /** Outbound requests made on a tenant's behalf (URLs checked at request time). */
   egress: EgressGuard;
 }
 
-/** Assembles the Express app: every module's routes, one auth path, one error handler. */
+/**
+ * Assembles the Express app: every module's routes, one auth path, one error handler; and, where
+ * the process takes agents' tunnels, the relay's WebSocket endpoints for the same server.
+ */
 export function createApp(deps: AppDeps) {
   const authenticate = createAuthenticator({
     db: deps.prisma,
@@ -78,6 +88,7 @@ export function createApp(deps: AppDeps) {
         providers: deps.providers,
         queue: deps.queue,
         managed: deps.config.managed,
+        relayUrls: deps.relayUrls,
         ...deps.machines,
       }),
     ),
@@ -127,5 +138,26 @@ export function createApp(deps: AppDeps) {
   const router = express.Router();
   for (const route of routes) mountRoute(router, route, { authenticate, authEpoch: deps.authEpoch });
   app.use(router, notFound, errorHandler);
-  return { app, routes };
+  return { app, routes, relay: relayEndpoints(deps, authenticate) };
+}
+
+function relayEndpoints(deps: AppDeps, authenticate: ReturnType<typeof createAuthenticator>): { endpoints: RelayEndpoints; close(): void } | undefined {
+  const agents = deps.machines.relay;
+  if (!agents) return undefined;
+  const people = createClientRelay({
+    db: deps.prisma,
+    authenticate,
+    authEpoch: deps.authEpoch,
+    machines: { db: deps.prisma, ...deps.machines },
+    hostKey: agents.hostKey,
+    clock: deps.clock,
+    log: deps.log,
+  });
+  return {
+    endpoints: {
+      agent: (ws, remote) => agents.gateway.accept(webSocketDuplex(ws), remote),
+      client: (req, computerId) => people.open(req, computerId),
+    },
+    close: () => people.close(),
+  };
 }

@@ -1,3 +1,4 @@
+import os from 'node:os';
 import path from 'node:path';
 import { z } from 'zod';
 import { parseEgressAllow } from './egress/policy.ts';
@@ -46,7 +47,9 @@ const EnvSchema = z.object({
   AGENTPLANE_K8S_CONTEXT: z.string().min(1).optional(),
   AGENTPLANE_ENCRYPTION_KEY: z.string().optional(),
   AGENTPLANE_SSH_GATEWAY_PORT: z.coerce.number().int().min(0).max(65535).optional(),
-  AGENTPLANE_SSH_GATEWAY_HOST: z.string().min(1).optional(),
+  AGENTPLANE_PUBLIC_URL: z.url().regex(/^https?:\/\//, 'must be an http:// or https:// URL').optional(),
+  AGENTPLANE_RELAY_PEER_PORT: z.coerce.number().int().min(0).max(65535).optional(),
+  AGENTPLANE_RELAY_PEER_HOST: z.string().min(1).optional(),
   AGENTPLANE_GIT_INTEGRATIONS: z.string().optional(),
   AGENTPLANE_APP_URL: z.url().optional(),
   AGENTPLANE_MAX_CONCURRENT_SESSIONS: z.coerce.number().int().min(1).default(10),
@@ -158,11 +161,18 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env) {
       context: e.AGENTPLANE_K8S_CONTEXT,
     },
     encryptionKey: e.AGENTPLANE_ENCRYPTION_KEY,
-    // Unset: no gateway, so `agentplane agent` registrations are refused with a clear 400.
-    sshGateway:
-      e.AGENTPLANE_SSH_GATEWAY_PORT === undefined
-        ? undefined
-        : { port: e.AGENTPLANE_SSH_GATEWAY_PORT, advertisedHost: e.AGENTPLANE_SSH_GATEWAY_HOST },
+    // Unset: agents reach the relay only through the API port (WebSocket); set, also on this SSH port.
+    sshGateway: e.AGENTPLANE_SSH_GATEWAY_PORT === undefined ? undefined : { port: e.AGENTPLANE_SSH_GATEWAY_PORT },
+    relay: {
+      // Unset: the server's own listening address, right for one machine; behind a proxy, set it.
+      publicUrl: e.AGENTPLANE_PUBLIC_URL,
+      // Routing between replicas needs a database they share: on by default with PostgreSQL only
+      // (the embedded database serves one process).
+      peer:
+        e.AGENTPLANE_RELAY_PEER_PORT === undefined && !e.DATABASE_URL
+          ? undefined
+          : { port: e.AGENTPLANE_RELAY_PEER_PORT ?? 8081, advertisedHost: e.AGENTPLANE_RELAY_PEER_HOST ?? os.hostname() },
+    },
     gitIntegrations: parseGitIntegrations(e.AGENTPLANE_GIT_INTEGRATIONS),
     appUrl: e.AGENTPLANE_APP_URL,
     sessions: {

@@ -14,6 +14,7 @@ import { createLogger, type Logger } from './lib/logger.ts';
 import { onStopRequest } from './lib/stop-request.ts';
 import { seedCommand } from './modules/analytics/seed-command.ts';
 import { bootstrapOrganization } from './modules/organization/bootstrap.ts';
+import { registerRelayCommands } from './relay-client/commands.ts';
 import { startServer } from './server.ts';
 import { runCi, type CiRunOptions } from './ci-run/run.ts';
 
@@ -106,8 +107,8 @@ program
     const { config, log } = setup();
     const db = await openDatabase(config);
     await migrateDatabase(db, log);
-    // A worker has no SSH gateway: jobs for agent-connected machines wait for a server's worker.
-    const machines = await startMachineAccess({ ...config, sshGateway: undefined }, db.prisma, log);
+    // A worker holds no agent tunnels; with PostgreSQL it reaches them through the replicas that do.
+    const machines = await startMachineAccess({ ...config, holdsTunnels: false }, db.prisma, log);
     const provisioner = createProvisioner(config, machines.secrets);
     const worker = await startWorker({
       db,
@@ -170,6 +171,8 @@ program
     // The runner's agent tunnel may leave sockets closing; the job is done either way.
     process.exit(await runCi(opts));
   });
+
+registerRelayCommands(program);
 
 program.parseAsync(process.argv).catch((err: unknown) => {
   process.stderr.write(`agentplane: ${err instanceof Error ? err.message : String(err)}\n`);

@@ -19,6 +19,8 @@ import { scheduleSessionJobs } from './modules/sessions/jobs.ts';
 import { scheduleComputerReaper } from './modules/computers/managed/jobs.ts';
 import { createProvisioner } from './provisioning/provisioner.ts';
 import type { ProviderRegistry } from './provisioning/providers/registry.ts';
+import { attachRelay } from './relay/upgrade.ts';
+import { relayUrls } from './relay/urls.ts';
 
 export interface RunningServer {
   url: string;
@@ -37,7 +39,10 @@ export async function startServer(config: Config, log: Logger): Promise<RunningS
   await migrateDatabase(db, log);
   if (!(await hasAnyOrganization(db.prisma))) await firstStart(db, config);
   // Every server sends jobs; with AGENTPLANE_WORKER=false it leaves running them to `agentplane worker`.
-  const machines = await startMachineAccess(config, db.prisma, log);
+  const machines = await startMachineAccess({ ...config, holdsTunnels: true }, db.prisma, log);
+  // The server's own address is known once it listens; AGENTPLANE_PUBLIC_URL names it behind a proxy.
+  let listening: string | undefined;
+  const urls = relayUrls(() => config.relay.publicUrl ?? listening);
   await syncGitIntegrations(db.prisma, machines.secrets, config.gitIntegrations);
   await sealStoredCustomModelKeys({ db: db.prisma, secrets: machines.secrets });
   const provisioner = createProvisioner(config, machines.secrets);
@@ -54,7 +59,7 @@ export async function startServer(config: Config, log: Logger): Promise<RunningS
   // The nightly roll-up is a stored cron schedule; catching up covers days missed while stopped.
   await scheduleAnalyticsRollup(queue, { catchUp: true });
   if (config.runWorker) await queue.work();
-  const { app } = createApp({
+  const { app, relay } = createApp({
     config,
     prisma: db.prisma,
     reads: db.reads,
@@ -64,12 +69,15 @@ export async function startServer(config: Config, log: Logger): Promise<RunningS
     providers: provisioner.providers,
     queue,
     machines,
+    relayUrls: urls,
     pendingMigrations: () => listPendingMigrations(db),
     egress,
   });
   const server = await listen(app, config.port, config.host);
+  if (relay) attachRelay(server, relay.endpoints, log);
   const { port } = server.address() as AddressInfo;
   const url = `http://${config.host === '0.0.0.0' ? '127.0.0.1' : config.host}:${port}`;
+  listening = url;
   log.info({ url, database: db.kind }, 'agentplane is serving');
 
   let stopping: Promise<void> | undefined;
@@ -80,10 +88,15 @@ export async function startServer(config: Config, log: Logger): Promise<RunningS
       // Keep-alive connections turn idle as their last response ends; close each as it does.
       const sweeper = setInterval(() => server.closeIdleConnections(), 50);
       const timer = setTimeout(() => server.closeAllConnections(), config.shutdownTimeoutMs);
-      await Promise.all([closed, queue.stop({ timeoutMs: Math.max(0, deadline - Date.now()) })]);
+      // Running job steps may use agents' tunnels: those stay up until the steps are done.
+      await queue.stop({ timeoutMs: Math.max(0, deadline - Date.now()) });
+      // Upgraded connections (agents' tunnels, relay sessions) keep the server open until they end;
+      // the agents reconnect to another replica.
+      relay?.close();
+      await machines.close();
+      await closed;
       clearInterval(sweeper);
       clearTimeout(timer);
-      await machines.close();
       await db.close();
       log.info('agentplane stopped');
     })());

@@ -1,3 +1,4 @@
+import { hkdfSync } from 'node:crypto';
 import * as pulumi from '@pulumi/pulumi';
 import k8s from '@pulumi/kubernetes';
 import { ComputerRbac } from './rbac.ts';
@@ -71,6 +72,7 @@ export class Agentplane extends pulumi.ComponentResource {
         workerResources: args.workerResources,
         databaseUrl,
         pulumiPassphrase: pulumi.secret(args.pulumiPassphrase),
+        encryptionKey: pulumi.secret(args.encryptionKey ?? derivedEncryptionKey(args.pulumiPassphrase)),
         jwtSecret: args.jwtSecret === undefined ? undefined : pulumi.secret(args.jwtSecret),
         pulumiBackendUrl: args.pulumiBackendUrl,
         logLevel: args.logLevel,
@@ -88,4 +90,15 @@ export class Agentplane extends pulumi.ComponentResource {
     this.firstApiKey = pulumi.interpolate`The first start prints the owner's API key once in the server log: kubectl -n ${ns} logs -l app.kubernetes.io/component=server --tail=-1 | grep -A1 'API key'. Or issue one: kubectl -n ${ns} exec deploy/agentplane -- node bin/agentplane.js bootstrap --org default --email owner@agentplane.local --new-key`;
     this.registerOutputs({ apiUrl: this.apiUrl, firstApiKey: this.firstApiKey });
   }
+}
+
+/**
+ * Every pod must share one encryption key: stored secrets (organization SSH keys, the relay's host
+ * key) are sealed with it and relay peers authenticate each other with a key derived from it. Without
+ * an `encryptionKey` setting, one is derived from the passphrase the stack already keeps secret, so
+ * it is stable across releases. Either one must then stay as it is: a different key cannot open
+ * what the old one sealed.
+ */
+function derivedEncryptionKey(passphrase: string): string {
+  return Buffer.from(hkdfSync('sha256', passphrase, Buffer.alloc(0), 'agentplane deploy encryption key', 32)).toString('base64');
 }

@@ -18,6 +18,7 @@ export interface ControlPlaneArgs {
   /** Secret values, stored in one Kubernetes Secret and read by env references. */
   databaseUrl: pulumi.Input<string>;
   pulumiPassphrase: pulumi.Input<string>;
+  encryptionKey: pulumi.Input<string>;
   jwtSecret?: pulumi.Input<string>;
   pulumiBackendUrl: string;
   logLevel: string;
@@ -30,6 +31,18 @@ export interface ControlPlaneArgs {
 }
 
 const HTTP_PORT = 8080;
+/** Where serving replicas reach each other's agent tunnels (src/relay/peer-server.ts); never in a Service. */
+const RELAY_PEER_PORT = 8081;
+
+/**
+ * Defaults for ingress-nginx, under the stack's own annotations: the relay's WebSockets (agents'
+ * tunnels, `agentplane ssh`) live for hours, and the controller's default 60 s read timeout would
+ * cut an idle one between keepalives of a slow client. WebSocket upgrades need no annotation there.
+ */
+const INGRESS_DEFAULTS: Record<string, string> = {
+  'nginx.ingress.kubernetes.io/proxy-read-timeout': '3600',
+  'nginx.ingress.kubernetes.io/proxy-send-timeout': '3600',
+};
 
 /**
  * The control plane: its Secret, the migration Job, the server Deployment (with its
@@ -43,6 +56,7 @@ export class ControlPlane extends pulumi.ComponentResource {
   readonly disruptionBudget: k8s.policy.v1.PodDisruptionBudget;
   readonly service: k8s.core.v1.Service;
   readonly ingress?: k8s.networking.v1.Ingress;
+  readonly peerPolicy: k8s.networking.v1.NetworkPolicy;
   readonly worker?: k8s.apps.v1.Deployment;
   readonly dataVolume?: k8s.core.v1.PersistentVolumeClaim;
   readonly apiUrl: pulumi.Output<string>;
@@ -62,6 +76,7 @@ export class ControlPlane extends pulumi.ComponentResource {
         stringData: {
           DATABASE_URL: args.databaseUrl,
           PULUMI_CONFIG_PASSPHRASE: args.pulumiPassphrase,
+          AGENTPLANE_ENCRYPTION_KEY: args.encryptionKey,
           ...(args.jwtSecret === undefined ? {} : { AGENTPLANE_JWT_SECRET: args.jwtSecret }),
         },
       },
@@ -71,7 +86,18 @@ export class ControlPlane extends pulumi.ComponentResource {
       name: key,
       valueFrom: { secretKeyRef: { name: this.secret.metadata.name, key } },
     });
-    const env = (runWorker: boolean): EnvVar[] => [
+    const ingress = args.ingress;
+    // What agents and `agentplane ssh` are told to dial (relayAgentUrl, relayClientUrl).
+    this.apiUrl = ingress
+      ? pulumi.output(`${ingress.tlsSecretName ? 'https' : 'http'}://${ingress.host}`)
+      : pulumi.interpolate`http://agentplane.${ns}.svc.cluster.local:${args.service.port}`;
+    // Serving replicas hold agents' tunnels: each tells the others its own pod address, by the lease table.
+    const relayEnv: EnvVar[] = [
+      { name: 'AGENTPLANE_PUBLIC_URL', value: this.apiUrl },
+      { name: 'AGENTPLANE_RELAY_PEER_PORT', value: String(RELAY_PEER_PORT) },
+      { name: 'AGENTPLANE_RELAY_PEER_HOST', valueFrom: { fieldRef: { fieldPath: 'status.podIP' } } },
+    ];
+    const env = (runWorker: boolean, serving = false): EnvVar[] => [
       { name: 'PORT', value: String(HTTP_PORT) },
       { name: 'AGENTPLANE_HOST', value: '0.0.0.0' },
       { name: 'AGENTPLANE_DATA_DIR', value: DATA_DIR },
@@ -81,7 +107,9 @@ export class ControlPlane extends pulumi.ComponentResource {
       { name: 'PULUMI_BACKEND_URL', value: args.pulumiBackendUrl },
       fromSecret('DATABASE_URL'),
       fromSecret('PULUMI_CONFIG_PASSPHRASE'),
+      fromSecret('AGENTPLANE_ENCRYPTION_KEY'),
       ...(args.jwtSecret === undefined ? [] : [fromSecret('AGENTPLANE_JWT_SECRET')]),
+      ...(serving ? relayEnv : []),
       ...Object.entries(args.env).map(([k, v]) => ({ name: k, value: v })),
     ];
 
@@ -114,6 +142,7 @@ export class ControlPlane extends pulumi.ComponentResource {
       resources: Resources,
       extra: Partial<k8s.types.input.core.v1.Container>,
       restartPolicy?: string,
+      serving = false,
     ): k8s.types.input.core.v1.PodSpec => ({
       serviceAccountName: args.serviceAccountName,
       securityContext: podSecurity,
@@ -126,7 +155,7 @@ export class ControlPlane extends pulumi.ComponentResource {
           imagePullPolicy: args.imagePullPolicy,
           // args, not command: the image's entrypoint (tini) stays PID 1 and reaps Pulumi's children.
           args: ['node', 'bin/agentplane.js', command],
-          env: env(runWorker),
+          env: env(runWorker, serving),
           resources,
           securityContext: containerSecurity,
           volumeMounts: [{ name: 'data', mountPath: DATA_DIR }],
@@ -173,12 +202,22 @@ export class ControlPlane extends pulumi.ComponentResource {
             : { type: 'RollingUpdate', rollingUpdate: { maxSurge: 1, maxUnavailable: 0 } },
           template: {
             metadata: { labels: serverLabels },
-            spec: podSpec('serve', args.workerReplicas === 0, args.resources, {
-              ports: [{ name: 'http', containerPort: HTTP_PORT }],
-              startupProbe: probe('/healthz', 2, 60),
-              livenessProbe: probe('/healthz', 10, 3),
-              readinessProbe: probe('/readyz', 5, 2),
-            }),
+            spec: podSpec(
+              'serve',
+              args.workerReplicas === 0,
+              args.resources,
+              {
+                ports: [
+                  { name: 'http', containerPort: HTTP_PORT },
+                  { name: 'relay-peer', containerPort: RELAY_PEER_PORT },
+                ],
+                startupProbe: probe('/healthz', 2, 60),
+                livenessProbe: probe('/healthz', 10, 3),
+                readinessProbe: probe('/readyz', 5, 2),
+              },
+              undefined,
+              true,
+            ),
           },
         },
       },
@@ -208,12 +247,31 @@ export class ControlPlane extends pulumi.ComponentResource {
       parent,
     );
 
-    const ingress = args.ingress;
+    // The peer port answers only agentplane's own pods (servers and workers reach tunnels through
+    // it); the API port stays open to the Service and the Ingress controller. Where the cluster's
+    // network plugin enforces no policies, the peer tokens still do.
+    const instanceLabels = { 'app.kubernetes.io/name': args.labels['app.kubernetes.io/name']!, 'app.kubernetes.io/instance': args.labels['app.kubernetes.io/instance']! };
+    this.peerPolicy = new k8s.networking.v1.NetworkPolicy(
+      `${name}-relay-peers`,
+      {
+        metadata: { name: 'agentplane-relay-peers', namespace: ns, labels: serverLabels },
+        spec: {
+          podSelector: { matchLabels: serverLabels },
+          policyTypes: ['Ingress'],
+          ingress: [
+            { ports: [{ port: 'http' }] },
+            { from: [{ podSelector: { matchLabels: instanceLabels } }], ports: [{ port: 'relay-peer' }] },
+          ],
+        },
+      },
+      parent,
+    );
+
     if (ingress) {
       this.ingress = new k8s.networking.v1.Ingress(
         name,
         {
-          metadata: { name: 'agentplane', namespace: ns, labels: serverLabels, annotations: ingress.annotations },
+          metadata: { name: 'agentplane', namespace: ns, labels: serverLabels, annotations: { ...INGRESS_DEFAULTS, ...ingress.annotations } },
           spec: {
             ingressClassName: ingress.className,
             tls: ingress.tlsSecretName ? [{ hosts: [ingress.host], secretName: ingress.tlsSecretName }] : undefined,
@@ -257,9 +315,6 @@ export class ControlPlane extends pulumi.ComponentResource {
       );
     }
 
-    this.apiUrl = ingress
-      ? pulumi.output(`${ingress.tlsSecretName ? 'https' : 'http'}://${ingress.host}`)
-      : pulumi.interpolate`http://${this.service.metadata.name}.${this.service.metadata.namespace}.svc.cluster.local:${args.service.port}`;
     this.registerOutputs({ apiUrl: this.apiUrl });
   }
 }

@@ -5,7 +5,7 @@ import { dnsLabel } from '../lib/kubernetes-names.ts';
 export const SETTINGS_NAMESPACE = 'agentplane';
 
 /** Settings that hold credentials: the stack file must keep them encrypted (`pulumi config set --secret`). */
-export const SECRET_SETTINGS = ['databaseUrl', 'postgresPassword', 'jwtSecret', 'pulumiPassphrase'] as const;
+export const SECRET_SETTINGS = ['databaseUrl', 'postgresPassword', 'jwtSecret', 'pulumiPassphrase', 'encryptionKey'] as const;
 
 /** Where the server keeps local state in its container; a file:// Pulumi backend must live below it. */
 export const DATA_DIR = '/var/lib/agentplane';
@@ -82,6 +82,11 @@ export const SettingsSchema = z
     postgresPassword: z.string().min(16, 'must be at least 16 characters').optional(),
     jwtSecret: z.string().min(32, 'must be at least 32 characters').optional(),
     pulumiPassphrase: z.string().min(16, 'must be at least 16 characters'),
+    /** AGENTPLANE_ENCRYPTION_KEY of every pod (32 bytes, base64); unset, derived from pulumiPassphrase. */
+    encryptionKey: z
+      .string()
+      .refine((v) => Buffer.from(v, 'base64').length === 32, 'must be 32 bytes, base64: openssl rand -base64 32')
+      .optional(),
     pulumiBackendUrl: z
       .string()
       .regex(/^(s3|gs|azblob|file):\/\/\S+$/, 'must be an s3://, gs://, azblob:// or file:// URL'),

@@ -2,7 +2,8 @@ import os from 'node:os';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { normalizeFingerprint } from '../provisioning/ssh/host-keys.ts';
 import { localHostId } from './host-id.ts';
-import { parseGatewayUrl, registerComputer, RegistrationUnavailable, type RegisteredComputer } from './registration.ts';
+import { parseGatewayUrl } from './gateway-address.ts';
+import { registerComputer, RegistrationUnavailable, type RegisteredComputer } from './registration.ts';
 import { createSessionServer } from './session-server.ts';
 import { defaultStateDir, openStateDir, type AgentStateDir } from './state.ts';
 import { runTunnel, type TunnelOptions } from './tunnel.ts';
@@ -17,7 +18,7 @@ export interface AgentOptions {
   stateDir?: string;
   /** Pins the gateway's host key (`SHA256:...`) instead of trusting the first one seen. */
   gatewayHostKey?: string;
-  /** `ssh://host:port` to use instead of the registered relayAgentUrl (e.g. through a proxy). */
+  /** `wss://...` or `ssh://host:port` to use instead of the registered relayAgentUrl (e.g. through a proxy). */
   gateway?: string;
   log(line: string): void;
   /** Overrides for tests: reconnect delays, keepalive, where the machine id is read from. */
@@ -38,7 +39,7 @@ function commandEnvironment(): NodeJS.ProcessEnv {
 }
 
 /**
- * Registers this machine (once) and serves the control plane through the gateway tunnel until
+ * Registers this machine (once) and serves the control plane through the relay tunnel until
  * `signal` aborts. Rejects with RegistrationRefused or TunnelRefused when retrying cannot help.
  */
 export async function runAgent(opts: AgentOptions, signal: AbortSignal): Promise<void> {
@@ -66,7 +67,7 @@ export async function runAgent(opts: AgentOptions, signal: AbortSignal): Promise
 
   const gatewayUrl = opts.gateway ?? saved.relayAgentUrl;
   if (!gatewayUrl) {
-    throw new Error(`the control plane at ${saved.url ?? opts.url} named no SSH gateway (relayAgentUrl); its operator must set AGENTPLANE_SSH_GATEWAY_PORT, or pass --gateway ssh://host:port`);
+    throw new Error(`the control plane at ${saved.url ?? opts.url} named no relay (relayAgentUrl) for this computer; pass --gateway wss://host/api/v0/relay/agent or ssh://host:port`);
   }
   if (opts.gatewayHostKey) {
     saved = await state.update({ gatewayHostKey: normalizeFingerprint(opts.gatewayHostKey) });

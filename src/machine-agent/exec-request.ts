@@ -12,7 +12,8 @@ export interface RunningCommand {
 
 /**
  * Runs an SSH `exec` request as sshd would for a non-login session: `/bin/sh -c <command>` in
- * `home`, stdin from the channel, stdout and stderr to it, then the exit status.
+ * `home`, stdin from the channel, stdout and stderr to it, then the exit status. `argv` runs
+ * something else the same way (a shell on a terminal, see terminal.ts).
  *
  * The command leads a process group of its own (`detached`), for two reasons. The agent can kill
  * everything the command started, which it does when the channel closes before the command has
@@ -20,8 +21,8 @@ export interface RunningCommand {
  * control plane's stdin watchdog (withStdinWatchdog in ../provisioning/ssh/command.ts) ends with
  * `kill -KILL 0`, which must hit the command's group, never the agent's.
  */
-export function runExecRequest(channel: ServerChannel, command: string, env: NodeJS.ProcessEnv, home: string): RunningCommand {
-  const child = spawn('/bin/sh', ['-c', command], { cwd: home, env, detached: true, stdio: ['pipe', 'pipe', 'pipe'] });
+export function runExecRequest(channel: ServerChannel, command: string, env: NodeJS.ProcessEnv, home: string, argv = ['/bin/sh', '-c', command]): RunningCommand {
+  const child = spawn(argv[0]!, argv.slice(1), { cwd: home, env, detached: true, stdio: ['pipe', 'pipe', 'pipe'] });
   let finished = false;
   let channelClosed = false;
 
@@ -49,7 +50,7 @@ export function runExecRequest(channel: ServerChannel, command: string, env: Nod
   child.once('error', (err) => {
     finished = true;
     if (channelClosed) return;
-    channel.stderr.write(`agentplane agent: cannot run /bin/sh: ${err.message}\n`);
+    channel.stderr.write(`agentplane agent: cannot run ${argv[0]}: ${err.message}\n`);
     channel.exit(127);
     channel.end();
   });

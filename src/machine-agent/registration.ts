@@ -15,7 +15,7 @@ export interface RegistrationRequest {
 
 export interface RegisteredComputer {
   id: string;
-  /** `ssh://host:port` of the control plane's SSH gateway; null when it runs none. */
+  /** Where the agent keeps its tunnel: `wss://.../api/v0/relay/agent` or `ssh://host:port`; null when the control plane offers none. */
   relayAgentUrl: string | null;
 }
 
@@ -87,16 +87,4 @@ function parseJson(text: string): unknown {
   } catch {
     return undefined;
   }
-}
-
-/** `ssh://host:port` (IPv6 in brackets) to a host and port; port 22 when none is given. */
-export function parseGatewayUrl(relayAgentUrl: string): { host: string; port: number } {
-  let url: URL;
-  try {
-    url = new URL(relayAgentUrl);
-  } catch {
-    throw new Error(`the SSH gateway address ${JSON.stringify(relayAgentUrl)} is not a URL like ssh://host:port`);
-  }
-  if (url.protocol !== 'ssh:' || !url.hostname) throw new Error(`the SSH gateway address ${JSON.stringify(relayAgentUrl)} is not a URL like ssh://host:port`);
-  return { host: url.hostname.replace(/^\[(.*)\]$/, '$1'), port: url.port ? Number(url.port) : 22 };
 }

@@ -1,11 +1,14 @@
 import fs from 'node:fs';
-import type { Socket } from 'node:net';
+import net, { type Socket } from 'node:net';
 import os from 'node:os';
 import type { Duplex } from 'node:stream';
-import ssh2, { type AuthContext, type Connection, type Session } from 'ssh2';
+import ssh2, { type AuthContext, type Connection, type PseudoTtyInfo, type ServerChannel, type Session } from 'ssh2';
+import { splice } from '../lib/splice.ts';
 import { AGENT_SERVER_SOFTWARE } from '../provisioning/gateway/protocol.ts';
+import { shellQuote } from '../provisioning/ssh/command.ts';
 import { runExecRequest, type RunningCommand } from './exec-request.ts';
 import { serveSftp } from './sftp-server.ts';
+import { loginShell, onTerminal } from './terminal.ts';
 
 export interface SessionServerOptions {
   /** Private host key; the control plane pins its public half from registration. */
@@ -26,7 +29,9 @@ const ENV_NAME = /^[A-Za-z_][A-Za-z0-9_]*$/;
 
 /**
  * The agent's in-process SSH server: what sshd is for a directly registered machine, reached only
- * through the gateway tunnel. It offers `exec` and the `sftp` subsystem, as the agent's own user.
+ * through the relay tunnel. It offers `exec`, `shell` (on a terminal when asked, see terminal.ts),
+ * the `sftp` subsystem and direct-tcpip channels (port forwarding from `agentplane port-forward`),
+ * as the agent's own user.
  *
  * Authentication: any method (ssh2 clients try `none` first) for the agent's own user name. The
  * stream only ever comes from a `forwarded-tcpip` channel that the gateway opened over the
@@ -49,6 +54,14 @@ export function createSessionServer(opts: SessionServerOptions): SessionServer {
     });
     client.on('ready', () => {
       client.on('session', (accept) => handleSession(accept(), opts));
+      client.on('tcpip', (accept, reject, info) => {
+        const socket = net.connect({ host: info.destIP, port: info.destPort, noDelay: true });
+        socket.once('error', () => reject());
+        socket.once('connect', () => {
+          socket.removeAllListeners('error');
+          splice(accept(), socket);
+        });
+      });
     });
   });
 
@@ -70,24 +83,47 @@ function handleSession(session: Session, opts: SessionServerOptions): void {
   const env: NodeJS.ProcessEnv = { ...opts.env };
   const home = homeDirectory();
   let running: RunningCommand | undefined;
+  let pty: PseudoTtyInfo | undefined;
+
+  const run = (accept: () => ServerChannel | undefined, command: string | undefined) => {
+    const channel = accept();
+    if (!channel) return;
+    if (pty) {
+      const terminal = onTerminal(command, pty);
+      running = runExecRequest(channel, command ?? '', { ...env, ...terminal.env }, home, terminal.argv);
+    } else {
+      running = runExecRequest(channel, command ?? `exec ${shellQuote(loginShell())}`, env, home);
+    }
+  };
 
   session.on('env', (accept, reject, info) => {
     if (!ENV_NAME.test(info.key)) return reject?.();
     env[info.key] = info.val;
     accept?.();
   });
-  session.on('pty', (_accept, reject) => reject?.());
-  session.on('shell', (_accept, reject) => reject?.());
-  session.on('exec', (accept, _reject, info) => {
-    const channel = accept();
-    if (channel) running = runExecRequest(channel, info.command, env, home);
+  session.on('pty', (accept, _reject, info) => {
+    pty = info;
+    accept?.();
   });
+  // The terminal's size is fixed at start (see terminal.ts); the request is answered so clients carry on.
+  session.on('window-change', (accept) => accept?.());
+  session.on('shell', (accept) => run(accept, undefined));
+  session.on('exec', (accept, _reject, info) => run(accept, info.command));
   session.on('signal', (accept, _reject, info) => {
     running?.kill(info.name);
     accept?.();
   });
   session.on('sftp', (accept) => {
     const sftp = accept();
-    if (sftp) serveSftp(sftp, home);
+    if (!sftp) return;
+    serveSftp(sftp, home);
+    // At the client's EOF, answer as sshd does once sftp-server exits: status 0, then close.
+    // OpenSSH's scp and sftp count a session without an exit status as failed. ssh2 (pinned
+    // 1.17.0) offers no exit() on its SFTP server object, hence its protocol handle; and it closes
+    // the channel in an 'end' listener of its own, so this one goes first.
+    sftp.prependOnceListener('end', () => {
+      const channel = sftp as unknown as { _protocol: { exitStatus(id: number, status: number): void }; outgoing: { id: number; state: string } };
+      if (channel.outgoing.state === 'open') channel._protocol.exitStatus(channel.outgoing.id, 0);
+    });
   });
 }

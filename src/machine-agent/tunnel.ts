@@ -1,13 +1,13 @@
-import net from 'node:net';
 import type { Duplex } from 'node:stream';
 import { setTimeout as sleep } from 'node:timers/promises';
 import ssh2, { type TcpConnectionDetails } from 'ssh2';
 import { FORWARD_BIND_ADDRESS, FORWARD_BIND_PORT } from '../provisioning/gateway/protocol.ts';
-import { describeSocketError, formatAddress } from '../provisioning/ssh/errors.ts';
+import { describeSocketError } from '../provisioning/ssh/errors.ts';
 import { describeHostKey, normalizeFingerprint } from '../provisioning/ssh/host-keys.ts';
+import { describeGateway, dialGateway, type GatewayAddress } from './gateway-address.ts';
 
 export interface TunnelOptions {
-  gateway: { host: string; port: number };
+  gateway: GatewayAddress;
   /** The agent authenticates as its computer: user name = computer id, key = its client key. */
   computerId: string;
   clientKey: string;
@@ -44,7 +44,7 @@ export class TunnelRefused extends Error {
 export async function runTunnel(opts: TunnelOptions, signal: AbortSignal): Promise<void> {
   const initialMs = opts.backoff?.initialMs ?? 500;
   const maxMs = opts.backoff?.maxMs ?? 30_000;
-  const where = formatAddress(opts.gateway.host, opts.gateway.port);
+  const where = describeGateway(opts.gateway);
   const trust: Trust = { pinned: opts.gatewayHostKey ? normalizeFingerprint(opts.gatewayHostKey) : undefined };
   let failures = 0;
 
@@ -57,7 +57,7 @@ export async function runTunnel(opts: TunnelOptions, signal: AbortSignal): Promi
     const base = Math.min(maxMs, initialMs * 2 ** Math.min(Math.max(failures - 1, 0), 30));
     // Jitter in [base/2, base]: after a gateway restart its agents must not all return at once.
     const delay = Math.round(base / 2 + (Math.random() * base) / 2);
-    opts.log(`${result.established ? 'lost the connection to' : 'cannot connect to'} the SSH gateway at ${where}: ${result.reason}; retrying in ${(delay / 1000).toFixed(1)} s`);
+    opts.log(`${result.established ? 'lost the connection to' : 'cannot connect to'} the relay at ${where}: ${result.reason}; retrying in ${(delay / 1000).toFixed(1)} s`);
     await sleep(delay, undefined, { signal }).catch(() => {});
   }
 }
@@ -72,15 +72,28 @@ interface Attempt {
 
 const STABLE_MS = 10_000;
 
+const timeoutMsOf = (opts: TunnelOptions): number => opts.connectTimeoutMs ?? 20_000;
+
 /** The gateway host key pinned so far, shared by all attempts. */
 interface Trust {
   pinned: string | undefined;
 }
 
 /** One connection, from dialling to its end. Rejects only with TunnelRefused. */
-function connectOnce(opts: TunnelOptions, trust: Trust, signal: AbortSignal): Promise<Attempt> {
-  const { host, port } = opts.gateway;
-  const where = formatAddress(host, port);
+async function connectOnce(opts: TunnelOptions, trust: Trust, signal: AbortSignal): Promise<Attempt> {
+  const timeoutMs = timeoutMsOf(opts);
+  let sock: Duplex;
+  try {
+    sock = await dialGateway(opts.gateway, { timeoutMs, signal });
+  } catch (err) {
+    return { established: false, establishedMs: 0, reason: describeSocketError(err) };
+  }
+  return runConnection(opts, trust, sock, signal);
+}
+
+/** The SSH connection over a dialled stream, until it ends. */
+function runConnection(opts: TunnelOptions, trust: Trust, sock: Duplex, signal: AbortSignal): Promise<Attempt> {
+  const where = describeGateway(opts.gateway);
   return new Promise<Attempt>((resolve, reject) => {
     let established = false;
     let establishedAt = 0;
@@ -88,9 +101,7 @@ function connectOnce(opts: TunnelOptions, trust: Trust, signal: AbortSignal): Pr
     let lastError: Error | undefined;
     let firstSeen: string | undefined;
     const client = new ssh2.Client();
-    // Without TCP_NODELAY, Nagle holds back the small packets of every tunnelled request.
-    const sock = net.connect({ host, port, noDelay: true });
-    sock.on('error', () => {});
+    if (signal.aborted) sock.destroy();
 
     const onAbort = () => {
       client.end();
@@ -120,7 +131,7 @@ function connectOnce(opts: TunnelOptions, trust: Trust, signal: AbortSignal): Pr
         }
         established = true;
         establishedAt = Date.now();
-        opts.log(`connected to the SSH gateway at ${where} as computer ${opts.computerId}`);
+        opts.log(`connected to the relay at ${where} as computer ${opts.computerId}`);
         opts.onConnected?.();
       });
     });
@@ -136,7 +147,7 @@ function connectOnce(opts: TunnelOptions, trust: Trust, signal: AbortSignal): Pr
       if (err.level === 'client-timeout') sock.destroy();
       if (err.level === 'client-authentication') {
         refused = new TunnelRefused(
-          `the SSH gateway at ${where} refused this agent's key for computer ${opts.computerId}; ` +
+          `the relay at ${where} refused this agent's key for computer ${opts.computerId}; ` +
             'the computer was probably deleted: remove the agent state directory and run the agent again to register anew',
         );
       }
@@ -157,7 +168,7 @@ function connectOnce(opts: TunnelOptions, trust: Trust, signal: AbortSignal): Pr
       sock,
       username: opts.computerId,
       privateKey: opts.clientKey,
-      readyTimeout: opts.connectTimeoutMs ?? 20_000,
+      readyTimeout: timeoutMsOf(opts),
       keepaliveInterval: opts.keepaliveIntervalMs ?? 15_000,
       keepaliveCountMax: opts.keepaliveCountMax ?? 3,
       hostVerifier: (blob: Buffer) => {
@@ -168,7 +179,7 @@ function connectOnce(opts: TunnelOptions, trust: Trust, signal: AbortSignal): Pr
         }
         if (presented === trust.pinned) return true;
         refused = new TunnelRefused(
-          `the SSH gateway at ${where} presented host key ${presented}, but ${trust.pinned} is pinned; ` +
+          `the relay at ${where} presented host key ${presented}, but ${trust.pinned} is pinned; ` +
             `if the control plane's gateway key was replaced on purpose, run the agent with --gateway-host-key ${presented}`,
         );
         return false;

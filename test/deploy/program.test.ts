@@ -12,6 +12,7 @@ const K = {
   svc: 'kubernetes:core/v1:Service',
   ing: 'kubernetes:networking.k8s.io/v1:Ingress',
   pdb: 'kubernetes:policy/v1:PodDisruptionBudget',
+  netpol: 'kubernetes:networking.k8s.io/v1:NetworkPolicy',
   sa: 'kubernetes:core/v1:ServiceAccount',
   role: 'kubernetes:rbac.authorization.k8s.io/v1:Role',
   binding: 'kubernetes:rbac.authorization.k8s.io/v1:RoleBinding',
@@ -121,6 +122,7 @@ describe('deploy program: prod stack', async () => {
       DATABASE_URL: TEST_SECRETS.databaseUrl,
       PULUMI_CONFIG_PASSPHRASE: TEST_SECRETS.pulumiPassphrase,
       AGENTPLANE_JWT_SECRET: TEST_SECRETS.jwtSecret,
+      AGENTPLANE_ENCRYPTION_KEY: expect.any(String),
     });
     for (const d of [server, worker, job]) {
       expect(envOf(d).get('PULUMI_BACKEND_URL').value).toBe('s3://agentplane-pulumi-state?region=eu-west-1');
@@ -147,6 +149,47 @@ describe('deploy program: prod stack', async () => {
     expect(ing.inputs.spec.tls).toEqual([{ hosts: ['agentplane.example.com'], secretName: 'agentplane-tls' }]);
     expect(ing.inputs.spec.rules[0].http.paths[0].backend.service.name).toBe('agentplane');
     expect(await resolve<string>(outputs.apiUrl)).toBe('https://agentplane.example.com');
+  });
+
+  it('serves the relay through the same Service and Ingress: WebSocket upgrades on the API port, long idle timeouts', () => {
+    const ing = one(resources, K.ing);
+    expect(ing.inputs.spec.rules[0].http.paths).toEqual([
+      { path: '/', pathType: 'Prefix', backend: { service: { name: 'agentplane', port: { name: 'http' } } } },
+    ]);
+    expect(ing.inputs.metadata.annotations).toMatchObject({
+      'nginx.ingress.kubernetes.io/proxy-read-timeout': '3600',
+      'nginx.ingress.kubernetes.io/proxy-send-timeout': '3600',
+    });
+    // Agents and people are told the public address: relayAgentUrl is wss://agentplane.example.com/api/v0/relay/agent.
+    expect(envOf(server).get('AGENTPLANE_PUBLIC_URL').value).toBe('https://agentplane.example.com');
+    // The peer port is no Service's: only the API port is exposed.
+    const svc = one(resources, K.svc, 'agentplane');
+    expect(svc.inputs.spec.ports).toEqual([{ name: 'http', port: 80, targetPort: 'http' }]);
+  });
+
+  it('lets replicas reach each other: pod address by the downward API, the peer port open to agentplane pods only', () => {
+    expect(container(server).ports).toContainEqual({ name: 'relay-peer', containerPort: 8081 });
+    expect(envOf(server).get('AGENTPLANE_RELAY_PEER_PORT').value).toBe('8081');
+    expect(envOf(server).get('AGENTPLANE_RELAY_PEER_HOST')).toEqual({ name: 'AGENTPLANE_RELAY_PEER_HOST', valueFrom: { fieldRef: { fieldPath: 'status.podIP' } } });
+    // Workers hold no tunnels: they reach them through the servers and listen on no peer port.
+    expect(envOf(worker).has('AGENTPLANE_RELAY_PEER_HOST')).toBe(false);
+    const policy = one(resources, K.netpol);
+    expect(policy.inputs.spec.podSelector).toEqual(server.inputs.spec.selector);
+    expect(policy.inputs.spec.ingress).toEqual([
+      { ports: [{ port: 'http' }] },
+      { from: [{ podSelector: { matchLabels: { 'app.kubernetes.io/name': 'agentplane', 'app.kubernetes.io/instance': 'agentplane' } } }], ports: [{ port: 'relay-peer' }] },
+    ]);
+    const workerLabels = worker.inputs.spec.template.metadata.labels;
+    expect(workerLabels).toMatchObject(policy.inputs.spec.ingress[1].from[0].podSelector.matchLabels);
+  });
+
+  it('gives every pod the same encryption key from the Secret (stored secrets and peer tokens depend on it)', () => {
+    const secret = one(resources, K.secret);
+    const key = secretValue(secret.inputs.stringData).AGENTPLANE_ENCRYPTION_KEY as string;
+    expect(Buffer.from(key, 'base64')).toHaveLength(32);
+    for (const d of [server, worker, job]) {
+      expect(envOf(d).get('AGENTPLANE_ENCRYPTION_KEY').valueFrom.secretKeyRef).toEqual({ name: 'agentplane-x1y2z3', key: 'AGENTPLANE_ENCRYPTION_KEY' });
+    }
   });
 
   it('grants the ServiceAccount only a Role in the computers namespace', () => {

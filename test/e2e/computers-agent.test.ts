@@ -7,7 +7,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { syncGitIntegrations } from '../../src/modules/integrations/seed.ts';
 import { hexToUuid } from '../../src/provisioning/ssh/index.ts';
 import { startTestApi, type TestApi } from '../support/api.ts';
-import { isRoot, TEST_USER } from '../support/sshd.ts';
+import { agentUser } from '../support/agent-cli.ts';
+import { isRoot } from '../support/sshd.ts';
 import { BACKENDS } from '../support/test-db.ts';
 import { waitFor } from '../support/wait.ts';
 
@@ -19,22 +20,12 @@ import { waitFor } from '../support/wait.ts';
 
 const BIN = path.resolve('bin/agentplane.js');
 
-function userEnv(): { uid?: number; gid?: number; home: string; username: string } {
-  if (!isRoot) return { home: os.homedir(), username: os.userInfo().username };
-  spawnSync('useradd', ['--create-home', '--shell', '/bin/bash', '--password', '*', TEST_USER]);
-  const [uid, gid, home] = spawnSync('sh', ['-c', `id -u ${TEST_USER}; id -g ${TEST_USER}; getent passwd ${TEST_USER} | cut -d: -f6`], {
-    encoding: 'utf8',
-  }).stdout.trim().split('\n');
-  return { uid: Number(uid), gid: Number(gid), home: home!, username: TEST_USER };
-}
-
-
 describe.each(BACKENDS)('byom machines registered by `agentplane agent` on %s', (backend) => {
   let api: TestApi;
   let agent: ChildProcess;
   let stderr = '';
   let exited: Promise<number | null>;
-  const who = userEnv();
+  const who = agentUser();
   const stateDir = fs.mkdtempSync(path.join(os.tmpdir(), 'agentplane-agent-state-'));
   const name = `laptop-${backend}`;
 
@@ -67,7 +58,7 @@ describe.each(BACKENDS)('byom machines registered by `agentplane agent` on %s', 
   const as = () => api.acme.members.user.apiKey;
   const computerNamed = () => api.call('GET', `/api/v0/computers/name/${name}`, { as: as() });
 
-  it('registers the machine: active, its own host id and user, the gateway as relayAgentUrl', async () => {
+  it('registers the machine: active, its own host id and user, the relay on the API address as relayAgentUrl', async () => {
     const res = await waitFor('the registration', async () => {
       const r = await computerNamed();
       return r.status === 200 ? r : undefined;
@@ -77,7 +68,8 @@ describe.each(BACKENDS)('byom machines registered by `agentplane agent` on %s', 
       status: 'active',
       remoteUser: who.username,
       hostId: hexToUuid(fs.readFileSync('/etc/machine-id', 'utf8').trim()),
-      relayAgentUrl: `ssh://127.0.0.1:${api.machines.gateway!.port}`,
+      relayAgentUrl: `${api.url.replace(/^http/, 'ws')}/api/v0/relay/agent`,
+      relayClientUrl: `${api.url.replace(/^http/, 'ws')}/api/v0/computers/${res.body.id}/relay`,
       ownerId: api.acme.members.user.userId,
     });
     const stored = await api.db.prisma.computer.findUniqueOrThrow({ where: { id: res.body.id } });
@@ -129,7 +121,7 @@ describe.each(BACKENDS)('byom machines registered by `agentplane agent` on %s', 
     const { body } = await computerNamed();
     expect((await api.call('DELETE', `/api/v0/computers/${body.id}`, { as: as() })).status).toBe(204);
     const code = await Promise.race([exited, sleep(20_000).then(() => 'still running')]);
-    expect(code).toBe(1);
+    expect(code, stderr).toBe(1);
     expect(stderr).toMatch(/refused|deleted/i);
   });
 });

@@ -61,7 +61,7 @@ function startControlPlane(): Promise<{ url: string; close(): Promise<void> }> {
       status: 'active',
       hostId: body.hostId,
       remoteUser: body.remoteUser,
-      relayAgentUrl: `ssh://127.0.0.1:${gateway.address().port}`,
+      relayAgentUrl: `ssh://127.0.0.1:${gateway.address()!.port}`,
       createdAt: new Date().toISOString(),
     });
   });
@@ -115,7 +115,7 @@ async function exitWithin(agent: AgentProcess, ms: number): Promise<number | nul
 function targetFor(computerId: string): SshTarget {
   return {
     host: computerId,
-    port: gateway.address().port,
+    port: gateway.address()!.port,
     username: user,
     privateKey: generateKeyPair().privateKey,
     hostKeyFingerprint: hostKeys.get(computerId),
@@ -136,8 +136,7 @@ let ssh: SshClient;
 
 beforeAll(async () => {
   gateway = await createSshGateway({
-    host: '127.0.0.1',
-    port: 0,
+    listen: { host: '127.0.0.1', port: 0 },
     hostKey: generateKeyPair().privateKey,
     authorize: async (computerId, key) => agentKeys.get(computerId) === key.fingerprint,
     log,
@@ -177,7 +176,7 @@ describe('agentplane agent as a separate process', () => {
     // The gateway counts the agent as connected a moment before the agent has pinned its key.
     await waitFor('the gateway host key to be pinned', () => readState().gatewayHostKey !== undefined);
     const state = readState();
-    expect(state).toMatchObject({ computerId, url: controlPlane.url, relayAgentUrl: `ssh://127.0.0.1:${gateway.address().port}` });
+    expect(state).toMatchObject({ computerId, url: controlPlane.url, relayAgentUrl: `ssh://127.0.0.1:${gateway.address()!.port}` });
     expect(state.gatewayHostKey).toMatch(/^SHA256:/);
     expect(JSON.stringify(state)).not.toContain(API_KEY);
 

@@ -110,14 +110,13 @@ async function errorOf(promise: Promise<unknown>): Promise<unknown> {
 
 beforeAll(async () => {
   gateway = await createSshGateway({
-    host: '127.0.0.1',
-    port: 0,
+    listen: { host: '127.0.0.1', port: 0 },
     hostKey: gatewayHostKey.privateKey,
     authorize: async (computerId, key) => registered.get(computerId) === key.fingerprint,
     log,
     keepaliveIntervalMs: 1_000,
   });
-  gatewayPort = gateway.address().port;
+  gatewayPort = gateway.address()!.port;
 });
 
 afterAll(async () => {
@@ -311,7 +310,7 @@ describe('a connected agent', () => {
     expect(gateway.isConnected('cmp_main')).toBe(false);
     await waitFor('the agent to reconnect', () => gateway.isConnected('cmp_main') && agent.connections > before);
     expect(agent.connections).toBe(before + 1);
-    expect(agent.logs.some((l) => /lost the connection to the SSH gateway .* retrying in \d/.test(l))).toBe(true);
+    expect(agent.logs.some((l) => /lost the connection to the relay .* retrying in \d/.test(l))).toBe(true);
     const res = await ssh.exec(target, 'echo back');
     expect(res.stdout).toBe('back\n');
     expect(ssh.stats().opened).toBe(opened + 1);
@@ -355,9 +354,9 @@ describe('refusals', () => {
     await agent.stop();
 
     const impostorKey = generateKeyPair('impostor');
-    const impostor = await createSshGateway({ host: '127.0.0.1', port: 0, hostKey: impostorKey.privateKey, authorize: async () => true, log });
+    const impostor = await createSshGateway({ listen: { host: '127.0.0.1', port: 0 }, hostKey: impostorKey.privateKey, authorize: async () => true, log });
     try {
-      const again = await startAgent('cmp_pin', { state: agent.state, gateway: `ssh://127.0.0.1:${impostor.address().port}` });
+      const again = await startAgent('cmp_pin', { state: agent.state, gateway: `ssh://127.0.0.1:${impostor.address()!.port}` });
       const err = await errorOf(again.done);
       expect(err).toBeInstanceOf(TunnelRefused);
       expect((err as Error).message).toContain(`presented host key ${impostorKey.fingerprint}, but ${gatewayHostKey.fingerprint} is pinned`);

@@ -16,6 +16,8 @@ import { newId } from '../../src/lib/ids.ts';
 import { startMachineAccess, type MachineAccess } from '../../src/modules/computers/machine-access.ts';
 import { createLogger } from '../../src/lib/logger.ts';
 import { createProvisioner } from '../../src/provisioning/provisioner.ts';
+import { attachRelay } from '../../src/relay/upgrade.ts';
+import { relayUrls } from '../../src/relay/urls.ts';
 import { listenOnFreePort } from './http.ts';
 import { openTestDatabase, type Backend } from './test-db.ts';
 
@@ -99,8 +101,10 @@ export interface TestApiOptions {
   clock?: Clock;
   /** Run background jobs in this process (default: jobs are only queued). */
   worker?: boolean;
-  /** Start the SSH gateway for agents on a free loopback port. */
+  /** Take agents' tunnels and people's relay sessions (WebSocket upgrades on the API port). */
   gateway?: boolean;
+  /** Also open the separate SSH gateway port (a free one) for agents. */
+  sshGatewayPort?: boolean;
   /** Configuration variables on top of the defaults (the local provider is off unless enabled here). */
   env?: Record<string, string>;
   /** Wraps the hot reads the app runs (`Database.reads`), e.g. to count them. */
@@ -117,7 +121,7 @@ export async function startTestApi(backend: Backend, opts: TestApiOptions = {}):
   const clock = opts.clock ?? systemClock;
   const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'agentplane-api-'));
   const machines = await startMachineAccess(
-    { dataDir, host: '127.0.0.1', sshGateway: opts.gateway ? { port: 0, advertisedHost: '127.0.0.1' } : undefined },
+    { dataDir, host: '127.0.0.1', holdsTunnels: opts.gateway, sshGateway: opts.sshGatewayPort ? { port: 0 } : undefined },
     db.prisma,
     log,
   );
@@ -132,22 +136,34 @@ export async function startTestApi(backend: Backend, opts: TestApiOptions = {}):
   });
   await queue.start();
   if (opts.worker) await queue.work();
-  const serve = (database: Database) =>
-    listenOnFreePort(
-      createApp({
-        config,
-        prisma: database.prisma,
-        reads: opts.wrapReads ? opts.wrapReads(database.reads) : database.reads,
-        authEpoch: database.authEpoch,
-        log,
-        clock,
-        providers: provisioner.providers,
-        queue,
-        machines,
-        pendingMigrations: async () => [],
-        egress,
-      }).app,
-    );
+  let listening: string | undefined;
+  const urls = relayUrls(() => listening);
+  const serve = async (database: Database) => {
+    const { app, relay } = createApp({
+      config,
+      prisma: database.prisma,
+      reads: opts.wrapReads ? opts.wrapReads(database.reads) : database.reads,
+      authEpoch: database.authEpoch,
+      log,
+      clock,
+      providers: provisioner.providers,
+      queue,
+      machines,
+      relayUrls: urls,
+      pendingMigrations: async () => [],
+      egress,
+    });
+    const served = await listenOnFreePort(app);
+    if (relay) attachRelay(served.server, relay.endpoints, log);
+    listening ??= served.url;
+    return {
+      url: served.url,
+      close: async () => {
+        relay?.close();
+        await served.close();
+      },
+    };
+  };
   const server = await serve(db);
   const [acme, globex] = [await createOrgFixture(db, 'acme'), await createOrgFixture(db, 'globex')];
   return {
@@ -181,9 +197,9 @@ export async function startTestApi(backend: Backend, opts: TestApiOptions = {}):
       };
     },
     close: async () => {
-      await server.close();
       await queue.stop({ timeoutMs: 5_000 });
       await machines.close();
+      await server.close();
       await db.dispose();
       fs.rmSync(dataDir, { recursive: true, force: true });
     },

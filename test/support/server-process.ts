@@ -27,7 +27,8 @@ export async function startServerProcess(
     cwd: REPO_ROOT,
     // In its own process group, a signal can reach every process of it, as Ctrl-C in a terminal does.
     detached: opts.processGroup ?? false,
-    env: { ...process.env, PORT: '0', AGENTPLANE_HOST: '127.0.0.1', AGENTPLANE_LOG_LEVEL: 'info', ...env },
+    // Free ports for the API and, with DATABASE_URL, the relay peer listener: test files run side by side.
+    env: { ...process.env, PORT: '0', AGENTPLANE_HOST: '127.0.0.1', AGENTPLANE_RELAY_PEER_PORT: '0', AGENTPLANE_RELAY_PEER_HOST: '127.0.0.1', AGENTPLANE_LOG_LEVEL: 'info', ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   let out = '';

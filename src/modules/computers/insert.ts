@@ -33,7 +33,7 @@ type ComputerFields = Omit<
  * in one transaction. A name or hostId taken meanwhile by a concurrent request is a 409.
  */
 export async function insertComputer(
-  deps: Pick<ComputersDeps, 'db' | 'clock'>,
+  deps: Pick<ComputersDeps, 'db' | 'clock' | 'relayUrls'>,
   principal: Principal,
   owner: Owner,
   fields: ComputerFields,
@@ -69,7 +69,7 @@ export async function insertComputer(
       await opts.send?.(tx);
       return computer;
     });
-    return computerView(created);
+    return computerView(created, deps.relayUrls);
   } catch (err) {
     if (!isUniqueViolation(err)) throw err;
     await assertNameAndHostFree(deps.db, principal.organizationId, owner, fields.name, fields.hostId ?? undefined);

@@ -1,60 +1,72 @@
-import os from 'node:os';
 import type { Config } from '../../config.ts';
 import type { Db } from '../../db/client.ts';
 import { isUniqueViolation } from '../../db/errors.ts';
 import type { Logger } from '../../lib/logger.ts';
 import { createSecretBox, loadEncryptionKey, type SecretBox } from '../../lib/secret-box.ts';
-import { createSshGateway } from '../../provisioning/gateway/index.ts';
+import type { PresentedAgentKey } from '../../provisioning/gateway/index.ts';
 import { createSshClient, generateKeyPair } from '../../provisioning/ssh/index.ts';
-import type { AgentDialer, MachineDeps } from './machines.ts';
+import { createAgentDialer } from '../../relay/agent-dialer.ts';
+import { peerTokens } from '../../relay/peer-auth.ts';
+import { startReplicaRelay, type ReplicaRelay } from '../../relay/replica-relay.ts';
+import type { MachineDeps } from './machines.ts';
 
 export interface MachineAccess extends Omit<MachineDeps, 'db'> {
+  /** The agent side of the relay, in a process that serves the API; absent in a standalone worker. */
+  relay?: ReplicaRelay & { hostKey: string };
   close(): Promise<void>;
 }
 
-type AccessConfig = Pick<Config, 'dataDir' | 'host'> & Partial<Pick<Config, 'encryptionKey' | 'sshGateway'>>;
+type AccessConfig = Pick<Config, 'dataDir' | 'host'> &
+  Partial<Pick<Config, 'encryptionKey' | 'sshGateway'>> & {
+    relay?: { peer?: { port: number; advertisedHost: string; leaseMs?: number; renewMs?: number } };
+    /** Whether this process takes agents' tunnels (`serve`) or only reaches them through the replicas that do (`worker`). */
+    holdsTunnels?: boolean;
+  };
 
 /**
  * The SSH side of a control-plane process: the pooled client, the secret box for stored keys,
- * and (when AGENTPLANE_SSH_GATEWAY_PORT is set) the gateway agents dial in to.
+ * and the way to agents' machines — the relay's gateway in a serving replica, through which
+ * agents connect (WebSocket on the API port, or AGENTPLANE_SSH_GATEWAY_PORT), and with several
+ * replicas the routes to tunnels other replicas hold.
  */
 export async function startMachineAccess(config: AccessConfig, db: Db, log: Logger): Promise<MachineAccess> {
   const ssh = createSshClient();
   const secrets = createSecretBox(loadEncryptionKey({ configured: config.encryptionKey, dataDir: config.dataDir }));
-  if (!config.sshGateway) return { ssh, secrets, close: () => ssh.close() };
+  const peer = config.relay?.peer;
+  const tokens = peerTokens(secrets.derive('relay peer'));
+  if (!config.holdsTunnels) {
+    const gateway = peer ? createAgentDialer({ peers: { db, tokens } }) : undefined;
+    return { ssh, secrets, gateway, close: () => ssh.close() };
+  }
 
-  const gateway = await createSshGateway({
+  const hostKey = await gatewayHostKey(db, secrets);
+  const relay = await startReplicaRelay({
+    db,
+    log: log.child({ component: 'relay' }),
     host: config.host,
-    port: config.sshGateway.port,
-    hostKey: await gatewayHostKey(db, secrets),
-    log: log.child({ component: 'ssh-gateway' }),
-    authorize: async (computerId, key) => {
-      const computer = await db.computer.findFirst({
-        where: { id: computerId, deletedAt: null, connectionType: 'agent' },
-        select: { agentPublicKey: true },
-      });
-      return computer?.agentPublicKey === key.publicKey;
-    },
+    hostKey,
+    sshGatewayPort: config.sshGateway?.port,
+    peer: peer && { ...peer, tokens },
+    authorize: (computerId, key) => agentKeyMatches(db, computerId, key),
   });
-  const { port } = gateway.address();
-  const dialer: AgentDialer = {
-    port,
-    url: `ssh://${config.sshGateway.advertisedHost ?? os.hostname()}:${port}`,
-    dial: (computerId, signal) => gateway.dial(computerId, signal),
-    disconnect: (computerId) => {
-      gateway.disconnect(computerId);
-    },
-  };
-  log.info({ port, url: dialer.url }, 'SSH gateway for agents is listening');
   return {
     ssh,
     secrets,
-    gateway: dialer,
+    gateway: relay.dialer,
+    relay: { ...relay, hostKey },
     close: async () => {
       await ssh.close();
-      await gateway.close();
+      await relay.close();
     },
   };
+}
+
+async function agentKeyMatches(db: Db, computerId: string, key: PresentedAgentKey): Promise<boolean> {
+  const computer = await db.computer.findFirst({
+    where: { id: computerId, deletedAt: null, connectionType: 'agent' },
+    select: { agentPublicKey: true },
+  });
+  return computer?.agentPublicKey === key.publicKey;
 }
 
 /**

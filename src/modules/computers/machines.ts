@@ -1,25 +1,18 @@
-import type { Duplex } from 'node:stream';
 import type { Principal } from '../../auth/principal.ts';
 import type { Db } from '../../db/client.ts';
 import type { Computer } from '../../generated/prisma/client.ts';
 import { ServiceUnavailable } from '../../lib/errors.ts';
 import type { SecretBox } from '../../lib/secret-box.ts';
+import { FORWARD_BIND_PORT } from '../../provisioning/gateway/index.ts';
 import { SshError, type SshClient, type SshTarget } from '../../provisioning/ssh/index.ts';
+import type { AgentDialer } from '../../relay/agent-dialer.ts';
 import { reachableComputer } from './access.ts';
 import { organizationSshKey } from './org-ssh-key.ts';
 
 /** The provider type of registered machines; every other provider is a managed one. */
 export const BYOM = 'byom';
 
-/** The SSH gateway as the computers module sees it: a way to open a stream to an agent's machine. */
-export interface AgentDialer {
-  readonly port: number;
-  /** `ssh://host:port`, the address agents keep their tunnel to. */
-  readonly url: string;
-  dial(computerId: string, signal: AbortSignal): Promise<Duplex>;
-  /** Drops the agent's tunnel, e.g. when its computer is deleted. */
-  disconnect(computerId: string): void;
-}
+export type { AgentDialer };
 
 export interface MachineDeps {
   db: Db;
@@ -43,10 +36,11 @@ export async function targetFor(deps: MachineDeps, computer: Computer): Promise<
     const gateway = deps.gateway;
     if (!gateway) {
       throw new ServiceUnavailable(
-        `Computer "${computer.name}" is reached through the SSH gateway, which is not enabled on this server (AGENTPLANE_SSH_GATEWAY_PORT)`,
+        `Computer "${computer.name}" is reached through its agent's tunnel, which this process cannot route to; ` +
+          'a standalone worker needs PostgreSQL (DATABASE_URL) shared with the serving replicas',
       );
     }
-    return { ...common, host: `${computer.name}.agent`, port: gateway.port, dial: (signal) => gateway.dial(computer.id, signal) };
+    return { ...common, host: `${computer.name}.agent`, port: FORWARD_BIND_PORT, dial: (signal) => gateway.dial(computer.id, signal) };
   }
   if (!computer.sshHost) {
     throw new ServiceUnavailable(

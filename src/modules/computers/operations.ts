@@ -41,7 +41,7 @@ export function computerOperations(deps: ComputersDeps) {
       }
       await deps.db.$transaction((tx) => startInstallSession(tx, deps.queue, computer, deps.clock.now()));
       const steps = await deps.db.provisioningStep.findMany({ where: { computerId }, orderBy: { position: 'asc' } });
-      return computerView({ ...computer, provisioningSteps: steps });
+      return computerView({ ...computer, provisioningSteps: steps }, deps.relayUrls);
     },
 
     /** Writes the organization's source-control credentials onto the machine; answers how many. */

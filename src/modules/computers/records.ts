@@ -33,7 +33,7 @@ export function computerRecords(deps: ComputersDeps) {
           'GET /api/v0/computers/ssh-public-key, or register it from the machine with `agentplane agent`',
       );
     }
-    if (connection.type === 'agent') return reachThroughAgent(deps, connection);
+    if (connection.type === 'agent') return reachThroughAgent(deps.gateway && deps.relayUrls?.agentUrl(), connection);
     return reachDirectly(deps, {
       organizationId: principal.organizationId,
       remoteUser: input.remoteUser,
@@ -46,7 +46,7 @@ export function computerRecords(deps: ComputersDeps) {
   async function get(principal: Principal, computerId: string) {
     const computer = await reachableComputer(deps.db, principal, computerId);
     const steps = await deps.db.provisioningStep.findMany({ where: { computerId }, orderBy: { position: 'asc' } });
-    return computerView({ ...computer, provisioningSteps: steps });
+    return computerView({ ...computer, provisioningSteps: steps }, deps.relayUrls);
   }
 
   return {
@@ -111,7 +111,7 @@ export function computerRecords(deps: ComputersDeps) {
         orderBy: [{ createdAt: 'desc' }, { id: 'desc' }],
         include: withSteps ? { provisioningSteps: { orderBy: { position: 'asc' } } } : undefined,
       });
-      return computers.map(computerView);
+      return computers.map((c) => computerView(c, deps.relayUrls));
     },
 
     async getByName(principal: Principal, name: string) {
@@ -121,7 +121,7 @@ export function computerRecords(deps: ComputersDeps) {
         include: { provisioningSteps: { orderBy: { position: 'asc' } } },
       });
       if (!computer) throw new NotFound(`You have no computer named "${name}"`);
-      return computerView(computer);
+      return computerView(computer, deps.relayUrls);
     },
 
     async update(principal: Principal, computerId: string, input: UpdateComputerInput) {

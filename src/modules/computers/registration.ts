@@ -63,18 +63,16 @@ export async function reachDirectly(
 }
 
 /**
- * Agent registration: the machine dials out to the SSH gateway, so nothing is reachable yet;
- * the keys it sent become the gateway credential and the pinned host key.
+ * Agent registration: the machine dials out to the relay, so nothing is reachable yet; the keys
+ * it sent become the relay credential and the pinned host key. `relayAgentUrl` is the relay on
+ * the API's own address.
  */
 export function reachThroughAgent(
-  deps: MachineDeps,
+  relayAgentUrl: string | undefined,
   connection: Extract<Connection, { type: 'agent' }>,
 ): Reachability {
-  if (!deps.gateway) {
-    throw new BadRequest(
-      'This control plane has no SSH gateway for agents (AGENTPLANE_SSH_GATEWAY_PORT is unset); ' +
-        'register the machine with connection {host, port} instead',
-    );
+  if (!relayAgentUrl) {
+    throw new BadRequest('This control plane process takes no agent tunnels; register the machine through a server (`agentplane serve`)');
   }
   const agentKey = parsePublicKey(connection.agentPublicKey, 'connection.agentPublicKey');
   const hostKey = parsePublicKey(connection.hostPublicKey, 'connection.hostPublicKey');
@@ -82,7 +80,7 @@ export function reachThroughAgent(
     connectionType: 'agent',
     hostKeyFingerprint: describeHostKey(hostKey).fingerprint,
     agentPublicKey: `${describeHostKey(agentKey).algorithm} ${agentKey.toString('base64')}`,
-    relayAgentUrl: deps.gateway.url,
+    relayAgentUrl,
   };
 }
 

@@ -61,8 +61,14 @@ export const ComputerSchema = z
     hostId: z.string().optional(),
     isListed: z.boolean(),
     remoteUser: z.string().optional(),
-    relayClientUrl: z.string().optional(),
-    relayAgentUrl: z.string().optional().meta({ description: 'The SSH gateway an agent-registered machine keeps its tunnel to' }),
+    relayClientUrl: z
+      .string()
+      .optional()
+      .meta({ description: 'WebSocket address `agentplane ssh` and `agentplane port-forward` reach this computer through, authenticated with the caller\'s credential' }),
+    relayAgentUrl: z
+      .string()
+      .optional()
+      .meta({ description: 'Where an agent-registered machine keeps its tunnel: the relay on the API address (`wss://.../api/v0/relay/agent`)' }),
     clonedRepoDirectories: z.array(z.string()),
     ownerPrincipalKind: z.enum(['human', 'service']),
     ownerId: z.string(),
@@ -90,7 +96,7 @@ const DirectConnection = z.strictObject({
 });
 const AgentConnection = z.strictObject({
   type: z.literal('agent'),
-  agentPublicKey: z.string().min(1).max(8192).meta({ description: 'OpenSSH public key the agent authenticates to the gateway with' }),
+  agentPublicKey: z.string().min(1).max(8192).meta({ description: 'OpenSSH public key the agent authenticates to the relay with' }),
   hostPublicKey: z.string().min(1).max(8192).meta({ description: 'OpenSSH public host key the agent serves SSH sessions with' }),
 });
 export const ConnectionSchema = z

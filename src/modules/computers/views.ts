@@ -1,4 +1,5 @@
 import type { Computer, ProvisioningStep } from '../../generated/prisma/client.ts';
+import type { RelayUrls } from '../../relay/urls.ts';
 import type { StoredSource } from './managed/source.ts';
 import type { ComputerView } from './schemas.ts';
 
@@ -24,8 +25,11 @@ export function stepView(step: ProvisioningStep) {
   };
 }
 
-/** The wire shape; steps only when the caller asked for them. */
-export function computerView(c: Computer & { provisioningSteps?: ProvisioningStep[] }): ComputerView {
+/**
+ * The wire shape; steps only when the caller asked for them. Every live computer a caller can read
+ * is one it may reach, so each carries the relay address of `agentplane ssh` (relayClientUrl).
+ */
+export function computerView(c: Computer & { provisioningSteps?: ProvisioningStep[] }, relay?: RelayUrls): ComputerView {
   return {
     id: c.id,
     name: c.name,
@@ -35,7 +39,7 @@ export function computerView(c: Computer & { provisioningSteps?: ProvisioningSte
     hostId: opt(c.hostId),
     isListed: c.isListed,
     remoteUser: opt(c.remoteUser),
-    relayClientUrl: opt(c.relayClientUrl),
+    relayClientUrl: c.deletedAt ? undefined : (relay?.clientUrl(c.id) ?? opt(c.relayClientUrl)),
     relayAgentUrl: opt(c.relayAgentUrl),
     clonedRepoDirectories: c.clonedRepoDirectories,
     ownerPrincipalKind: c.ownerKind === 'service' ? 'service' : 'human',

@@ -10,9 +10,11 @@ import { FORWARD_BIND_PORT, GATEWAY_SOFTWARE } from './protocol.ts';
 export type PresentedAgentKey = PresentedHostKey;
 
 export interface SshGatewayOptions {
-  host: string;
-  /** 0 picks a free port; see address(). */
-  port: number;
+  /**
+   * A TCP port of its own for agents (0 picks a free one; see address()). Without it the gateway
+   * serves only the streams handed to accept(), e.g. WebSocket upgrades on the API port.
+   */
+  listen?: { host: string; port: number };
   /** The gateway's own host key (OpenSSH or PEM private key); agents pin it on first use. */
   hostKey: string | Buffer;
   /**
@@ -28,10 +30,19 @@ export interface SshGatewayOptions {
   keepaliveCountMax?: number;
   /** An agent must authenticate and ask for forwarding within this time. Default 30 s. */
   handshakeTimeoutMs?: number;
+  /** Told when an agent's tunnel is up, and when that tunnel is gone (not when a newer one replaced it). */
+  onAgentConnected?(computerId: string): void;
+  onAgentDisconnected?(computerId: string): void;
 }
 
 export interface SshGateway {
-  address(): { host: string; port: number };
+  /** The TCP listener's address; undefined without `listen`. */
+  address(): { host: string; port: number } | undefined;
+  /**
+   * Serves one agent connection arriving on `stream` (a WebSocket's byte stream, say); `remote`
+   * names the peer in logs.
+   */
+  accept(stream: Duplex, remote: string): void;
   /**
    * Opens a stream to the SSH server of the computer's agent, for SshTarget.dial. Fails with
    * `Unreachable` when no agent of that computer is connected.
@@ -48,7 +59,7 @@ export interface SshGateway {
 interface Agent {
   readonly computerId: string;
   readonly connection: AgentConnection;
-  readonly socket: net.Socket;
+  readonly socket: Duplex;
   readonly bindAddr: string;
   readonly bindPort: number;
 }
@@ -64,7 +75,8 @@ const MAX_AUTH_ATTEMPTS = 6;
 export async function createSshGateway(opts: SshGatewayOptions): Promise<SshGateway> {
   const log = opts.log.child({ component: 'ssh-gateway' });
   const agents = new Map<string, Agent>();
-  const sockets = new Set<net.Socket>();
+  const sockets = new Set<Duplex>();
+  const remotes = new WeakMap<Duplex, string>();
   const handshakeTimeoutMs = opts.handshakeTimeoutMs ?? 30_000;
   let closed = false;
 
@@ -75,14 +87,16 @@ export async function createSshGateway(opts: SshGatewayOptions): Promise<SshGate
     keepaliveCountMax: opts.keepaliveCountMax ?? 3,
   });
 
-  const handshakeTimers = new WeakMap<net.Socket, NodeJS.Timeout>();
-  const tcp = net.createServer((socket) => {
-    if (closed) return socket.destroy();
-    // Without TCP_NODELAY Nagle holds back the small packets of every tunnelled command.
-    socket.setNoDelay(true);
+  const handshakeTimers = new WeakMap<Duplex, NodeJS.Timeout>();
+  function accept(socket: Duplex, remote: string): void {
+    if (closed) {
+      socket.destroy();
+      return;
+    }
     sockets.add(socket);
+    remotes.set(socket, remote);
     const timer = setTimeout(() => {
-      log.warn({ remote: `${socket.remoteAddress}:${socket.remotePort}` }, 'agent did not finish its handshake in time; dropping it');
+      log.warn({ remote }, 'agent did not finish its handshake in time; dropping it');
       socket.destroy();
     }, handshakeTimeoutMs);
     timer.unref();
@@ -92,17 +106,26 @@ export async function createSshGateway(opts: SshGatewayOptions): Promise<SshGate
       sockets.delete(socket);
     });
     socket.on('error', () => {});
-    sshServer.injectSocket(socket);
-  });
+    // ssh2 only reads, writes, pauses and ends the socket it is given; any duplex stream does that.
+    sshServer.injectSocket(socket as net.Socket);
+  }
+
+  const tcp = opts.listen
+    ? net.createServer((socket) => {
+        // Without TCP_NODELAY Nagle holds back the small packets of every tunnelled command.
+        socket.setNoDelay(true);
+        accept(socket, `${socket.remoteAddress}:${socket.remotePort}`);
+      })
+    : undefined;
 
   sshServer.on('connection', (connection: AgentConnection) => {
     // ssh2 (pinned 1.17.0) keeps the transport in a private field; a dead agent needs destroy().
-    const socket = (connection as unknown as { _sock: net.Socket })._sock;
+    const socket = (connection as unknown as { _sock: Duplex })._sock;
     handleAgent(connection, socket);
   });
 
-  function handleAgent(connection: AgentConnection, socket: net.Socket): void {
-    const remote = `${socket.remoteAddress}:${socket.remotePort}`;
+  function handleAgent(connection: AgentConnection, socket: Duplex): void {
+    const remote = remotes.get(socket) ?? 'unknown';
     let computerId: string | undefined;
     let agent: Agent | undefined;
     let attempts = 0;
@@ -160,6 +183,7 @@ export async function createSshGateway(opts: SshGatewayOptions): Promise<SshGate
         previous.socket.destroy();
       }
       log.info({ computerId, remote }, 'agent connected');
+      opts.onAgentConnected?.(computerId);
     });
 
     connection.on('error', (err: Error & { level?: string }) => {
@@ -172,37 +196,42 @@ export async function createSshGateway(opts: SshGatewayOptions): Promise<SshGate
       if (agent && agents.get(agent.computerId) === agent) {
         agents.delete(agent.computerId);
         log.info({ computerId: agent.computerId, remote }, 'agent disconnected');
+        opts.onAgentDisconnected?.(agent.computerId);
       }
     });
   }
 
-  await new Promise<void>((resolve, reject) => {
-    tcp.once('error', reject);
-    tcp.listen(opts.port, opts.host, () => {
-      tcp.removeListener('error', reject);
-      resolve();
+  if (tcp && opts.listen) {
+    const { host, port } = opts.listen;
+    await new Promise<void>((resolve, reject) => {
+      tcp.once('error', reject);
+      tcp.listen(port, host, () => {
+        tcp.removeListener('error', reject);
+        resolve();
+      });
     });
-  });
-  tcp.on('error', (err) => log.error({ err }, 'SSH gateway listener error'));
+    tcp.on('error', (err) => log.error({ err }, 'SSH gateway listener error'));
+  }
 
-  const address = (): { host: string; port: number } => {
-    const a = tcp.address() as net.AddressInfo;
-    return { host: a.address, port: a.port };
+  const address = (): { host: string; port: number } | undefined => {
+    const a = tcp?.address() as net.AddressInfo | null | undefined;
+    return a ? { host: a.address, port: a.port } : undefined;
   };
-  log.info(address(), 'SSH gateway listening');
+  if (tcp) log.info(address(), 'SSH gateway listening');
 
   return {
     address,
+    accept,
 
     dial(computerId, signal) {
-      const port = address().port;
+      const port = address()?.port ?? 0;
       const agent = agents.get(computerId);
       if (!agent) {
         return Promise.reject(
           new Unreachable({
             host: computerId,
             port,
-            reason: 'the machine\'s agent is not connected to the SSH gateway; is "agentplane agent" running on it?',
+            reason: 'the machine\'s agent is not connected to the relay; is "agentplane agent" running on it?',
           }),
         );
       }
@@ -235,6 +264,7 @@ export async function createSshGateway(opts: SshGatewayOptions): Promise<SshGate
       if (!agent) return false;
       agents.delete(computerId);
       agent.socket.destroy();
+      opts.onAgentDisconnected?.(computerId);
       log.info({ computerId }, 'agent connection dropped on request');
       return true;
     },
@@ -242,7 +272,7 @@ export async function createSshGateway(opts: SshGatewayOptions): Promise<SshGate
     async close() {
       closed = true;
       agents.clear();
-      const stopped = new Promise<void>((resolve) => tcp.close(() => resolve()));
+      const stopped = new Promise<void>((resolve) => (tcp ? tcp.close(() => resolve()) : resolve()));
       for (const socket of sockets) socket.destroy();
       await stopped;
     },

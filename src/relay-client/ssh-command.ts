@@ -1,0 +1,82 @@
+import os from 'node:os';
+import type { ClientChannel, PseudoTtyOptions } from 'ssh2';
+import { credentialsFrom, findComputer } from './computer.ts';
+import { openRelaySession } from './relay-session.ts';
+import { openRelay } from './relay-stream.ts';
+
+export interface SshCommandOptions {
+  url?: string;
+  apiKey?: string;
+  /** Only carry the SSH connection on stdin and stdout, as an OpenSSH ProxyCommand. */
+  stdio?: boolean;
+}
+
+/** What `ssh` answers when the connection itself failed, so scripts can tell it from the command's status. */
+const CONNECTION_FAILED = 255;
+
+const log = (line: string) => process.stderr.write(`agentplane: ${line}\n`);
+
+/**
+ * `agentplane ssh <computer> [-- command...]`: an interactive shell (on a terminal when stdin is
+ * one), or one command whose exit status becomes this process's; `--stdio` only carries the SSH
+ * connection, for `ssh -o ProxyCommand=...`, `scp`, `rsync` and editors. Resolves with the exit code.
+ */
+export async function runSshCommand(nameOrId: string, command: string[], opts: SshCommandOptions): Promise<number> {
+  const creds = credentialsFrom(opts);
+  if (opts.stdio) {
+    if (command.length) throw new Error('--stdio carries an SSH connection for another client; run the command with that client');
+    return carryStdio(await openRelay(creds, await findComputer(creds, nameOrId)));
+  }
+  const session = await openRelaySession(creds, nameOrId);
+  const interactive = command.length === 0;
+  const tty = interactive && process.stdin.isTTY && process.stdout.isTTY;
+  const opening = new Promise<ClientChannel>((resolve, reject) => {
+    const done = (err: Error | undefined, ch: ClientChannel) => (err ? reject(new Error(`the computer refused the session: ${err.message}`)) : resolve(ch));
+    if (interactive) session.client.shell(tty ? terminal() : false, done);
+    else session.client.exec(command.join(' '), done);
+  });
+  // ssh2 never answers a request whose connection died meanwhile: the session's end decides then.
+  const channel = await Promise.race([opening, session.ended]);
+  if (typeof channel === 'string') {
+    log(`${session.computer.name}: ${channel}`);
+    return CONNECTION_FAILED;
+  }
+
+  let status: number | undefined;
+  channel.on('exit', (code: number | null, signal?: string) => {
+    status = code ?? 128 + (os.constants.signals[`SIG${signal}` as NodeJS.Signals] ?? 0);
+  });
+  channel.pipe(process.stdout, { end: false });
+  channel.stderr.pipe(process.stderr, { end: false });
+  if (tty) {
+    process.stdin.setRawMode(true);
+    process.stdout.on('resize', () => channel.setWindow(process.stdout.rows, process.stdout.columns, 0, 0));
+  }
+  process.stdin.pipe(channel);
+
+  const closed = new Promise<void>((resolve) => channel.once('close', () => resolve()));
+  const reason = await Promise.race([closed.then(() => undefined), session.ended]);
+  if (tty) process.stdin.setRawMode(false);
+  process.stdin.unpipe(channel);
+  session.client.end();
+  if (status !== undefined) return status;
+  log(`${session.computer.name}: ${reason ?? (await session.ended)}`);
+  return CONNECTION_FAILED;
+}
+
+function terminal(): PseudoTtyOptions {
+  return { term: process.env.TERM ?? 'xterm-256color', rows: process.stdout.rows, cols: process.stdout.columns, width: 0, height: 0 };
+}
+
+/** ProxyCommand mode: stdin to the relay, the relay to stdout, until either side ends. */
+async function carryStdio(relay: Awaited<ReturnType<typeof openRelay>>): Promise<number> {
+  process.stdin.pipe(relay.stream);
+  relay.stream.pipe(process.stdout);
+  process.stdin.once('end', () => relay.stream.end());
+  const reason = await relay.ended;
+  if (reason.startsWith('the relay ended')) {
+    log(reason);
+    return CONNECTION_FAILED;
+  }
+  return 0;
+}

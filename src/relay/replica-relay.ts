@@ -1,0 +1,82 @@
+import type { Db } from '../db/client.ts';
+import { newId } from '../lib/ids.ts';
+import type { Logger } from '../lib/logger.ts';
+import { createSshGateway, type PresentedAgentKey, type SshGateway } from '../provisioning/gateway/index.ts';
+import { formatAddress } from '../provisioning/ssh/errors.ts';
+import { createAgentDialer, type AgentDialer } from './agent-dialer.ts';
+import type { PeerTokens } from './peer-auth.ts';
+import { startPeerServer, type PeerServer } from './peer-server.ts';
+import { startTunnelLeases, type TunnelLeases } from './tunnel-leases.ts';
+
+export interface ReplicaRelayOptions {
+  db: Db;
+  log: Logger;
+  /** The address listeners bind to. */
+  host: string;
+  /** The gateway's host key, the same on every replica (agents pin it). */
+  hostKey: string;
+  authorize(computerId: string, key: PresentedAgentKey): Promise<boolean>;
+  /** The separate SSH gateway port, for agents started with `--gateway ssh://host:port`. */
+  sshGatewayPort?: number;
+  /** Routing between replicas: the peer listener's port and the name other replicas dial it by. */
+  peer?: { port: number; advertisedHost: string; tokens: PeerTokens; leaseMs?: number; renewMs?: number };
+}
+
+export interface ReplicaRelay {
+  gateway: SshGateway;
+  dialer: AgentDialer;
+  /** Present when replicas route to each other. */
+  leases?: TunnelLeases;
+  close(): Promise<void>;
+}
+
+/**
+ * The agent side of the relay in a serving replica: the SSH gateway every agent connection
+ * reaches (over a WebSocket upgrade on the API port, or the optional SSH port), and, with several
+ * replicas, the lease table and the peer listener through which the others reach these tunnels.
+ */
+export async function startReplicaRelay(opts: ReplicaRelayOptions): Promise<ReplicaRelay> {
+  const replicaId = newId('rpl');
+  let gateway: SshGateway | undefined;
+  let peerServer: PeerServer | undefined;
+  let leases: TunnelLeases | undefined;
+  const { peer } = opts;
+  if (peer) {
+    // Listening before the gateway takes agents, so the lease can name its address.
+    peerServer = await startPeerServer({
+      host: opts.host,
+      port: peer.port,
+      tokens: peer.tokens,
+      log: opts.log,
+      dial: (computerId, signal) => gateway!.dial(computerId, signal),
+    });
+    leases = await startTunnelLeases({
+      db: opts.db,
+      replicaId,
+      peerUrl: `ws://${formatAddress(peer.advertisedHost, peerServer.port)}`,
+      log: opts.log,
+      leaseMs: peer.leaseMs,
+      renewMs: peer.renewMs,
+      onComputerGone: (computerId) => gateway?.disconnect(computerId),
+    });
+  }
+  gateway = await createSshGateway({
+    listen: opts.sshGatewayPort === undefined ? undefined : { host: opts.host, port: opts.sshGatewayPort },
+    hostKey: opts.hostKey,
+    log: opts.log,
+    authorize: opts.authorize,
+    onAgentConnected: (computerId) => leases?.held(computerId),
+    onAgentDisconnected: (computerId) => leases?.released(computerId),
+  });
+  const dialer = createAgentDialer({ local: gateway, peers: peer && { db: opts.db, tokens: peer.tokens, replicaId } });
+  return {
+    gateway,
+    dialer,
+    leases,
+    async close() {
+      await leases?.stop();
+      await peerServer?.close();
+      await gateway?.close();
+    },
+  };
+}
