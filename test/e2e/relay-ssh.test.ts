@@ -157,7 +157,7 @@ describe('agentplane ssh through the relay', () => {
   it('deleting the computer ends its open sessions', async () => {
     const before = await fetchOpenSessions();
     const long = ssh([computerId, '--', 'sleep 60']);
-    await waitFor('the session to open', async () => (await fetchOpenSessions()) > before);
+    await waitFor('the session to open', async () => (await fetchOpenSessions()) > before, 45_000);
     expect((await api.call('DELETE', `/api/v0/computers/${computerId}`, { as: manager() })).status).toBe(204);
     const run = await Promise.race([long.done, sleep(20_000).then(() => undefined)]);
     expect(run, 'the session outlived its computer').toBeDefined();
