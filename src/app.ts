@@ -30,13 +30,16 @@ import type { SecretBox } from './lib/secret-box.ts';
 import { computerTargets, type AgentDialer } from './modules/computers/machines.ts';
 import { sessionRoutes } from './modules/sessions/routes.ts';
 import { createSessionsService } from './modules/sessions/service.ts';
+import { eventRoutes } from './modules/events/routes.ts';
+import { createEventsService } from './modules/events/service.ts';
+import type { EventHub } from './modules/events/hub.ts';
 import { readinessRoutes } from './modules/readiness/routes.ts';
 import { createReadinessService } from './modules/readiness/service.ts';
 import type { ProviderRegistry } from './provisioning/providers/registry.ts';
 import type { SshClient } from './provisioning/ssh/index.ts';
 
 export interface AppDeps {
-  config: Pick<Config, 'bodyLimit' | 'jwt' | 'sessionsOrgs' | 'appUrl' | 'sessions' | 'managed'>;
+  config: Pick<Config, 'bodyLimit' | 'jwt' | 'sessionsOrgs' | 'appUrl' | 'sessions' | 'managed' | 'events'>;
   prisma: PrismaClient;
   /** Prepared reads on the same database (`Database.reads`): the credential lookup on every request. */
   reads: ReadRows;
@@ -52,6 +55,8 @@ export interface AppDeps {
   pendingMigrations: () => Promise<string[]>;
   /** Outbound requests made on a tenant's behalf (URLs checked at request time). */
   egress: EgressGuard;
+  /** This process's listener on stored and transient events, which event streams subscribe to. */
+  eventHub: EventHub;
 }
 
 /** Assembles the Express app: every module's routes, one auth path, one error handler. */
@@ -110,6 +115,9 @@ export function createApp(deps: AppDeps) {
       }),
       { sessionsOrgs: deps.config.sessionsOrgs },
     ),
+    ...eventRoutes(createEventsService({ db: deps.prisma, hub: deps.eventHub, settings: deps.config.events }), {
+      sessionsOrgs: deps.config.sessionsOrgs,
+    }),
   );
 
   const app = express();
@@ -119,7 +127,7 @@ export function createApp(deps: AppDeps) {
   app.set('query parser', 'simple');
   app.use(requestId, accessLog(deps.log), express.json({ limit: deps.config.bodyLimit }));
   const router = express.Router();
-  for (const route of routes) mountRoute(router, route, { authenticate, authEpoch: deps.authEpoch });
+  for (const route of routes) mountRoute(router, route, { authenticate, authEpoch: deps.authEpoch, eventStreams: deps.config.events });
   app.use(router, notFound, errorHandler);
   return { app, routes };
 }

@@ -62,6 +62,9 @@ const EnvSchema = z.object({
   AGENTPLANE_COMPUTER_CPUS: z.coerce.number().positive().max(256).default(1),
   AGENTPLANE_COMPUTER_MEMORY_MIB: z.coerce.number().int().min(64).default(2048),
   AGENTPLANE_COMPUTER_DISK_GIB: z.coerce.number().int().min(1).default(10),
+  AGENTPLANE_EVENTS_RETENTION_HOURS: z.coerce.number().positive().default(72),
+  AGENTPLANE_EVENTS_HEARTBEAT_SECONDS: z.coerce.number().positive().max(300).default(15),
+  AGENTPLANE_EVENTS_CLIENT_BUFFER_BYTES: z.coerce.number().int().min(16_384).default(1_048_576),
   AGENTPLANE_LOCAL_PROVIDER: bool.default(true),
   AGENTPLANE_LOCAL_SUBNET: z
     .string()
@@ -166,6 +169,16 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env) {
       maxConcurrentSessions: e.AGENTPLANE_MAX_CONCURRENT_SESSIONS,
       // Days a deleted session stays restorable before the purge job removes it.
       retentionDays: e.AGENTPLANE_SESSION_RETENTION_DAYS,
+    },
+    events: {
+      // Stored events older than this are purged; a resume from before it is told so.
+      retentionMs: e.AGENTPLANE_EVENTS_RETENTION_HOURS * 3_600_000,
+      heartbeatMs: e.AGENTPLANE_EVENTS_HEARTBEAT_SECONDS * 1000,
+      // Unsent bytes one stream client may owe before it is dropped (it reconnects and resumes).
+      maxBufferedBytes: e.AGENTPLANE_EVENTS_CLIENT_BUFFER_BYTES,
+      // Live events held for a stream while it replays stored ones.
+      maxPendingEvents: 10_000,
+      retryMs: 2_000,
     },
     managed: {
       // Unset: file:// under the data directory, for a single machine; replicas need a shared backend.

@@ -17,6 +17,8 @@ import { bootstrapOrganization, hasAnyOrganization } from './modules/organizatio
 import { sealStoredCustomModelKeys } from './modules/organization/enterprise-controls.ts';
 import { scheduleSessionJobs } from './modules/sessions/jobs.ts';
 import { scheduleComputerReaper } from './modules/computers/managed/jobs.ts';
+import { createEventHub } from './modules/events/hub.ts';
+import { scheduleEventJobs } from './modules/events/jobs.ts';
 import { createProvisioner } from './provisioning/provisioner.ts';
 import type { ProviderRegistry } from './provisioning/providers/registry.ts';
 
@@ -45,15 +47,27 @@ export async function startServer(config: Config, log: Logger): Promise<RunningS
   await logProviders(provisioner.providers, log);
   const queue = createJobQueue(db, {
     log,
-    jobs: jobsFor({ prisma: db.prisma, clock: systemClock, dataDir: config.dataDir, ...machines, provisioner, managed: config.managed, egress }),
+    jobs: jobsFor({
+      prisma: db.prisma,
+      clock: systemClock,
+      dataDir: config.dataDir,
+      ...machines,
+      provisioner,
+      managed: config.managed,
+      egress,
+      events: config.events,
+    }),
   });
   await queue.start();
   await scheduleMetricsSampling(queue);
   await scheduleSessionJobs(queue);
   await scheduleComputerReaper(queue);
+  await scheduleEventJobs(queue);
   // The nightly roll-up is a stored cron schedule; catching up covers days missed while stopped.
   await scheduleAnalyticsRollup(queue, { catchUp: true });
   if (config.runWorker) await queue.work();
+  const eventHub = createEventHub({ db: db.prisma, listen: db.listen, log });
+  await eventHub.start();
   const { app } = createApp({
     config,
     prisma: db.prisma,
@@ -66,6 +80,7 @@ export async function startServer(config: Config, log: Logger): Promise<RunningS
     machines,
     pendingMigrations: () => listPendingMigrations(db),
     egress,
+    eventHub,
   });
   const server = await listen(app, config.port, config.host);
   const { port } = server.address() as AddressInfo;
@@ -77,6 +92,8 @@ export async function startServer(config: Config, log: Logger): Promise<RunningS
     (stopping ??= (async () => {
       const deadline = Date.now() + config.shutdownTimeoutMs;
       const closed = new Promise<void>((resolve) => server.close(() => resolve()));
+      // Event streams never end by themselves: end them, and clients reconnect to another replica.
+      await eventHub.close();
       // Keep-alive connections turn idle as their last response ends; close each as it does.
       const sweeper = setInterval(() => server.closeIdleConnections(), 50);
       const timer = setTimeout(() => server.closeAllConnections(), config.shutdownTimeoutMs);

@@ -6,6 +6,7 @@ import type { SecretBox } from '../lib/secret-box.ts';
 import { analyticsRollupJob } from '../modules/analytics/jobs.ts';
 import { computerJobs } from '../modules/computers/jobs.ts';
 import { computerTargets, type AgentDialer } from '../modules/computers/machines.ts';
+import { eventJobs } from '../modules/events/jobs.ts';
 import { readinessEvaluateJob } from '../modules/readiness/jobs.ts';
 import type { ManagedSettings } from '../modules/computers/managed/settings.ts';
 import type { Provisioner } from '../provisioning/provisioner.ts';
@@ -27,6 +28,8 @@ export interface JobDeps {
   managed: ManagedSettings;
   /** Outbound requests made on a tenant's behalf. */
   egress: EgressGuard;
+  /** How long stored events are kept. */
+  events: { retentionMs: number };
 }
 
 /**
@@ -37,6 +40,7 @@ export function jobsFor(deps: JobDeps): JobDefinition[] {
   const machines = { db: deps.prisma, ssh: deps.ssh, secrets: deps.secrets, gateway: deps.gateway };
   return [
     analyticsRollupJob(deps),
+    ...eventJobs({ db: deps.prisma, clock: deps.clock, retentionMs: deps.events.retentionMs }),
     ...computerJobs({ ...machines, clock: deps.clock, provisioner: deps.provisioner, managed: deps.managed }),
     readinessEvaluateJob({
       prisma: deps.prisma,

@@ -16,6 +16,7 @@ import { newId } from '../../src/lib/ids.ts';
 import { startMachineAccess, type MachineAccess } from '../../src/modules/computers/machine-access.ts';
 import { createLogger } from '../../src/lib/logger.ts';
 import { createProvisioner } from '../../src/provisioning/provisioner.ts';
+import { createEventHub } from '../../src/modules/events/hub.ts';
 import { listenOnFreePort } from './http.ts';
 import { openTestDatabase, type Backend } from './test-db.ts';
 
@@ -126,14 +127,16 @@ export async function startTestApi(backend: Backend, opts: TestApiOptions = {}):
   const egress = createEgressGuard(config.egress);
   const queue = createJobQueue(db, {
     log,
-    jobs: jobsFor({ prisma: db.prisma, clock, dataDir, ...machines, provisioner, managed: config.managed, egress }),
+    jobs: jobsFor({ prisma: db.prisma, clock, dataDir, ...machines, provisioner, managed: config.managed, egress, events: config.events }),
     maintenanceIntervalSeconds: 1,
     pollingIntervalSeconds: 0.5,
   });
   await queue.start();
   if (opts.worker) await queue.work();
-  const serve = (database: Database) =>
-    listenOnFreePort(
+  const serve = async (database: Database) => {
+    const eventHub = createEventHub({ db: database.prisma, listen: database.listen, log });
+    await eventHub.start();
+    const server = await listenOnFreePort(
       createApp({
         config,
         prisma: database.prisma,
@@ -146,8 +149,18 @@ export async function startTestApi(backend: Backend, opts: TestApiOptions = {}):
         machines,
         pendingMigrations: async () => [],
         egress,
+        eventHub,
       }).app,
     );
+    return {
+      url: server.url,
+      close: async () => {
+        // Streams never end by themselves; the hub ends them so the server can close.
+        await eventHub.close();
+        await server.close();
+      },
+    };
+  };
   const server = await serve(db);
   const [acme, globex] = [await createOrgFixture(db, 'acme'), await createOrgFixture(db, 'globex')];
   return {

@@ -3,6 +3,7 @@ import type { Db } from '../../db/client.ts';
 import type { Computer } from '../../generated/prisma/client.ts';
 import { PUBLIC_API_SOURCE, recordAudit } from '../audit/record.ts';
 import type { ComputersDeps } from './deps.ts';
+import { computerEvents } from './computer-events.ts';
 import { BYOM } from './machines.ts';
 import { scheduleTeardown } from './managed/records.ts';
 
@@ -28,6 +29,7 @@ export async function retireComputer(tx: Db, deps: RetireDeps, actor: Principal,
     data: { status: 'failed', error: 'the computer was deleted', completedAt: now },
   });
   if (computer.providerType !== BYOM) await scheduleTeardown(tx, deps, computer, now);
+  await computerEvents.deleted(tx, computer);
   await recordAudit(tx, {
     organizationId: computer.organizationId,
     eventType: 'computer_change',

@@ -15,6 +15,7 @@ import {
 } from './runtime/index.ts';
 import type { ContentBlock } from './schemas.ts';
 import type { StoredSettings } from './settings.ts';
+import { sessionDeltas } from './session-events.ts';
 import { addActiveTime, addUsage, appendMessage } from './store.ts';
 import { turnEvents } from './turn-events.ts';
 
@@ -58,6 +59,7 @@ export async function runPersistedTurn(
   let toolCallEvents: AnalyticsEvent[] = [];
   const { db, clock } = env;
   const started = Date.now();
+  const deltas = sessionDeltas(db, session);
   const result = await runTurn({
     model: env.model,
     tools: opts.tools,
@@ -68,7 +70,9 @@ export async function runPersistedTurn(
     history: opts.history,
     system: env.system,
     signal: opts.signal,
+    onDelta: (delta) => deltas.push(delta),
     onMessage: async (message) => {
+      await deltas.flush();
       emitted.push(message);
       const now = clock.now();
       await db.$transaction(async (tx) => {
