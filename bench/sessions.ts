@@ -99,7 +99,7 @@ try {
 
   const dataDir = mkdtempSync(join(tmpdir(), 'agentplane-bench-'));
   const machines = await startMachineAccess({ dataDir, host: '127.0.0.1' }, prisma, log);
-  const queue = createJobQueue(db, { log, jobs: jobsFor({ prisma, clock: systemClock, dataDir, ...machines, ...managedJobDeps(dataDir, machines.secrets), egress: createEgressGuard(parseEgressAllow(undefined)), events: loadConfig({}).events }) });
+  const queue = createJobQueue(db, { log, jobs: jobsFor({ prisma, clock: systemClock, dataDir, ...machines, ...managedJobDeps(dataDir, machines.secrets), egress: createEgressGuard(parseEgressAllow(undefined)), events: loadConfig({}).events, webhooks: loadConfig({}).webhooks }) });
   await queue.start();
   const { app } = createApp({
     config: loadConfig({}), prisma, reads: db.reads, authEpoch: db.authEpoch, log, clock: systemClock, providers: createProviderRegistry([]), queue, machines, pendingMigrations: async () => [], egress: createEgressGuard(parseEgressAllow(undefined)),

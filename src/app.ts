@@ -34,6 +34,8 @@ import { eventRoutes } from './modules/events/routes.ts';
 import { createEventsService } from './modules/events/service.ts';
 import type { EventHub } from './modules/events/hub.ts';
 import { readinessRoutes } from './modules/readiness/routes.ts';
+import { webhookRoutes } from './modules/webhooks/routes.ts';
+import { createWebhooksService } from './modules/webhooks/service.ts';
 import { createReadinessService } from './modules/readiness/service.ts';
 import type { ProviderRegistry } from './provisioning/providers/registry.ts';
 import type { SshClient } from './provisioning/ssh/index.ts';
@@ -115,6 +117,7 @@ export function createApp(deps: AppDeps) {
       }),
       { sessionsOrgs: deps.config.sessionsOrgs },
     ),
+    ...webhookRoutes(createWebhooksService({ db: deps.prisma, clock: deps.clock, secrets: deps.machines.secrets, egress: deps.egress })),
     ...eventRoutes(createEventsService({ db: deps.prisma, hub: deps.eventHub, settings: deps.config.events }), {
       sessionsOrgs: deps.config.sessionsOrgs,
     }),

@@ -19,6 +19,7 @@ import { scheduleSessionJobs } from './modules/sessions/jobs.ts';
 import { scheduleComputerReaper } from './modules/computers/managed/jobs.ts';
 import { createEventHub } from './modules/events/hub.ts';
 import { scheduleEventJobs } from './modules/events/jobs.ts';
+import { startWebhookDispatcher } from './modules/webhooks/dispatcher.ts';
 import { createProvisioner } from './provisioning/provisioner.ts';
 import type { ProviderRegistry } from './provisioning/providers/registry.ts';
 
@@ -56,6 +57,7 @@ export async function startServer(config: Config, log: Logger): Promise<RunningS
       managed: config.managed,
       egress,
       events: config.events,
+      webhooks: config.webhooks,
     }),
   });
   await queue.start();
@@ -66,6 +68,10 @@ export async function startServer(config: Config, log: Logger): Promise<RunningS
   // The nightly roll-up is a stored cron schedule; catching up covers days missed while stopped.
   await scheduleAnalyticsRollup(queue, { catchUp: true });
   if (config.runWorker) await queue.work();
+  // Webhook attempts are queued beside the worker, never by a request.
+  const dispatcher = config.runWorker
+    ? await startWebhookDispatcher({ db: db.prisma, listen: db.listen, queue, clock: systemClock, log, endpointConcurrency: config.webhooks.endpointConcurrency })
+    : undefined;
   const eventHub = createEventHub({ db: db.prisma, listen: db.listen, log });
   await eventHub.start();
   const { app } = createApp({
@@ -94,6 +100,7 @@ export async function startServer(config: Config, log: Logger): Promise<RunningS
       const closed = new Promise<void>((resolve) => server.close(() => resolve()));
       // Event streams never end by themselves: end them, and clients reconnect to another replica.
       await eventHub.close();
+      await dispatcher?.stop();
       // Keep-alive connections turn idle as their last response ends; close each as it does.
       const sweeper = setInterval(() => server.closeIdleConnections(), 50);
       const timer = setTimeout(() => server.closeAllConnections(), config.shutdownTimeoutMs);

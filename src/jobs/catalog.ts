@@ -7,6 +7,8 @@ import { analyticsRollupJob } from '../modules/analytics/jobs.ts';
 import { computerJobs } from '../modules/computers/jobs.ts';
 import { computerTargets, type AgentDialer } from '../modules/computers/machines.ts';
 import { eventJobs } from '../modules/events/jobs.ts';
+import { webhookJobs } from '../modules/webhooks/jobs.ts';
+import type { WebhookSettings } from '../modules/webhooks/settings.ts';
 import { readinessEvaluateJob } from '../modules/readiness/jobs.ts';
 import type { ManagedSettings } from '../modules/computers/managed/settings.ts';
 import type { Provisioner } from '../provisioning/provisioner.ts';
@@ -30,6 +32,7 @@ export interface JobDeps {
   egress: EgressGuard;
   /** How long stored events are kept. */
   events: { retentionMs: number };
+  webhooks: WebhookSettings;
 }
 
 /**
@@ -41,6 +44,7 @@ export function jobsFor(deps: JobDeps): JobDefinition[] {
   return [
     analyticsRollupJob(deps),
     ...eventJobs({ db: deps.prisma, clock: deps.clock, retentionMs: deps.events.retentionMs }),
+    ...webhookJobs({ db: deps.prisma, clock: deps.clock, secrets: deps.secrets, egress: deps.egress, settings: deps.webhooks }),
     ...computerJobs({ ...machines, clock: deps.clock, provisioner: deps.provisioner, managed: deps.managed }),
     readinessEvaluateJob({
       prisma: deps.prisma,

@@ -31,7 +31,7 @@ describe.each(BACKENDS)('analytics roll-up job on %s', (backend) => {
     machines = await startMachineAccess({ dataDir, host: '127.0.0.1' }, db.prisma, log);
     queue = createJobQueue(db, {
       log,
-      jobs: jobsFor({ prisma: db.prisma, clock, dataDir, ...machines, ...managedJobDeps(dataDir, machines.secrets), egress: createEgressGuard(parseEgressAllow(undefined)), events: loadConfig({}).events }),
+      jobs: jobsFor({ prisma: db.prisma, clock, dataDir, ...machines, ...managedJobDeps(dataDir, machines.secrets), egress: createEgressGuard(parseEgressAllow(undefined)), events: loadConfig({}).events, webhooks: loadConfig({}).webhooks }),
       maintenanceIntervalSeconds: 1,
       pollingIntervalSeconds: 0.5,
     });

@@ -17,6 +17,7 @@ import { startMachineAccess, type MachineAccess } from '../../src/modules/comput
 import { createLogger } from '../../src/lib/logger.ts';
 import { createProvisioner } from '../../src/provisioning/provisioner.ts';
 import { createEventHub } from '../../src/modules/events/hub.ts';
+import { startWebhookDispatcher } from '../../src/modules/webhooks/dispatcher.ts';
 import { listenOnFreePort } from './http.ts';
 import { openTestDatabase, type Backend } from './test-db.ts';
 
@@ -127,12 +128,15 @@ export async function startTestApi(backend: Backend, opts: TestApiOptions = {}):
   const egress = createEgressGuard(config.egress);
   const queue = createJobQueue(db, {
     log,
-    jobs: jobsFor({ prisma: db.prisma, clock, dataDir, ...machines, provisioner, managed: config.managed, egress, events: config.events }),
+    jobs: jobsFor({ prisma: db.prisma, clock, dataDir, ...machines, provisioner, managed: config.managed, egress, events: config.events, webhooks: config.webhooks }),
     maintenanceIntervalSeconds: 1,
     pollingIntervalSeconds: 0.5,
   });
   await queue.start();
   if (opts.worker) await queue.work();
+  const dispatcher = opts.worker
+    ? await startWebhookDispatcher({ db: db.prisma, listen: db.listen, queue, clock, log, endpointConcurrency: config.webhooks.endpointConcurrency })
+    : undefined;
   const serve = async (database: Database) => {
     const eventHub = createEventHub({ db: database.prisma, listen: database.listen, log });
     await eventHub.start();
@@ -195,6 +199,7 @@ export async function startTestApi(backend: Backend, opts: TestApiOptions = {}):
     },
     close: async () => {
       await server.close();
+      await dispatcher?.stop();
       await queue.stop({ timeoutMs: 5_000 });
       await machines.close();
       await db.dispose();
