@@ -29,25 +29,38 @@ export async function dispatchDue(deps: DispatchDeps, onlyEndpointId?: string): 
   let queued = 0;
   for (const { endpoint_id: endpointId } of endpoints) {
     queued += await deps.db.$transaction(async (tx) => {
-      const [endpoint] = await tx.$queryRaw<{ status: string }[]>`
-        SELECT status FROM webhook_endpoints WHERE id = ${endpointId} FOR UPDATE SKIP LOCKED`;
-      if (endpoint?.status !== 'enabled') return 0;
-      const [inFlight] = await tx.$queryRaw<{ n: number }[]>`
-        SELECT count(*)::int AS n FROM webhook_deliveries
-        WHERE endpoint_id = ${endpointId} AND status IN ('queued', 'sending') AND lease_until >= ${now}`;
-      const free = deps.endpointConcurrency - (inFlight?.n ?? 0);
-      if (free <= 0) return 0;
-      const claimed = await tx.$queryRaw<{ id: string }[]>`
-        UPDATE webhook_deliveries SET status = 'queued', lease_until = ${new Date(now.getTime() + QUEUED_LEASE_MS)}, updated_at = ${now}
-        WHERE id IN (
-          SELECT id FROM webhook_deliveries
-          WHERE endpoint_id = ${endpointId}
-            AND ((status = 'pending' AND next_attempt_at <= ${now}) OR (status IN ('queued', 'sending') AND lease_until < ${now}))
-          ORDER BY next_attempt_at, created_at LIMIT ${free})
-        RETURNING id`;
-      for (const { id } of claimed) await deps.send(tx, id);
+      const claimed = await claimDue(tx, endpointId, now, deps.endpointConcurrency, deps.endpointConcurrency);
+      for (const id of claimed) await deps.send(tx, id);
       return claimed.length;
     });
   }
   return queued;
+}
+
+/**
+ * Marks up to `limit` of an endpoint's due attempts queued, within its free slots, under a lock on
+ * its row (skipped, with nothing claimed, when another holds it and `wait` is not set, or when the
+ * endpoint is not enabled). A finishing attempt waits: it must not lose its slot to a dispatcher
+ * that skipped the endpoint because the attempt held the lock.
+ * Call it in a transaction: the lock holds until it ends.
+ */
+export async function claimDue(tx: Db, endpointId: string, now: Date, bound: number, limit: number, opts: { wait?: boolean } = {}): Promise<string[]> {
+  const [endpoint] = opts.wait
+    ? await tx.$queryRaw<{ status: string }[]>`SELECT status FROM webhook_endpoints WHERE id = ${endpointId} FOR UPDATE`
+    : await tx.$queryRaw<{ status: string }[]>`SELECT status FROM webhook_endpoints WHERE id = ${endpointId} FOR UPDATE SKIP LOCKED`;
+  if (endpoint?.status !== 'enabled') return [];
+  const [inFlight] = await tx.$queryRaw<{ n: number }[]>`
+    SELECT count(*)::int AS n FROM webhook_deliveries
+    WHERE endpoint_id = ${endpointId} AND status IN ('queued', 'sending') AND lease_until >= ${now}`;
+  const free = Math.min(limit, bound - (inFlight?.n ?? 0));
+  if (free <= 0) return [];
+  const claimed = await tx.$queryRaw<{ id: string }[]>`
+    UPDATE webhook_deliveries SET status = 'queued', lease_until = ${new Date(now.getTime() + QUEUED_LEASE_MS)}, updated_at = ${now}
+    WHERE id IN (
+      SELECT id FROM webhook_deliveries
+      WHERE endpoint_id = ${endpointId}
+        AND ((status = 'pending' AND next_attempt_at <= ${now}) OR (status IN ('queued', 'sending') AND lease_until < ${now}))
+      ORDER BY next_attempt_at, created_at LIMIT ${free})
+    RETURNING id`;
+  return claimed.map((c) => c.id);
 }

@@ -5,7 +5,7 @@ import { defineJobKind, type JobDefinition } from '../../jobs/job.ts';
 import type { Clock } from '../../lib/clock.ts';
 import type { SecretBox } from '../../lib/secret-box.ts';
 import { attemptDelivery } from './deliver.ts';
-import { dispatchDue } from './dispatch.ts';
+import { claimDue, dispatchDue } from './dispatch.ts';
 import type { WebhookSettings } from './settings.ts';
 
 /**
@@ -22,14 +22,27 @@ export const webhookDeliverJob = defineJobKind({
   concurrency: 16,
 });
 
+/** Attempts one job makes in a row for a busy endpoint before it hands on to a new job. */
+const DRAIN_MAX = 100;
+
 export function webhookJobs(deps: { db: PrismaClient; clock: Clock; secrets: SecretBox; egress: EgressGuard; settings: WebhookSettings }): JobDefinition[] {
   return [
     webhookDeliverJob.handledBy(async (payload, ctx) => {
-      const endpointId = await attemptDelivery(deps, payload.deliveryId, ctx.signal);
-      // The slot this attempt held is free: queue the endpoint's next due attempt now rather than at the next sweep.
-      if (endpointId) {
+      // The slot this attempt holds passes to the endpoint's next due attempt, in this same job:
+      // a busy endpoint is drained without a queue round trip per delivery.
+      let deliveryId: string | undefined = payload.deliveryId;
+      let endpointId: string | undefined;
+      for (let n = 0; deliveryId && n < DRAIN_MAX && !ctx.signal.aborted; n++) {
+        endpointId = await attemptDelivery(deps, deliveryId, ctx.signal);
+        if (!endpointId) break;
+        const id: string = endpointId;
+        [deliveryId] = await deps.db.$transaction((tx) => claimDue(tx, id, deps.clock.now(), deps.settings.endpointConcurrency, 1, { wait: true }));
+      }
+      if (deliveryId) await ctx.send(webhookDeliverJob, { deliveryId });
+      else if (endpointId) {
+        // Slots freed while this ran (another attempt finished, a retry came due) are filled now, not at the next sweep.
         await dispatchDue(
-          { db: deps.db, clock: deps.clock, endpointConcurrency: deps.settings.endpointConcurrency, send: (tx, deliveryId) => ctx.send(webhookDeliverJob, { deliveryId }, { tx }) },
+          { db: deps.db, clock: deps.clock, endpointConcurrency: deps.settings.endpointConcurrency, send: (tx, id) => ctx.send(webhookDeliverJob, { deliveryId: id }, { tx }) },
           endpointId,
         );
       }
