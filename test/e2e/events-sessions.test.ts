@@ -203,6 +203,20 @@ describe.skipIf(skipMachineTests).each(BACKENDS)('session event streams on %s', 
     expect(other.events).toEqual([]);
   });
 
+  it('ends a stream at the next heartbeat once its caller loses access; the removal revokes their keys, which the organization hears', async () => {
+    const globex = api.globex.members;
+    const removed = await watch('/api/v0/events', { token: globex.manager.apiKey });
+    const owner = await watch('/api/v0/events?types=apikey.revoked', { token: globex.owner.apiKey });
+    expect(removed.status).toBe(200);
+    const res = await api.call('DELETE', `/api/v0/organization/users?email=${encodeURIComponent(globex.manager.email)}`, { as: globex.owner.apiKey });
+    expect(res.status).toBe(204);
+    const revoked = await owner.waitFor((e) => e.event === 'apikey.revoked', 5_000, 'apikey.revoked');
+    expect(revoked.data.data).toMatchObject({ reason: 'member_removed', userId: globex.manager.userId });
+    expect(JSON.stringify(revoked.data)).not.toContain(globex.manager.apiKey);
+    // Heartbeats are a second apart here: the next one finds the credential dead and ends the stream.
+    await Promise.race([removed.ended, new Promise((_, reject) => setTimeout(() => reject(new Error('the stream stayed open')), 5_000))]);
+  });
+
   it('answers a Last-Event-ID older than the retention window with stream.events_dropped, then goes on', async () => {
     const id = await newSession();
     model.enqueue({ text: 'One.' });

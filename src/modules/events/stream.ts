@@ -63,14 +63,22 @@ export async function runEventStream(
     },
     end: () => sink.close(),
   });
-  const heartbeat = setInterval(() => {
+  const beat = () => {
     if (!sink.comment('heartbeat')) return;
     stillAllowed().then(
       (ok) => ok || sink.close(),
       () => sink.close(),
     );
-  }, deps.settings.heartbeatMs);
+  };
+  // Streams opened together (a reconnect storm after a restart) would otherwise re-check their
+  // credentials in the same instant every interval: the first beat comes at a random point.
+  let heartbeat: NodeJS.Timeout | undefined;
+  const first = setTimeout(() => {
+    beat();
+    heartbeat = setInterval(beat, deps.settings.heartbeatMs);
+  }, Math.random() * deps.settings.heartbeatMs);
   sink.onClose(() => {
+    clearTimeout(first);
     clearInterval(heartbeat);
     unsubscribe();
   });

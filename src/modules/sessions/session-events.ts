@@ -45,7 +45,7 @@ export interface DeltaStream {
   flush(): Promise<void>;
 }
 
-const CHUNK_CHARS = 2_000;
+const CHUNK_CHARS = 1_000;
 
 /**
  * Streams model deltas to connected clients as transient events. Deltas are coalesced (one
