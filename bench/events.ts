@@ -106,7 +106,11 @@ async function openBackend(kind: string): Promise<Backend> {
 
 /** The API on one database handle, with its own event hub: one replica. */
 async function serveReplica(db: Database, dataDir: string) {
-  const config = loadConfig({ AGENTPLANE_DATA_DIR: dataDir, AGENTPLANE_EGRESS_ALLOW: '127.0.0.0/8' });
+  const config = loadConfig({
+    AGENTPLANE_DATA_DIR: dataDir,
+    AGENTPLANE_EGRESS_ALLOW: '127.0.0.0/8',
+    AGENTPLANE_EVENTS_HEARTBEAT_SECONDS: process.env.AGENTPLANE_EVENTS_HEARTBEAT_SECONDS ?? '15',
+  });
   const machines = await startMachineAccess({ dataDir, host: '127.0.0.1' }, db.prisma, log);
   const eventHub = createEventHub({ db: db.prisma, listen: db.listen, log });
   await eventHub.start();
