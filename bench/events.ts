@@ -213,16 +213,19 @@ function idleClients(url: string, token: string, n: number) {
   return { ready, stop: () => child.kill('SIGKILL') };
 }
 
-function cannon(url: string, token: string, seconds: number): Promise<number> {
+/** One autocannon run; answers its requests/s and the CPU each request cost this process (the server, and PGlite). */
+function cannon(url: string, token: string, seconds: number): Promise<{ rps: number; cpuUs: number }> {
+  const cpu0 = process.cpuUsage();
   return new Promise((resolve, reject) => {
     const child = spawn(AUTOCANNON, ['-c', '50', '-d', String(seconds), '-j', '-H', `authorization=Bearer ${token}`, url], { stdio: ['ignore', 'pipe', 'inherit'] });
     let out = '';
     child.stdout.on('data', (c: Buffer) => (out += c.toString()));
     child.on('exit', (code) => {
       if (code !== 0) return reject(new Error(`autocannon exited with ${code}`));
-      const r = JSON.parse(out) as { requests: { average: number }; non2xx: number; errors: number };
+      const r = JSON.parse(out) as { requests: { average: number; total: number }; non2xx: number; errors: number };
       if (r.non2xx || r.errors) return reject(new Error(`${r.non2xx} non-2xx, ${r.errors} errors`));
-      resolve(r.requests.average);
+      const used = process.cpuUsage(cpu0);
+      resolve({ rps: r.requests.average, cpuUs: (used.user + used.system) / r.requests.total });
     });
   });
 }
@@ -271,9 +274,10 @@ async function benchBackend(kind: string): Promise<string[]> {
       // 2. Idle clients against the authenticated list.
       const list = `${a.url}/api/v0/service-accounts`;
       await cannon(list, token, 3);
-      const without: number[] = [];
-      const withClients: number[] = [];
+      const without: { rps: number; cpuUs: number }[] = [];
+      const withClients: { rps: number; cpuUs: number }[] = [];
       const memBefore = await settle();
+      // Alternating runs, so drift (other load on the machine) hits both alike.
       for (let i = 0; i < RUNS; i++) {
         without.push(await cannon(list, token, SECONDS));
         const clients = idleClients(`${a.url}/api/v0/events`, token, CLIENTS);
@@ -290,12 +294,15 @@ async function benchBackend(kind: string): Promise<string[]> {
         clients.stop();
         await new Promise((r) => setTimeout(r, 500));
       }
-      const [w0, w1] = [median(without), median(withClients)];
+      const [w0, w1] = [median(without.map((r) => r.rps)), median(withClients.map((r) => r.rps))];
+      const [c0, c1] = [median(without.map((r) => r.cpuUs)), median(withClients.map((r) => r.cpuUs))];
       const loss = 1 - w1 / w0;
       out.push(
         `  authenticated list: ${w0.toFixed(0)} req/s alone, ${w1.toFixed(0)} req/s beside ${CLIENTS} streams: ` +
-          `${(loss * 100).toFixed(1)}% lost (goal < 10%: ${loss < 0.1 ? 'met' : 'MISSED'}), medians of ${RUNS} x ${SECONDS} s`,
+          `${(loss * 100).toFixed(1)}% lost (goal < 10%: ${loss < 0.1 ? 'met' : 'MISSED'}), medians of ${RUNS} x ${SECONDS} s; ` +
+          `server CPU/request ${c0.toFixed(0)} µs alone, ${c1.toFixed(0)} µs beside them (${(((c1 - c0) / c0) * 100).toFixed(1)}%)`,
       );
+      out.push(`    runs alone: ${without.map((r) => r.rps.toFixed(0)).join(', ')} req/s; beside streams: ${withClients.map((r) => r.rps.toFixed(0)).join(', ')} req/s`);
 
       // 3. Webhook deliveries per second.
       out.push(`  ${await webhookThroughput(db, a.machines.secrets, boot.organizationId, boot.userId)}`);

@@ -97,9 +97,14 @@ export function createEventHub(deps: { db: PrismaClient; listen: Listen; log: Lo
 
   const onPayload = (payload: string) => {
     if (payload.startsWith('{')) {
-      const t = JSON.parse(payload) as TransientEvent;
+      let t: TransientEvent;
+      try {
+        t = JSON.parse(payload) as TransientEvent;
+      } catch {
+        return;
+      }
       push({ type: t.type, organizationId: t.organizationId, sessionId: t.sessionId, computerId: t.computerId, createdAt: new Date().toISOString(), data: t.data });
-    } else if (BigInt(payload) > cursor) {
+    } else if (/^\d+$/.test(payload) && BigInt(payload) > cursor) {
       push('read');
     }
   };

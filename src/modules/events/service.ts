@@ -23,6 +23,7 @@ export function createEventsService(deps: EventsDeps) {
     (scope: StreamScope, after: bigint | undefined, stillReachable: () => Promise<unknown>): OpenStream =>
     (sink, stillAuthorized) => {
       const stillAllowed = async () => (await stillAuthorized()) && (await stillReachable().then(() => true, () => false));
+      // A stream that fails (the database went away) ends; its client reconnects with its Last-Event-ID.
       runEventStream(deps, sink, scope, after, stillAllowed).catch(() => sink.close());
     };
 
