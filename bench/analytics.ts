@@ -18,6 +18,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { createApp } from '../src/app.ts';
+import { createEventHub } from '../src/modules/events/hub.ts';
 import { issueApiKey } from '../src/auth/issue-api-key.ts';
 import { loadConfig } from '../src/config.ts';
 import { jobsFor } from '../src/jobs/catalog.ts';
@@ -93,10 +94,11 @@ try {
 
   const dataDir = mkdtempSync(join(tmpdir(), 'agentplane-bench-'));
   const machines = await startMachineAccess({ dataDir, host: '127.0.0.1' }, prisma, log);
-  const queue = createJobQueue(db, { log, jobs: jobsFor({ prisma, clock, dataDir, ...machines, ...managedJobDeps(dataDir, machines.secrets), egress: createEgressGuard(parseEgressAllow(undefined)) }) });
+  const queue = createJobQueue(db, { log, jobs: jobsFor({ prisma, clock, dataDir, ...machines, ...managedJobDeps(dataDir, machines.secrets), egress: createEgressGuard(parseEgressAllow(undefined)), events: loadConfig({}).events, webhooks: loadConfig({}).webhooks }) });
   await queue.start();
   const { app } = createApp({
     config: loadConfig({}), prisma, reads: db.reads, authEpoch: db.authEpoch, log, clock, providers: createProviderRegistry([]), queue, machines, pendingMigrations: async () => [], egress: createEgressGuard(parseEgressAllow(undefined)),
+    eventHub: createEventHub({ db: prisma, listen: db.listen, log }),
   });
   const api = await listenOnFreePort(app);
   const year = `startDate=${FIRST}&endDate=${LAST}`;

@@ -8,6 +8,7 @@
  * repositories, beside the forge's own API calls for the same result made back to back (per
  * repository: one contents call that cuts the branch and commits, one pull request); goal: under 2×.
  */
+import { createEventHub } from '../src/modules/events/hub.ts';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -58,6 +59,7 @@ const key = await issueApiKey(db.prisma, { organizationId: org.id, owner: { user
 const { app } = createApp({
   config, prisma: db.prisma, reads: db.reads, authEpoch: db.authEpoch, log, clock: systemClock, providers: createProviderRegistry([]),
   queue: { send: async () => '' }, machines, pendingMigrations: async () => [], egress: createEgressGuard(config.egress),
+  eventHub: createEventHub({ db: db.prisma, listen: db.listen, log }),
 });
 const server = await listenOnFreePort(app);
 const api = {

@@ -28,6 +28,7 @@ import express, { type Express } from 'express';
 import pg from 'pg';
 import { pino } from 'pino';
 import { createApp } from '../src/app.ts';
+import { createEventHub } from '../src/modules/events/hub.ts';
 import { loadConfig } from '../src/config.ts';
 import { openDatabase, type Database } from '../src/db/client.ts';
 import { migrateDatabase } from '../src/db/migrations.ts';
@@ -224,6 +225,7 @@ async function benchBackend(kind: string) {
       machines,
       pendingMigrations: async () => [],
       egress: createEgressGuard(parseEgressAllow(undefined)),
+      eventHub: createEventHub({ db: db.prisma, listen: db.listen, log }),
     });
     const bare = express();
     bare.get('/hello', (_req, res) => {

@@ -17,6 +17,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { createApp } from '../src/app.ts';
+import { createEventHub } from '../src/modules/events/hub.ts';
 import { issueApiKey } from '../src/auth/issue-api-key.ts';
 import { loadConfig } from '../src/config.ts';
 import { encodeOpaqueCursor } from '../src/http/pagination.ts';
@@ -66,7 +67,7 @@ try {
   await prisma.membership.create({ data: { id: newId('mem'), organizationId: org.id, userId: user.id, role: 'user' } });
   const dataDir = mkdtempSync(join(tmpdir(), 'agentplane-bench-'));
   const machines = await startMachineAccess({ dataDir, host: '127.0.0.1' }, prisma, log);
-  const queue = createJobQueue(db, { log, jobs: jobsFor({ prisma, clock: systemClock, dataDir, ...machines, ...managedJobDeps(dataDir, machines.secrets), egress: createEgressGuard(parseEgressAllow(undefined)) }) });
+  const queue = createJobQueue(db, { log, jobs: jobsFor({ prisma, clock: systemClock, dataDir, ...machines, ...managedJobDeps(dataDir, machines.secrets), egress: createEgressGuard(parseEgressAllow(undefined)), events: loadConfig({}).events, webhooks: loadConfig({}).webhooks }) });
   await queue.start();
   if (ONLY.has('lists')) await messageLists(prisma, { organizationId: org.id, userId: user.id }, machines, queue);
   if (ONLY.has('overhead')) await toolCallOverhead(prisma, { organizationId: org.id, userId: user.id, machines });
@@ -122,6 +123,7 @@ async function messageLists(prisma: PrismaClient, ids: { organizationId: string;
 
   const { app } = createApp({
     config: loadConfig({}), prisma, reads: db.reads, authEpoch: db.authEpoch, log, clock: systemClock, providers: createProviderRegistry([]), queue, machines, pendingMigrations: async () => [], egress: createEgressGuard(parseEgressAllow(undefined)),
+    eventHub: createEventHub({ db: prisma, listen: db.listen, log }),
   });
   const api = await listenOnFreePort(app);
   const base = `/api/v0/sessions/${sessionId}`;

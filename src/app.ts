@@ -34,7 +34,12 @@ import { automationRoutes } from './modules/automations/routes.ts';
 import { createAutomationsService } from './modules/automations/service.ts';
 import { integrationRoutes } from './modules/integrations/routes.ts';
 import { createIntegrationsService } from './modules/integrations/service.ts';
+import { eventRoutes } from './modules/events/routes.ts';
+import { createEventsService } from './modules/events/service.ts';
+import type { EventHub } from './modules/events/hub.ts';
 import { readinessRoutes } from './modules/readiness/routes.ts';
+import { webhookRoutes } from './modules/webhooks/routes.ts';
+import { createWebhooksService } from './modules/webhooks/service.ts';
 import { createReadinessService } from './modules/readiness/service.ts';
 import type { ProviderRegistry } from './provisioning/providers/registry.ts';
 import type { SshGateway } from './provisioning/gateway/index.ts';
@@ -45,7 +50,7 @@ import type { RelayEndpoints } from './relay/upgrade.ts';
 import type { RelayUrls } from './relay/urls.ts';
 
 export interface AppDeps {
-  config: Pick<Config, 'bodyLimit' | 'jwt' | 'sessionsOrgs' | 'appUrl' | 'sessions' | 'managed'>;
+  config: Pick<Config, 'bodyLimit' | 'jwt' | 'sessionsOrgs' | 'appUrl' | 'sessions' | 'managed' | 'events'>;
   prisma: PrismaClient;
   /** Prepared reads on the same database (`Database.reads`): the credential lookup on every request. */
   reads: ReadRows;
@@ -63,6 +68,8 @@ export interface AppDeps {
   pendingMigrations: () => Promise<string[]>;
   /** Outbound requests made on a tenant's behalf (URLs checked at request time). */
   egress: EgressGuard;
+  /** This process's listener on stored and transient events, which event streams subscribe to. */
+  eventHub: EventHub;
 }
 
 /**
@@ -127,6 +134,10 @@ export function createApp(deps: AppDeps) {
       }),
       { sessionsOrgs: deps.config.sessionsOrgs },
     ),
+    ...webhookRoutes(createWebhooksService({ db: deps.prisma, clock: deps.clock, secrets: deps.machines.secrets, egress: deps.egress })),
+    ...eventRoutes(createEventsService({ db: deps.prisma, hub: deps.eventHub, settings: deps.config.events }), {
+      sessionsOrgs: deps.config.sessionsOrgs,
+    }),
   );
 
   const app = express();
@@ -136,7 +147,7 @@ export function createApp(deps: AppDeps) {
   app.set('query parser', 'simple');
   app.use(requestId, accessLog(deps.log), express.json({ limit: deps.config.bodyLimit }));
   const router = express.Router();
-  for (const route of routes) mountRoute(router, route, { authenticate, authEpoch: deps.authEpoch });
+  for (const route of routes) mountRoute(router, route, { authenticate, authEpoch: deps.authEpoch, eventStreams: deps.config.events });
   app.use(router, notFound, errorHandler);
   return { app, routes, relay: relayEndpoints(deps, authenticate) };
 }

@@ -65,6 +65,16 @@ const EnvSchema = z.object({
   AGENTPLANE_COMPUTER_CPUS: z.coerce.number().positive().max(256).default(1),
   AGENTPLANE_COMPUTER_MEMORY_MIB: z.coerce.number().int().min(64).default(2048),
   AGENTPLANE_COMPUTER_DISK_GIB: z.coerce.number().int().min(1).default(10),
+  AGENTPLANE_EVENTS_RETENTION_HOURS: z.coerce.number().positive().default(72),
+  AGENTPLANE_EVENTS_HEARTBEAT_SECONDS: z.coerce.number().positive().max(300).default(15),
+  AGENTPLANE_EVENTS_CLIENT_BUFFER_BYTES: z.coerce.number().int().min(16_384).default(1_048_576),
+  AGENTPLANE_WEBHOOK_RETRY_SCHEDULE: z
+    .string()
+    .regex(/^\s*\d+(\.\d+)?(\s*,\s*\d+(\.\d+)?)*\s*$/, 'must be comma-separated delays in seconds, e.g. 5,300,1800')
+    .default('5,300,1800,7200,18000,36000,36000'),
+  AGENTPLANE_WEBHOOK_TIMEOUT_SECONDS: z.coerce.number().positive().max(300).default(15),
+  AGENTPLANE_WEBHOOK_ENDPOINT_CONCURRENCY: z.coerce.number().int().min(1).max(100).default(4),
+  AGENTPLANE_WEBHOOK_DISABLE_AFTER_HOURS: z.coerce.number().nonnegative().default(120),
   AGENTPLANE_LOCAL_PROVIDER: bool.default(true),
   AGENTPLANE_LOCAL_SUBNET: z
     .string()
@@ -180,6 +190,25 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env) {
       maxConcurrentSessions: e.AGENTPLANE_MAX_CONCURRENT_SESSIONS,
       // Days a deleted session stays restorable before the purge job removes it.
       retentionDays: e.AGENTPLANE_SESSION_RETENTION_DAYS,
+    },
+    events: {
+      // Stored events older than this are purged; a resume from before it is told so.
+      retentionMs: e.AGENTPLANE_EVENTS_RETENTION_HOURS * 3_600_000,
+      heartbeatMs: e.AGENTPLANE_EVENTS_HEARTBEAT_SECONDS * 1000,
+      // Unsent bytes one stream client may owe before it is dropped (it reconnects and resumes).
+      maxBufferedBytes: e.AGENTPLANE_EVENTS_CLIENT_BUFFER_BYTES,
+      // Live events held for a stream while it replays stored ones.
+      maxPendingEvents: 10_000,
+      retryMs: 2_000,
+    },
+    webhooks: {
+      // Delay before each retry after a failed attempt; the default spans about 27.5 hours.
+      retryDelaysMs: e.AGENTPLANE_WEBHOOK_RETRY_SCHEDULE.split(',').map((v) => Math.round(Number(v) * 1000)),
+      timeoutMs: e.AGENTPLANE_WEBHOOK_TIMEOUT_SECONDS * 1000,
+      // Attempts in flight at once per endpoint, across every worker.
+      endpointConcurrency: e.AGENTPLANE_WEBHOOK_ENDPOINT_CONCURRENCY,
+      // An endpoint whose every attempt has failed for this long is disabled.
+      disableAfterMs: e.AGENTPLANE_WEBHOOK_DISABLE_AFTER_HOURS * 3_600_000,
     },
     managed: {
       // Unset: file:// under the data directory, for a single machine; replicas need a shared backend.

@@ -8,6 +8,7 @@ import { jobsFor } from './jobs/catalog.ts';
 import { runAgentCommand, type AgentCommandOptions } from './machine-agent/command.ts';
 import { startMachineAccess } from './modules/computers/machine-access.ts';
 import { startWorker } from './jobs/worker.ts';
+import { startWebhookDispatcher } from './modules/webhooks/dispatcher.ts';
 import { createProvisioner } from './provisioning/provisioner.ts';
 import { systemClock } from './lib/clock.ts';
 import { createLogger, type Logger } from './lib/logger.ts';
@@ -113,10 +114,19 @@ program
     const worker = await startWorker({
       db,
       log,
-      jobs: jobsFor({ prisma: db.prisma, clock: systemClock, dataDir: config.dataDir, ...machines, provisioner, managed: config.managed, egress: createEgressGuard(config.egress) }),
+      jobs: jobsFor({ prisma: db.prisma, clock: systemClock, dataDir: config.dataDir, ...machines, provisioner, managed: config.managed, egress: createEgressGuard(config.egress), events: config.events, webhooks: config.webhooks }),
+    });
+    const dispatcher = await startWebhookDispatcher({
+      db: db.prisma,
+      listen: db.listen,
+      queue: worker.queue,
+      clock: systemClock,
+      log,
+      endpointConcurrency: config.webhooks.endpointConcurrency,
     });
     log.info({ database: db.kind }, 'worker running');
     untilStopRequested(log, async () => {
+      await dispatcher.stop();
       await worker.stop(config.shutdownTimeoutMs);
       await machines.close();
       await db.close();

@@ -17,6 +17,9 @@ import { bootstrapOrganization, hasAnyOrganization } from './modules/organizatio
 import { sealStoredCustomModelKeys } from './modules/organization/enterprise-controls.ts';
 import { scheduleSessionJobs } from './modules/sessions/jobs.ts';
 import { scheduleComputerReaper } from './modules/computers/managed/jobs.ts';
+import { createEventHub } from './modules/events/hub.ts';
+import { scheduleEventJobs } from './modules/events/jobs.ts';
+import { startWebhookDispatcher } from './modules/webhooks/dispatcher.ts';
 import { createProvisioner } from './provisioning/provisioner.ts';
 import type { ProviderRegistry } from './provisioning/providers/registry.ts';
 import { attachRelay } from './relay/upgrade.ts';
@@ -50,15 +53,32 @@ export async function startServer(config: Config, log: Logger): Promise<RunningS
   await logProviders(provisioner.providers, log);
   const queue = createJobQueue(db, {
     log,
-    jobs: jobsFor({ prisma: db.prisma, clock: systemClock, dataDir: config.dataDir, ...machines, provisioner, managed: config.managed, egress }),
+    jobs: jobsFor({
+      prisma: db.prisma,
+      clock: systemClock,
+      dataDir: config.dataDir,
+      ...machines,
+      provisioner,
+      managed: config.managed,
+      egress,
+      events: config.events,
+      webhooks: config.webhooks,
+    }),
   });
   await queue.start();
   await scheduleMetricsSampling(queue);
   await scheduleSessionJobs(queue);
   await scheduleComputerReaper(queue);
+  await scheduleEventJobs(queue);
   // The nightly roll-up is a stored cron schedule; catching up covers days missed while stopped.
   await scheduleAnalyticsRollup(queue, { catchUp: true });
   if (config.runWorker) await queue.work();
+  // Webhook attempts are queued beside the worker, never by a request.
+  const dispatcher = config.runWorker
+    ? await startWebhookDispatcher({ db: db.prisma, listen: db.listen, queue, clock: systemClock, log, endpointConcurrency: config.webhooks.endpointConcurrency })
+    : undefined;
+  const eventHub = createEventHub({ db: db.prisma, listen: db.listen, log });
+  await eventHub.start();
   const { app, relay } = createApp({
     config,
     prisma: db.prisma,
@@ -72,6 +92,7 @@ export async function startServer(config: Config, log: Logger): Promise<RunningS
     relayUrls: urls,
     pendingMigrations: () => listPendingMigrations(db),
     egress,
+    eventHub,
   });
   const server = await listen(app, config.port, config.host);
   if (relay) attachRelay(server, relay.endpoints, log);
@@ -85,6 +106,9 @@ export async function startServer(config: Config, log: Logger): Promise<RunningS
     (stopping ??= (async () => {
       const deadline = Date.now() + config.shutdownTimeoutMs;
       const closed = new Promise<void>((resolve) => server.close(() => resolve()));
+      // Event streams never end by themselves: end them, and clients reconnect to another replica.
+      await eventHub.close();
+      await dispatcher?.stop();
       // Keep-alive connections turn idle as their last response ends; close each as it does.
       const sweeper = setInterval(() => server.closeIdleConnections(), 50);
       const timer = setTimeout(() => server.closeAllConnections(), config.shutdownTimeoutMs);

@@ -10,6 +10,7 @@ import { fencedEpochReads, notifiedEpoch, type AuthEpoch } from './auth-epoch.ts
 import { pipelinedReads } from './pg-reads.ts';
 import { readsFromPglite } from './pglite-reads.ts';
 import type { ReadRows } from './reads.ts';
+import { pgliteListen, postgresListen, type Listen } from './listen.ts';
 import { fromPgClient, fromPglite, type SqlConnection } from './sql.ts';
 
 export { PrismaClient };
@@ -24,6 +25,8 @@ interface Opened {
   reads: ReadRows;
   /** The credential-change counter as of a moment after each call (see auth-epoch.ts). */
   authEpoch: AuthEpoch;
+  /** Notifications of a channel (NOTIFY), from any process writing to the database. */
+  listen: Listen;
   close(): Promise<void>;
 }
 
@@ -52,6 +55,7 @@ export async function openDatabase(target: DatabaseTarget): Promise<Database> {
       url,
       reads: hot.reads,
       authEpoch: fencedEpochReads(hot.reads),
+      listen: postgresListen(url),
       close: async () => {
         await hot.close();
         await prisma.$disconnect();
@@ -77,6 +81,7 @@ export async function openDatabase(target: DatabaseTarget): Promise<Database> {
     pglite,
     reads,
     authEpoch: notifiedEpoch(pglite, reads),
+    listen: pgliteListen(pglite),
     close: async () => {
       try {
         await prisma.$disconnect();

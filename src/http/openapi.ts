@@ -32,7 +32,7 @@ function toRouteConfig(route: RouteSpec): RouteConfig {
   const responses: RouteConfig['responses'] = {};
   for (const [status, r] of Object.entries(route.responses)) {
     responses[status] = r.schema
-      ? { description: r.description, content: { 'application/json': { schema: r.schema } } }
+      ? { description: r.description, content: { [r.eventStream ? 'text/event-stream' : 'application/json']: { schema: r.schema } } }
       : { description: r.description };
   }
   for (const status of route.errors) {

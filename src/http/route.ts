@@ -7,6 +7,7 @@ import { requestFence, type AuthEpoch } from '../db/auth-epoch.ts';
 import { BadRequest } from '../lib/errors.ts';
 import type { Logger } from '../lib/logger.ts';
 import { sendJson, sendJsonText } from './json-response.ts';
+import { openEventSink, type EventSink, type SinkOptions } from './sse.ts';
 import { SerializedJson } from './serialized-json.ts';
 
 type Method = 'get' | 'post' | 'put' | 'patch' | 'delete';
@@ -20,6 +21,13 @@ export interface RouteContext<P, Q, B, A extends boolean> {
   fence: AuthEpoch;
   requestId: string;
   log: Logger;
+  /** A request header (e.g. Last-Event-ID), or undefined. */
+  header(name: string): string | undefined;
+  /**
+   * Whether the request's credential and guards would still let it in now (a fresh credential
+   * read): long-lived streams ask it from time to time and end when it is revoked.
+   */
+  stillAuthorized(): Promise<boolean>;
 }
 
 export interface RouteResult {
@@ -27,6 +35,11 @@ export interface RouteResult {
   /** A value, checked against the status's schema before it is sent, or JSON text built to satisfy it. */
   body?: unknown;
   headers?: Record<string, string>;
+  /**
+   * A server-sent event stream instead of a body (a status declared with `eventStream`): called
+   * with the open stream once the headers are sent; it owns the response until it closes it.
+   */
+  stream?: (sink: EventSink) => void;
 }
 
 /**
@@ -46,7 +59,7 @@ export interface RouteSpec<P = unknown, Q = unknown, B = unknown, A extends bool
   query?: z.ZodType<Q>;
   body?: z.ZodType<B>;
   /** Success responses: status -> schema (undefined for an empty body). */
-  responses: Record<number, { description: string; schema?: z.ZodType }>;
+  responses: Record<number, { description: string; schema?: z.ZodType; eventStream?: boolean }>;
   /** Error statuses this route documents. */
   errors: number[];
   handler(ctx: RouteContext<P, Q, B, A>): Promise<RouteResult>;
@@ -75,7 +88,7 @@ function parsePart<T>(schema: z.ZodType<T> | undefined, value: unknown, where: s
 export function mountRoute(
   router: Router,
   route: RouteSpec,
-  deps: { authenticate: Authenticate; authEpoch: AuthEpoch },
+  deps: { authenticate: Authenticate; authEpoch: AuthEpoch; eventStreams?: SinkOptions },
 ): void {
   const responseSchemas = route.responses;
   router[route.method](expressPath(route.path), async (req: Request, res: Response) => {
@@ -90,11 +103,27 @@ export function mountRoute(
       fence,
       requestId: res.locals.requestId as string,
       log: res.locals.log as Logger,
+      header: (name: string) => req.get(name),
+      stillAuthorized: async () => {
+        if (route.auth === false) return true;
+        try {
+          const again = await deps.authenticate(req.get('authorization'), requestFence(deps.authEpoch));
+          for (const guard of route.guards ?? []) guard(again);
+          return true;
+        } catch {
+          return false;
+        }
+      },
     };
     const result = await route.handler(ctx as RouteContext<unknown, unknown, unknown, boolean>);
     const declared = responseSchemas[result.status];
     if (!declared) throw new Error(`${route.operationId} answered undeclared status ${result.status}`);
     for (const [name, value] of Object.entries(result.headers ?? {})) res.setHeader(name, value);
+    if (declared.eventStream) {
+      if (!result.stream || !deps.eventStreams) throw new Error(`${route.operationId} declares an event stream but opened none`);
+      result.stream(openEventSink(req, res, deps.eventStreams));
+      return;
+    }
     if (!declared.schema) {
       res.status(result.status).end();
       return;

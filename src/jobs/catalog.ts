@@ -6,6 +6,9 @@ import type { SecretBox } from '../lib/secret-box.ts';
 import { analyticsRollupJob } from '../modules/analytics/jobs.ts';
 import { computerJobs } from '../modules/computers/jobs.ts';
 import { computerTargets, type AgentDialer } from '../modules/computers/machines.ts';
+import { eventJobs } from '../modules/events/jobs.ts';
+import { webhookJobs } from '../modules/webhooks/jobs.ts';
+import type { WebhookSettings } from '../modules/webhooks/settings.ts';
 import { readinessEvaluateJob } from '../modules/readiness/jobs.ts';
 import type { ManagedSettings } from '../modules/computers/managed/settings.ts';
 import type { Provisioner } from '../provisioning/provisioner.ts';
@@ -27,6 +30,9 @@ export interface JobDeps {
   managed: ManagedSettings;
   /** Outbound requests made on a tenant's behalf. */
   egress: EgressGuard;
+  /** How long stored events are kept. */
+  events: { retentionMs: number };
+  webhooks: WebhookSettings;
 }
 
 /**
@@ -37,6 +43,8 @@ export function jobsFor(deps: JobDeps): JobDefinition[] {
   const machines = { db: deps.prisma, ssh: deps.ssh, secrets: deps.secrets, gateway: deps.gateway };
   return [
     analyticsRollupJob(deps),
+    ...eventJobs({ db: deps.prisma, clock: deps.clock, retentionMs: deps.events.retentionMs }),
+    ...webhookJobs({ db: deps.prisma, clock: deps.clock, secrets: deps.secrets, egress: deps.egress, settings: deps.webhooks }),
     ...computerJobs({ ...machines, clock: deps.clock, provisioner: deps.provisioner, managed: deps.managed }),
     readinessEvaluateJob({
       prisma: deps.prisma,

@@ -38,3 +38,8 @@ export function newId(prefix: string): string {
 export function newUuid(): string {
   return randomUUID();
 }
+
+/** Fresh random bytes for a secret (signing keys), straight from the CSPRNG. */
+export function secretBytes(length: number): Buffer {
+  return randomBytes(length);
+}

@@ -5,6 +5,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { loadConfig } from '../../src/config.ts';
 import { jobsFor } from '../../src/jobs/catalog.ts';
 import { createJobQueue, type JobQueue } from '../../src/jobs/queue.ts';
 import { fixedClock } from '../../src/lib/clock.ts';
@@ -30,7 +31,7 @@ describe.each(BACKENDS)('analytics roll-up job on %s', (backend) => {
     machines = await startMachineAccess({ dataDir, host: '127.0.0.1' }, db.prisma, log);
     queue = createJobQueue(db, {
       log,
-      jobs: jobsFor({ prisma: db.prisma, clock, dataDir, ...machines, ...managedJobDeps(dataDir, machines.secrets), egress: createEgressGuard(parseEgressAllow(undefined)) }),
+      jobs: jobsFor({ prisma: db.prisma, clock, dataDir, ...machines, ...managedJobDeps(dataDir, machines.secrets), egress: createEgressGuard(parseEgressAllow(undefined)), events: loadConfig({}).events, webhooks: loadConfig({}).webhooks }),
       maintenanceIntervalSeconds: 1,
       pollingIntervalSeconds: 0.5,
     });

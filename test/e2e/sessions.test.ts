@@ -6,6 +6,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createApp } from '../../src/app.ts';
+import { createEventHub } from '../../src/modules/events/hub.ts';
 import { loadConfig } from '../../src/config.ts';
 import { systemClock } from '../../src/lib/clock.ts';
 import { newId } from '../../src/lib/ids.ts';
@@ -250,6 +251,7 @@ describe.skipIf(skip).each(BACKENDS)('sessions API on %s', (backend) => {
       machines: api.machines,
       pendingMigrations: async () => [],
       egress: createEgressGuard(parseEgressAllow(undefined)),
+      eventHub: createEventHub({ db: api.db.prisma, listen: api.db.listen, log: createLogger({ level: 'silent' }) }),
     });
     const server = await listenOnFreePort(app);
     try {

@@ -18,6 +18,8 @@ import { createLogger } from '../../src/lib/logger.ts';
 import { createProvisioner } from '../../src/provisioning/provisioner.ts';
 import { attachRelay } from '../../src/relay/upgrade.ts';
 import { relayUrls } from '../../src/relay/urls.ts';
+import { createEventHub } from '../../src/modules/events/hub.ts';
+import { startWebhookDispatcher } from '../../src/modules/webhooks/dispatcher.ts';
 import { listenOnFreePort } from './http.ts';
 import { openTestDatabase, type Backend } from './test-db.ts';
 
@@ -130,15 +132,20 @@ export async function startTestApi(backend: Backend, opts: TestApiOptions = {}):
   const egress = createEgressGuard(config.egress);
   const queue = createJobQueue(db, {
     log,
-    jobs: jobsFor({ prisma: db.prisma, clock, dataDir, ...machines, provisioner, managed: config.managed, egress }),
+    jobs: jobsFor({ prisma: db.prisma, clock, dataDir, ...machines, provisioner, managed: config.managed, egress, events: config.events, webhooks: config.webhooks }),
     maintenanceIntervalSeconds: 1,
     pollingIntervalSeconds: 0.5,
   });
   await queue.start();
   if (opts.worker) await queue.work();
+  const dispatcher = opts.worker
+    ? await startWebhookDispatcher({ db: db.prisma, listen: db.listen, queue, clock, log, endpointConcurrency: config.webhooks.endpointConcurrency })
+    : undefined;
   let listening: string | undefined;
   const urls = relayUrls(() => listening);
   const serve = async (database: Database) => {
+    const eventHub = createEventHub({ db: database.prisma, listen: database.listen, log });
+    await eventHub.start();
     const { app, relay } = createApp({
       config,
       prisma: database.prisma,
@@ -152,6 +159,7 @@ export async function startTestApi(backend: Backend, opts: TestApiOptions = {}):
       relayUrls: urls,
       pendingMigrations: async () => [],
       egress,
+      eventHub,
     });
     const served = await listenOnFreePort(app);
     if (relay) attachRelay(served.server, relay.endpoints, log);
@@ -160,6 +168,8 @@ export async function startTestApi(backend: Backend, opts: TestApiOptions = {}):
       url: served.url,
       close: async () => {
         relay?.close();
+        // Streams never end by themselves; the hub ends them so the server can close.
+        await eventHub.close();
         await served.close();
       },
     };
@@ -197,6 +207,7 @@ export async function startTestApi(backend: Backend, opts: TestApiOptions = {}):
       };
     },
     close: async () => {
+      await dispatcher?.stop();
       await queue.stop({ timeoutMs: 5_000 });
       await machines.close();
       await server.close();

@@ -1,4 +1,5 @@
 import { createApp } from '../../src/app.ts';
+import { createEventHub } from '../../src/modules/events/hub.ts';
 import { createEgressGuard } from '../../src/egress/guard.ts';
 import { parseEgressAllow } from '../../src/egress/policy.ts';
 import { loadConfig } from '../../src/config.ts';
@@ -23,5 +24,6 @@ export function appWithoutDatabase() {
     machines: { ssh: createSshClient(), secrets: createSecretBox(Buffer.alloc(32)) },
     pendingMigrations: async () => [],
     egress: createEgressGuard(parseEgressAllow(undefined)),
+    eventHub: createEventHub({ db: {} as PrismaClient, listen: () => Promise.reject(new Error('the route table listens to no database')), log: createLogger({ level: 'silent' }) }),
   });
 }

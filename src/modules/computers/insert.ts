@@ -4,6 +4,7 @@ import { isUniqueViolation } from '../../db/errors.ts';
 import type { Prisma } from '../../generated/prisma/client.ts';
 import { Conflict } from '../../lib/errors.ts';
 import { PUBLIC_API_SOURCE, recordAudit } from '../audit/record.ts';
+import { computerEvents } from './computer-events.ts';
 import type { Owner } from './access.ts';
 import type { ComputersDeps } from './deps.ts';
 import type { NewStep } from './steps.ts';
@@ -66,6 +67,7 @@ export async function insertComputer(
         payload: { action: 'created' },
         at: computer.createdAt,
       });
+      await computerEvents.status(tx, computer.id, computer.status === 'active' ? 'active' : 'provisioning');
       await opts.send?.(tx);
       return computer;
     });

@@ -4,6 +4,7 @@ import type { Computer } from '../../generated/prisma/client.ts';
 import { PUBLIC_API_SOURCE, recordAudit } from '../audit/record.ts';
 import { pauseAutomationsOn } from '../automations/pause.ts';
 import type { ComputersDeps } from './deps.ts';
+import { computerEvents } from './computer-events.ts';
 import { BYOM } from './machines.ts';
 import { scheduleTeardown } from './managed/records.ts';
 
@@ -30,6 +31,7 @@ export async function retireComputer(tx: Db, deps: RetireDeps, actor: Principal,
   });
   if (computer.providerType !== BYOM) await scheduleTeardown(tx, deps, computer, now);
   await pauseAutomationsOn(tx, computer, now);
+  await computerEvents.deleted(tx, computer);
   await recordAudit(tx, {
     organizationId: computer.organizationId,
     eventType: 'computer_change',

@@ -9,7 +9,7 @@ import { settleProvisioning } from './managed/settle.ts';
 import { copyWorkspace } from './managed/copy-workspace.ts';
 import { setupScriptOf, sourceComputerOf } from './managed/source.ts';
 import { waitForSsh } from './managed/wait-for-ssh.ts';
-import { STEP, updateStep } from './steps.ts';
+import { skipPendingSteps, STEP, updateStep } from './steps.ts';
 
 /** Where byom set-up clones repositories, under the remote user's home. */
 export const WORKSPACE_DIR = 'workspace';
@@ -167,10 +167,7 @@ export async function failProvisioning(
 ) {
   const at = deps.clock.now();
   await updateStep(deps.db, computerId, failed.step, { status: 'failed', error: messageOf(failed.err), startedAt: failed.startedAt, completedAt: at });
-  await deps.db.provisioningStep.updateMany({
-    where: { computerId, status: 'pending' },
-    data: { status: 'skipped', error: reason },
-  });
+  await skipPendingSteps(deps.db, computerId, reason);
   await settleProvisioning(deps.db, computerId, at);
 }
 

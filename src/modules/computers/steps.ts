@@ -1,4 +1,6 @@
 import type { Db } from '../../db/client.ts';
+import { inTransaction } from '../../db/transaction.ts';
+import { computerEvents } from './computer-events.ts';
 
 export type StepStatus = 'pending' | 'running' | 'completed' | 'failed' | 'skipped';
 
@@ -62,5 +64,18 @@ export async function updateStep(
   stepId: string,
   patch: { status: StepStatus; error?: string | null; startedAt?: Date; completedAt?: Date | null; installSessionId?: string },
 ): Promise<void> {
-  await db.provisioningStep.update({ where: { computerId_id: { computerId, id: stepId } }, data: patch });
+  await inTransaction(db, async (tx) => {
+    const step = await tx.provisioningStep.update({ where: { computerId_id: { computerId, id: stepId } }, data: patch });
+    await computerEvents.steps(tx, [step]);
+  });
+}
+
+/** Skips every step still pending, saying why; published like any step change. */
+export async function skipPendingSteps(db: Db, computerId: string, reason: string): Promise<void> {
+  await inTransaction(db, async (tx) => {
+    const pending = await tx.provisioningStep.findMany({ where: { computerId, status: 'pending' }, orderBy: { position: 'asc' } });
+    if (pending.length === 0) return;
+    await tx.provisioningStep.updateMany({ where: { computerId, id: { in: pending.map((s) => s.id) } }, data: { status: 'skipped', error: reason } });
+    await computerEvents.steps(tx, pending.map((s) => ({ ...s, status: 'skipped', error: reason })));
+  });
 }

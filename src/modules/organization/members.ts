@@ -5,6 +5,7 @@ import { pageQuery, toPage, type PageQuery } from '../../http/pagination.ts';
 import { Conflict, Forbidden, NotFound } from '../../lib/errors.ts';
 import { newId } from '../../lib/ids.ts';
 import { PUBLIC_API_SOURCE, recordAudit } from '../audit/record.ts';
+import { publishKeysRevoked } from '../service-accounts/key-events.ts';
 import { lockOrganization } from './organization-lock.ts';
 import type { InviteBody, InviteResult, OrganizationUser } from './schemas.ts';
 import type { OrganizationDeps } from './service.ts';
@@ -101,7 +102,8 @@ export async function removeUser(deps: OrganizationDeps, actor: Principal, rawEm
     // Authentication re-reads the membership on every request; revoking the keys as well keeps
     // them dead should the person be invited again later.
     const keys = { organizationId: actor.organizationId, userId: membership.userId };
-    const revoked = await tx.apiKey.updateMany({ where: { ...keys, revokedAt: null }, data: { revokedAt: now } });
+    const revoked = await tx.apiKey.updateManyAndReturn({ where: { ...keys, revokedAt: null }, data: { revokedAt: now } });
+    await publishKeysRevoked(tx, revoked, 'member_removed');
     await tx.apiKey.updateMany({ where: { ...keys, validUntil: { gt: now } }, data: { validUntil: now } });
     await recordAudit(tx, {
       ...membershipAudit(actor, membership, now),
@@ -111,7 +113,7 @@ export async function removeUser(deps: OrganizationDeps, actor: Principal, rawEm
         intent: invitation ? 'revoke_invite' : 'remove',
         fromRole: membership.role,
         toRole: null,
-        revokedApiKeys: revoked.count,
+        revokedApiKeys: revoked.length,
       },
     });
   });

@@ -8,6 +8,7 @@ import { checkedJson } from '../../http/serialized-json.ts';
 import { Conflict } from '../../lib/errors.ts';
 import { newId } from '../../lib/ids.ts';
 import { PUBLIC_API_SOURCE, recordAudit, type AuditEntry } from '../audit/record.ts';
+import { publishKeysRevoked } from './key-events.ts';
 import { retireServiceAccountComputers } from '../computers/retire.ts';
 import {
   accountNotFound,
@@ -193,10 +194,11 @@ export function accountOperations({ db, clock, reads, computers, machines, log }
         });
         // 0 rows: another request deleted it first, which is the outcome this one asked for.
         if (changed.count === 0) return undefined;
-        const keysRevoked = await tx.apiKey.updateMany({
+        const keysRevoked = await tx.apiKey.updateManyAndReturn({
           where: { serviceAccountId: id, revokedAt: null },
           data: { revokedAt: now },
         });
+        await publishKeysRevoked(tx, keysRevoked, 'service_account_deleted');
         const graceWindowsEnded = await tx.apiKey.updateMany({
           where: { serviceAccountId: id, validUntil: { gt: now } },
           data: { validUntil: now },
@@ -210,7 +212,7 @@ export function accountOperations({ db, clock, reads, computers, machines, log }
             intent: 'deleted',
             fromStatus: current.status,
             toStatus: 'deleted',
-            keysRevoked: keysRevoked.count,
+            keysRevoked: keysRevoked.length,
             graceWindowsEnded: graceWindowsEnded.count,
             computersDeleted: retired.map((c) => c.id),
             gitCredentialsPurged: gitCredentials.count,

@@ -3,6 +3,7 @@ import type { Principal } from '../../auth/principal.ts';
 import type { Db } from '../../db/client.ts';
 import { BadRequest, Conflict } from '../../lib/errors.ts';
 import { PUBLIC_API_SOURCE, recordAudit } from '../audit/record.ts';
+import { publishKeysRevoked } from './key-events.ts';
 import {
   accountNotFound,
   assertServiceAccountsPlan,
@@ -107,6 +108,7 @@ export function apiKeyOperations({ db, clock }: ServiceAccountsDeps) {
             ? await tx.apiKey.updateMany({ where: { id: keyId, validUntil: { gt: now } }, data: { validUntil: now } })
             : { count: 0 };
         if (revoked.count === 0 && graceEnded.count === 0) return;
+        await publishKeysRevoked(tx, [{ ...before, validUntil: now }], 'revoked');
         await recordAudit(tx, {
           organizationId,
           eventType: KEY_EVENT,
@@ -158,6 +160,7 @@ export function apiKeyOperations({ db, clock }: ServiceAccountsDeps) {
         if (holder) throw nameInUse(old.name, holder.id);
         const revoked = await tx.apiKey.updateMany({ where: { id: keyId, revokedAt: null }, data: { revokedAt: now, validUntil } });
         if (revoked.count === 0) throw new Conflict(`API key ${keyId} was revoked while this request ran; it cannot be rotated`);
+        await publishKeysRevoked(tx, [{ ...old, validUntil }], 'rotated');
         const replacement = await issueApiKey(tx, { organizationId, owner: { serviceAccountId }, name: old.name, expiresAt, now });
         await recordAudit(tx, {
           organizationId,

@@ -15,6 +15,7 @@ import {
   type TurnResult,
 } from './runtime/index.ts';
 import type { StoredSettings } from './settings.ts';
+import { sessionDeltas } from './session-events.ts';
 import { addActiveTime, addUsage, appendMessage } from './store.ts';
 import { turnEvents } from './turn-events.ts';
 
@@ -55,6 +56,7 @@ export async function runPersistedTurn(
   let toolCallEvents: AnalyticsEvent[] = [];
   const { db, clock } = env;
   const started = Date.now();
+  const deltas = sessionDeltas(db, session);
   const result = await runTurn({
     model: env.model,
     tools: opts.tools,
@@ -66,7 +68,9 @@ export async function runPersistedTurn(
     system: env.system,
     signal: opts.signal,
     compaction: env.compaction === 'off' ? 'off' : env.compaction?.model,
+    onDelta: (delta) => deltas.push(delta),
     onMessage: async (message) => {
+      await deltas.flush();
       emitted.push(message);
       const now = clock.now();
       const row = await db.$transaction(async (tx) => {

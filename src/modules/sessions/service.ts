@@ -26,6 +26,7 @@ import {
   type SessionSettingsInput,
 } from './schemas.ts';
 import { enterpriseSettingsOf, mergeSettings, organizationDefaults, type StoredSettings } from './settings.ts';
+import { sessionEvents } from './session-events.ts';
 import { appendMessage } from './store.ts';
 import { messageView, sessionView, storedSettings } from './views.ts';
 
@@ -265,9 +266,12 @@ export function createSessionsService(deps: SessionsDeps) {
     async interrupt(principal: Principal, sessionId: string) {
       const session = await reachableSession(db, principal, sessionId);
       if (session.status === 'idle') return { status: session.status };
-      await db.session.updateMany({
-        where: { id: session.id, status: { not: 'idle' }, interruptRequestedAt: null },
-        data: { interruptRequestedAt: clock.now() },
+      await db.$transaction(async (tx) => {
+        const { count } = await tx.session.updateMany({
+          where: { id: session.id, status: { not: 'idle' }, interruptRequestedAt: null },
+          data: { interruptRequestedAt: clock.now() },
+        });
+        if (count) await sessionEvents.interruptRequested(tx, session.id);
       });
       const current = await db.session.findUniqueOrThrow({ where: { id: session.id }, select: { status: true } });
       return { status: current.status };
@@ -315,7 +319,8 @@ export function createSessionsService(deps: SessionsDeps) {
           now,
         );
         // Leaving idle clears an interrupt left over from a turn that ended before it was read.
-        await tx.session.updateMany({ where: { id: session.id, status: 'idle' }, data: { status: 'pending', interruptRequestedAt: null } });
+        const { count: leftIdle } = await tx.session.updateMany({ where: { id: session.id, status: 'idle' }, data: { status: 'pending', interruptRequestedAt: null } });
+        if (leftIdle) await sessionEvents.status(tx, session.id, 'pending');
         await tx.session.updateMany({
           where: { id: session.id },
           data: { ...(switchTo ? { computerId: switchTo } : {}), ...(session.title ? {} : { title: titleOf(input.text) }) },

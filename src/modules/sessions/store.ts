@@ -4,6 +4,7 @@ import { newId } from '../../lib/ids.ts';
 import type { ContentBlock, MessageView, TokenUsage } from './schemas.ts';
 import { MESSAGE_EXTRA_FIELDS } from './schemas.ts';
 import type { StoredSettings } from './settings.ts';
+import { sessionEvents, type TurnOutcome } from './session-events.ts';
 import { storedSettings } from './views.ts';
 
 /**
@@ -62,6 +63,7 @@ export async function appendMessage(db: Db, sessionId: string, message: NewMessa
     },
   });
   await db.session.update({ where: { id: sessionId }, data: { messageCount: { increment: 1 }, updatedAt: now } });
+  await sessionEvents.messageCreated(db, row);
   return row;
 }
 
@@ -82,6 +84,7 @@ export async function takeQueuedMessages(db: Db, sessionId: string, now: Date): 
       WHERE id = ${m.id} AND queue_status = 'queued' RETURNING seq`;
     if (row) taken.push({ ...m, seq: row.seq, queueStatus: 'consumed', updatedAt: now });
   }
+  await sessionEvents.messageUpdated(db, taken);
   return taken;
 }
 
@@ -104,6 +107,7 @@ export async function setSessionStatus(
     where: { id: sessionId, deletedAt: null, status: { in: Array.isArray(from) ? from : [from] } },
     data: { status: to, updatedAt: now, ...(to === 'idle' ? { completedAt: now } : {}) },
   });
+  if (result.count === 1) await sessionEvents.status(db, sessionId, to);
   return result.count === 1;
 }
 
@@ -138,6 +142,7 @@ export async function addUsage(
     },
     select: { parentSessionId: true },
   });
+  await sessionEvents.usage(db, sessionId, usage);
   const seen = new Set<string>([sessionId]);
   let id = own.parentSessionId;
   while (id && !seen.has(id)) {
@@ -155,13 +160,14 @@ export async function addActiveTime(db: Db, sessionId: string, ms: number): Prom
 /**
  * Ends a running turn: compare-and-set from `running` (and, for the reaper, from the heartbeat it
  * saw), an `isError` assistant note when given, then idle, or pending when messages wait for the
- * next turn; heartbeat and interrupt cleared. False when the session was not in that state.
+ * next turn; heartbeat and interrupt cleared; the end published (a note without an outcome is a
+ * failure). False when the session was not in that state.
  */
 export async function endTurn(
   tx: Db,
   sessionId: string,
   now: Date,
-  opts: { note?: string; heartbeat?: Date | null } = {},
+  opts: { note?: string; heartbeat?: Date | null; outcome?: TurnOutcome } = {},
 ): Promise<boolean> {
   const queued = await hasQueuedMessages(tx, sessionId);
   const { count } = await tx.session.updateMany({
@@ -176,5 +182,6 @@ export async function endTurn(
   });
   if (count === 0) return false;
   if (opts.note) await appendMessage(tx, sessionId, { role: 'assistant', content: [{ type: 'text', text: opts.note }], isError: true }, now);
+  await sessionEvents.turnEnded(tx, sessionId, queued ? 'pending' : 'idle', opts.outcome ?? (opts.note ? 'failed' : 'completed'), opts.note);
   return true;
 }

@@ -13,6 +13,7 @@ import { runPersistedTurn, type TurnEnvironment } from './persisted-turn.ts';
 import { createModelClient, zeroUsage, type ContentBlock, type TurnResult } from './runtime/index.ts';
 import { sessionTools } from './session-tools.ts';
 import { enterpriseSettingsOf, type StoredSettings } from './settings.ts';
+import { sessionEvents, type TurnOutcome } from './session-events.ts';
 import { appendMessage, endTurn, loadHistory, takeQueuedMessages } from './store.ts';
 import { subagentTool } from './subagent.ts';
 import { readRepositoryInstructions } from './repository-instructions.ts';
@@ -84,9 +85,11 @@ async function beginTurn(deps: TurnRunnerDeps, sessionId: string): Promise<boole
         where: { id: session.id, status: { not: 'running' } },
         data: { status: 'idle', interruptRequestedAt: null, ...(session.status === 'pending' ? { completedAt: now, updatedAt: now } : {}) },
       });
+      if (session.status === 'pending') await sessionEvents.turnEnded(tx, session.id, 'idle', interruptedBeforeStart ? 'interrupted' : 'completed');
       return false;
     }
     await tx.session.update({ where: { id: session.id }, data: { status: 'running', turnHeartbeatAt: now, updatedAt: now } });
+    await sessionEvents.status(tx, session.id, 'running');
     await recordEvents(tx, [turnEvents(session, storedSettings(session)).userTurn(now)]);
     return true;
   });
@@ -197,9 +200,11 @@ const STOP_NOTES: Partial<Record<TurnResult['stopReason'], (r: Pick<TurnResult, 
   max_steps: (r) => `The turn stopped after ${r.steps} model calls, the limit for one turn. Send a message to let the agent continue.`,
 };
 
+const OUTCOMES: Record<TurnResult['stopReason'], TurnOutcome> = { end_turn: 'completed', interrupted: 'interrupted', max_steps: 'failed', error: 'failed' };
+
 /** Ends the turn: a note for failures, the interrupt cleared, idle (or pending for queued messages). */
 async function finishTurn(deps: TurnRunnerDeps, session: Session, result: Pick<TurnResult, 'stopReason' | 'error'> & { steps?: number }) {
   const now = deps.clock.now();
   const note = STOP_NOTES[result.stopReason]?.({ error: result.error, steps: result.steps ?? 0 });
-  await deps.db.$transaction((tx) => endTurn(tx, session.id, now, { note }));
+  await deps.db.$transaction((tx) => endTurn(tx, session.id, now, { note, outcome: OUTCOMES[result.stopReason] }));
 }

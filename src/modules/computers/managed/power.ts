@@ -1,5 +1,6 @@
 import type { JobContext } from '../../../jobs/job.ts';
 import type { ComputerJobDeps } from '../job-deps.ts';
+import { computerEvents } from '../computer-events.ts';
 import { targetFor } from '../machines.ts';
 import { programInput, providerOf } from './program-input.ts';
 import { SSH_WAIT_MS } from './settings.ts';
@@ -19,9 +20,12 @@ export async function runPowerChange(deps: ComputerJobDeps, computerId: string, 
       const target = await targetFor(deps, { ...computer, powerState: 'running' });
       await waitForSsh(deps.ssh, target, { signal: ctx.signal, timeoutMs: SSH_WAIT_MS });
     }
-    await deps.db.computer.updateMany({
-      where: { id: computerId, operation },
-      data: { powerState: running ? 'running' : 'paused', operation: null, operationDeadline: null, ...(running ? { lastActiveAt: deps.clock.now() } : {}) },
+    await deps.db.$transaction(async (tx) => {
+      const { count } = await tx.computer.updateMany({
+        where: { id: computerId, operation },
+        data: { powerState: running ? 'running' : 'paused', operation: null, operationDeadline: null, ...(running ? { lastActiveAt: deps.clock.now() } : {}) },
+      });
+      if (count) await computerEvents.power(tx, computerId, running ? 'running' : 'paused');
     });
     ctx.log.info({ computerId, operation }, running ? 'computer resumed' : 'computer paused');
   } catch (err) {

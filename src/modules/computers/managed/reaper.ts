@@ -1,7 +1,8 @@
 import type { JobContext } from '../../../jobs/job.ts';
 import type { ComputerJobDeps } from '../job-deps.ts';
 import { BYOM } from '../machines.ts';
-import { STEP } from '../steps.ts';
+import { computerEvents } from '../computer-events.ts';
+import { skipPendingSteps, STEP } from '../steps.ts';
 import { computerStackJob } from './jobs.ts';
 import { sendProvision } from './records.ts';
 import { deadline, POWER_TIMEOUT_MS, type Operation } from './settings.ts';
@@ -49,9 +50,11 @@ async function reapOne(deps: ComputerJobDeps, ctx: Pick<JobContext, 'send' | 'lo
     const late = `${row.operation} did not finish by ${row.operation_deadline.toISOString()}`;
     ctx.log.warn({ computerId: id, operation: row.operation }, 'reaping a hung computer operation');
     if (row.operation === 'provision') {
-      await tx.provisioningStep.updateMany({ where: { computerId: id, status: 'running' }, data: { status: 'failed', error: `timed out: ${late}`, completedAt: now } });
-      await tx.provisioningStep.updateMany({ where: { computerId: id, status: 'pending' }, data: { status: 'skipped', error: 'provisioning timed out' } });
+      const failed = await tx.provisioningStep.updateManyAndReturn({ where: { computerId: id, status: 'running' }, data: { status: 'failed', error: `timed out: ${late}`, completedAt: now } });
+      await computerEvents.steps(tx, failed);
+      await skipPendingSteps(tx, id, 'provisioning timed out');
       await tx.computer.update({ where: { id }, data: { status: 'error', operation: null, operationDeadline: null, operationError: late } });
+      await computerEvents.status(tx, id, 'error', { error: late });
     } else if (row.operation === 'teardown') {
       await tx.computer.update({ where: { id }, data: { operationDeadline: deadline(now, deps.managed.provisionTimeoutMs) } });
       await ctx.send(computerStackJob, { computerId: id, operation: 'teardown' }, { tx });

@@ -1,5 +1,6 @@
 import type { JobContext } from '../../../jobs/job.ts';
 import type { ComputerJobDeps } from '../job-deps.ts';
+import { computerEvents } from '../computer-events.ts';
 import { STEP, updateStep } from '../steps.ts';
 import { programInput, providerOf } from './program-input.ts';
 
@@ -22,9 +23,12 @@ export async function runTeardown(deps: ComputerJobDeps, computerId: string, ctx
     await deps.db.computer.updateMany({ where: { id: computerId, operation: 'teardown' }, data: { operationError: message } });
     throw err;
   }
-  await deps.db.computer.updateMany({
-    where: { id: computerId, operation: 'teardown' },
-    data: { operation: null, operationDeadline: null, operationError: null, powerState: null },
+  await deps.db.$transaction(async (tx) => {
+    const { count } = await tx.computer.updateMany({
+      where: { id: computerId, operation: 'teardown' },
+      data: { operation: null, operationDeadline: null, operationError: null, powerState: null },
+    });
+    if (count) await computerEvents.tornDown(tx, computerId);
   });
   await updateStep(deps.db, computerId, STEP.teardown, { status: 'completed', error: null, completedAt: now() });
   ctx.log.info({ computerId }, 'computer torn down');
