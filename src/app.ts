@@ -1,3 +1,4 @@
+import path from 'node:path';
 import express from 'express';
 import { createAuthenticator } from './auth/authenticate.ts';
 import { createJwtVerifier } from './auth/jwt.ts';
@@ -32,11 +33,14 @@ import { sessionRoutes } from './modules/sessions/routes.ts';
 import { createSessionsService } from './modules/sessions/service.ts';
 import { readinessRoutes } from './modules/readiness/routes.ts';
 import { createReadinessService } from './modules/readiness/service.ts';
+import { wikiRoutes } from './modules/wiki/routes.ts';
+import { createWikiService } from './modules/wiki/service.ts';
+import { dataDirectoryVideoStorage } from './modules/wiki/video/data-directory.ts';
 import type { ProviderRegistry } from './provisioning/providers/registry.ts';
 import type { SshClient } from './provisioning/ssh/index.ts';
 
 export interface AppDeps {
-  config: Pick<Config, 'bodyLimit' | 'jwt' | 'sessionsOrgs' | 'appUrl' | 'sessions' | 'managed'>;
+  config: Pick<Config, 'bodyLimit' | 'jwt' | 'sessionsOrgs' | 'appUrl' | 'sessions' | 'managed' | 'dataDir' | 'wiki'>;
   prisma: PrismaClient;
   /** Prepared reads on the same database (`Database.reads`): the credential lookup on every request. */
   reads: ReadRows;
@@ -63,6 +67,11 @@ export function createApp(deps: AppDeps) {
     verifyJwt: createJwtVerifier(deps.config.jwt),
   });
   const routes: RouteSpec[] = [];
+  const resolveComputerTarget = computerTargets({ db: deps.prisma, ...deps.machines });
+  const dataDirectoryVideos = dataDirectoryVideoStorage({
+    dir: path.join(deps.config.dataDir, 'wiki-videos'),
+    signingKey: deps.machines.secrets.derive('wiki video uploads'),
+  });
   let document: unknown;
   const openApiDocument = () => (document ??= buildOpenApiDocument(routes));
   routes.push(
@@ -95,10 +104,22 @@ export function createApp(deps: AppDeps) {
         db: deps.prisma,
         clock: deps.clock,
         queue: deps.queue,
-        resolveComputerTarget: computerTargets({ db: deps.prisma, ...deps.machines }),
+        resolveComputerTarget,
         egress: deps.egress,
       }),
       { appUrl: deps.config.appUrl },
+    ),
+    ...wikiRoutes(
+      createWikiService({
+        db: deps.prisma,
+        clock: deps.clock,
+        queue: deps.queue,
+        resolveComputerTarget,
+        egress: deps.egress,
+        video: dataDirectoryVideos,
+        videoMaxBytes: deps.config.wiki.videoMaxBytes,
+      }),
+      { dataDirectoryVideos, clock: deps.clock },
     ),
     ...sessionRoutes(
       createSessionsService({
@@ -117,7 +138,9 @@ export function createApp(deps: AppDeps) {
   // API responses are not cached by validators; hashing every body for an ETag costs ~40 ms on large analytics answers.
   app.set('etag', false);
   app.set('query parser', 'simple');
-  app.use(requestId, accessLog(deps.log), express.json({ limit: deps.config.bodyLimit }));
+  // Uploaded wikis are larger than other requests: their own limit, parsed before the general one.
+  app.use(requestId, accessLog(deps.log), express.json({ limit: deps.config.wiki.uploadLimit, type: (req) => req.url?.startsWith('/api/v0/wiki') === true && req.headers['content-type']?.includes('json') === true }));
+  app.use(express.json({ limit: deps.config.bodyLimit }));
   const router = express.Router();
   for (const route of routes) mountRoute(router, route, { authenticate, authEpoch: deps.authEpoch });
   app.use(router, notFound, errorHandler);

@@ -111,7 +111,7 @@ program
     const worker = await startWorker({
       db,
       log,
-      jobs: jobsFor({ prisma: db.prisma, clock: systemClock, dataDir: config.dataDir, ...machines, provisioner, managed: config.managed, egress: createEgressGuard(config.egress) }),
+      jobs: jobsFor({ prisma: db.prisma, clock: systemClock, dataDir: config.dataDir, ...machines, provisioner, managed: config.managed, egress: createEgressGuard(config.egress), wiki: config.wiki }),
     });
     log.info({ database: db.kind }, 'worker running');
     untilStopRequested(log, async () => {

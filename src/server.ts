@@ -45,7 +45,7 @@ export async function startServer(config: Config, log: Logger): Promise<RunningS
   await logProviders(provisioner.providers, log);
   const queue = createJobQueue(db, {
     log,
-    jobs: jobsFor({ prisma: db.prisma, clock: systemClock, dataDir: config.dataDir, ...machines, provisioner, managed: config.managed, egress }),
+    jobs: jobsFor({ prisma: db.prisma, clock: systemClock, dataDir: config.dataDir, ...machines, provisioner, managed: config.managed, egress, wiki: config.wiki }),
   });
   await queue.start();
   await scheduleMetricsSampling(queue);
