@@ -223,7 +223,9 @@ export function createWikiService(deps: WikiDeps & { videoMaxBytes: number }) {
 
     /** Records a finished upload (data-directory storage calls it after the signed PUT). */
     async videoUploaded(runId: string) {
-      await db.wikiRun.updateMany({ where: { id: runId }, data: { videoKey: runId } });
+      const updated = await db.wikiRun.updateMany({ where: { id: runId }, data: { videoKey: runId } });
+      // The run was deleted while its video uploaded: the file has no owner left.
+      if (updated.count === 0) await deps.video.remove(runId);
     },
   };
 }
