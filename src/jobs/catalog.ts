@@ -54,6 +54,7 @@ export function jobsFor(deps: JobDeps): JobDefinition[] {
       clock: deps.clock,
       scratchRoot: path.join(deps.dataDir, 'wiki'),
       egress: deps.egress,
+      secrets: deps.secrets,
       computers: { ssh: deps.ssh, resolveTarget: computerTargets(machines) },
       settings: deps.wiki ?? DEFAULT_WIKI_JOB_SETTINGS,
     }),

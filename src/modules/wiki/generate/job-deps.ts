@@ -1,6 +1,7 @@
 import type { PrismaClient } from '../../../db/client.ts';
 import type { EgressGuard } from '../../../egress/guard.ts';
 import type { Clock } from '../../../lib/clock.ts';
+import type { SecretBox } from '../../../lib/secret-box.ts';
 import type { SshClient } from '../../../provisioning/ssh/index.ts';
 import type { ResolveComputerTarget } from '../../readiness/computer-target.ts';
 import type { SurveyBounds } from '../survey/survey.ts';
@@ -18,7 +19,10 @@ export interface GenerateJobDeps {
   clock: Clock;
   /** Parent of local scratch clones: `<data dir>/wiki`. */
   scratchRoot: string;
-  egress: Pick<EgressGuard, 'check'>;
+  /** Clones are checked with `check`; custom models (a tenant's URL) are called through `fetch`. */
+  egress: Pick<EgressGuard, 'check' | 'fetch'>;
+  /** Opens the organization's sealed custom-model keys. */
+  secrets?: SecretBox;
   computers?: { ssh: SshClient; resolveTarget: ResolveComputerTarget };
   settings: WikiJobSettings;
 }

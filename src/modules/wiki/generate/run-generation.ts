@@ -1,4 +1,5 @@
 import type { Principal } from '../../../auth/principal.ts';
+import { Prisma } from '../../../generated/prisma/client.ts';
 import { pinClone } from '../../../egress/git.ts';
 import type { JobContext } from '../../../jobs/job.ts';
 import { AppError } from '../../../lib/errors.ts';
@@ -14,6 +15,7 @@ import { BoundExceeded, surveyRepository, type Survey } from '../survey/survey.t
 import { writeSurveyPage } from '../write/write-pages.ts';
 import type { GenerateJobDeps } from './job-deps.ts';
 import { cloneLocally, cloneOnComputer, type LocalClone } from './clone.ts';
+import { writeWithModel } from './model-pages.ts';
 
 /** A failure no retry can fix: the run fails at once with this message. */
 class FinalFailure extends Error {}
@@ -46,7 +48,8 @@ async function cloneFor(deps: GenerateJobDeps, row: Run, signal: AbortSignal): P
 /** The previous succeeded run of the same repository in the organization, whose pages may be reused. */
 async function basePages(deps: GenerateJobDeps, row: Run): Promise<{ id: string; pages: Map<string, BasePage> } | null> {
   const base = await deps.prisma.wikiRun.findFirst({
-    where: { organizationId: row.organizationId, repoKey: row.repoKey, status: 'succeeded', id: { not: row.id }, createdAt: { lte: row.createdAt } },
+    // Pages are reused only from a run written the same way (the same model, or none).
+    where: { organizationId: row.organizationId, repoKey: row.repoKey, status: 'succeeded', model: row.model, id: { not: row.id }, createdAt: { lte: row.createdAt } },
     orderBy: [{ createdAt: 'desc' }, { id: 'desc' }],
     select: { id: true },
   });
@@ -84,6 +87,7 @@ export async function runGeneration(deps: GenerateJobDeps, runId: string, ctx: P
       const base = await basePages(deps, row);
       const moduleIds = new Set(plan.modulePages.map((p) => p.id));
       const reused = base ? reusePages(drafts, moduleIds, base.pages, survey.blobs) : 0;
+      const usage = row.model ? await writeWithModel(deps, row, clone.gitDir, input, drafts, ctx) : undefined;
       const now = clock.now();
       const { pages, meta } = assemblePages(drafts, now, () => 'unlink');
       await prisma.$transaction(async (tx) => {
@@ -100,6 +104,8 @@ export async function runGeneration(deps: GenerateJobDeps, runId: string, ctx: P
             pagesGenerated: pages.length - reused,
             baseRunId: base?.id ?? null,
             meta: { ...meta, survey: { ...survey.totals, languages: survey.languages, skipped: plan.skipped.length } },
+            ...(usage ? { tokenUsage: usage as object } : {}),
+            checkpoint: Prisma.DbNull,
             completedAt: now,
           },
         });

@@ -44,8 +44,8 @@ export function writeArchitecture(input: WriteInput, page: PageNode): PageDraft 
   const inGraph = new Set(central);
   const out = ['# Architecture'];
   out.push(
-    `The code is organised in ${plural(survey.modules.length, 'directory', 'directories')} with ${plural(survey.edges.length, 'import relation')} between them. ` +
-      `The diagram shows the ${central.length} most connected; each edge counts the import statements from one directory into the other.`,
+    `The code is organised in ${plural(survey.modules.length, 'directory', 'directories')} with ${plural(survey.edges.length, 'import relation')} between them.` +
+      (central.length ? ` The diagram shows the ${central.length} most connected; each edge counts the import statements from one directory into the other.` : ' No directory imports another, so there is no graph to draw.'),
   );
   if (central.length) out.push(importGraph(central, survey.edges.filter((e) => inGraph.has(e.from) && inGraph.has(e.to))));
   const mostUsed = [...survey.modules].sort((a, b) => b.importedBy.size - a.importedBy.size).filter((m) => m.importedBy.size).slice(0, 8);
