@@ -1,9 +1,13 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import yauzl from 'yauzl';
-import type { TestApi } from './api.ts';
 
 /** Polls a run until it leaves queued/running. */
-export async function waitForRun(api: Pick<TestApi, 'call'>, id: string, as: string, timeoutMs = 60_000): Promise<any> {
+/** Anything that calls the API as a credential: the test API, or a benchmark's server. */
+export interface CallsApi {
+  call(method: string, path: string, opts?: { as?: string }): Promise<{ status: number; body: any }>;
+}
+
+export async function waitForRun(api: CallsApi, id: string, as: string, timeoutMs = 60_000): Promise<any> {
   const deadline = Date.now() + timeoutMs;
   for (;;) {
     const res = await api.call('GET', `/api/v0/wiki/${id}`, { as });
