@@ -145,7 +145,7 @@ try {
   // 2. A 200-page run: the generated pages plus pages holding source files, uploaded.
   const files = execFileSync('git', ['-C', REPO, 'ls-files', 'src'], { encoding: 'utf8' }).split('\n').filter((f) => f.endsWith('.ts')).slice(0, 199);
   const pages = [
-    { path: 'source', title: 'Source files', markdown: files.map((f, i) => `- [${f}](source/f${i}.md)`).join('\n') },
+    { path: 'source', title: 'Source files', markdown: files.map((f, i) => `- [${f}](f${i}.md)`).join('\n') },
     ...files.map((f, i) => ({ path: `source/f${i}`, title: f, markdown: `# ${f}\n\n\`\`\`ts\n${fs.readFileSync(path.join(REPO, f), 'utf8').slice(0, 120_000)}\n\`\`\`\n` })),
   ];
   const uploaded = await api.call('POST', '/api/v0/wiki', { as: key, body: { repoUrl: 'https://example.com/acme/bench.git', pages } });

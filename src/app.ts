@@ -36,6 +36,7 @@ import { createReadinessService } from './modules/readiness/service.ts';
 import { wikiRoutes } from './modules/wiki/routes.ts';
 import { createWikiService } from './modules/wiki/service.ts';
 import { dataDirectoryVideoStorage } from './modules/wiki/video/data-directory.ts';
+import { s3VideoStorage } from './modules/wiki/video/s3.ts';
 import type { ProviderRegistry } from './provisioning/providers/registry.ts';
 import type { SshClient } from './provisioning/ssh/index.ts';
 
@@ -68,10 +69,11 @@ export function createApp(deps: AppDeps) {
   });
   const routes: RouteSpec[] = [];
   const resolveComputerTarget = computerTargets({ db: deps.prisma, ...deps.machines });
-  const dataDirectoryVideos = dataDirectoryVideoStorage({
-    dir: path.join(deps.config.dataDir, 'wiki-videos'),
-    signingKey: deps.machines.secrets.derive('wiki video uploads'),
-  });
+  // Videos: object storage when configured (needed by several replicas), else the data directory.
+  const s3 = deps.config.wiki.s3;
+  const dataDirectoryVideos = s3
+    ? undefined
+    : dataDirectoryVideoStorage({ dir: path.join(deps.config.dataDir, 'wiki-videos'), signingKey: deps.machines.secrets.derive('wiki video uploads') });
   let document: unknown;
   const openApiDocument = () => (document ??= buildOpenApiDocument(routes));
   routes.push(
@@ -116,7 +118,7 @@ export function createApp(deps: AppDeps) {
         queue: deps.queue,
         resolveComputerTarget,
         egress: deps.egress,
-        video: dataDirectoryVideos,
+        video: dataDirectoryVideos ?? s3VideoStorage(s3!),
         videoMaxBytes: deps.config.wiki.videoMaxBytes,
       }),
       { dataDirectoryVideos, clock: deps.clock },

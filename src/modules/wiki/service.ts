@@ -148,7 +148,11 @@ export function createWikiService(deps: WikiDeps & { videoMaxBytes: number }) {
     },
 
     async get(caller: Principal | undefined, id: string, publicToken?: string) {
-      const row = await readableRun(id, caller, publicToken);
+      let row = await readableRun(id, caller, publicToken);
+      // Object storage takes uploads without the control plane: a pending upload is looked for when the run is read.
+      if (!row.videoKey && row.videoContentType && deps.video.kind === 's3' && (await deps.video.exists(row.id))) {
+        row = await db.wikiRun.update({ where: { id: row.id }, data: { videoKey: row.id } });
+      }
       const pages = treeOrder(await db.wikiPage.findMany({ where: { runId: row.id }, select: { id: true, title: true, path: true, parentId: true, position: true } }));
       return { ...toWikiRun(row), pages: pages.map((p) => ({ pageId: p.id, title: p.title, path: p.path, parentId: p.parentId, order: p.position })) };
     },
@@ -158,7 +162,7 @@ export function createWikiService(deps: WikiDeps & { videoMaxBytes: number }) {
       const row = await readableRun(id, caller);
       assertCanManage(row, caller);
       await db.wikiRun.delete({ where: { id: row.id } });
-      if (row.videoKey) await deps.video.remove(row.videoKey);
+      if (row.videoKey || row.videoContentType) await deps.video.remove(row.id);
     },
 
     async setPrivacy(caller: Principal, id: string, privacy: 'private' | 'organization' | 'public') {

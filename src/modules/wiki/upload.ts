@@ -51,6 +51,6 @@ export function uploadedPages(pages: UploadedPage[], now: Date): { pages: WikiPa
 
 function uploadRefused(problems: string[]): BadRequest {
   return new BadRequest(`The uploaded wiki is not consistent: ${problems.slice(0, 10).join('; ')}${problems.length > 10 ? ` (and ${problems.length - 10} more)` : ''}`, {
-    metadata: { errors: problems.map((message) => ({ field: 'pages', message })) },
+    metadata: { errors: problems.slice(0, 50).map((message) => ({ field: 'pages', message })) },
   });
 }

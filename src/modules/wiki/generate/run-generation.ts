@@ -1,8 +1,8 @@
-import type { Principal } from '../../../auth/principal.ts';
 import { Prisma } from '../../../generated/prisma/client.ts';
 import { pinClone } from '../../../egress/git.ts';
 import type { JobContext } from '../../../jobs/job.ts';
 import { AppError } from '../../../lib/errors.ts';
+import { jobComputerTarget } from '../../readiness/computer-target.ts';
 import { CloneFailed } from '../../readiness/evaluator.ts';
 import { redactCredentials } from '../../readiness/repo-url.ts';
 import { assemblePages, type DraftPage } from '../assemble.ts';
@@ -35,14 +35,9 @@ async function cloneFor(deps: GenerateJobDeps, row: Run, signal: AbortSignal): P
     return cloneLocally(deps.scratchRoot, source, pinned, signal);
   }
   if (!deps.computers) throw new FinalFailure('this server cannot reach computers, so it cannot generate on one; generate without computerId');
-  let target;
-  try {
-    target = await deps.computers.resolveTarget(row.requestedBy as Principal, row.computerId);
-  } catch (err) {
-    if (err instanceof AppError) throw new FinalFailure(`computer ${row.computerId} is not available: ${err.message}`);
-    throw err;
-  }
-  return cloneOnComputer(deps.computers.ssh, target, deps.scratchRoot, source, deps.settings.bounds, signal);
+  const resolved = await jobComputerTarget(deps.computers.resolveTarget, row.requestedBy, row.computerId);
+  if ('reason' in resolved) throw new FinalFailure(resolved.reason);
+  return cloneOnComputer(deps.computers.ssh, resolved.target, deps.scratchRoot, source, deps.settings.bounds, signal);
 }
 
 /** The previous succeeded run of the same repository in the organization, whose pages may be reused. */
