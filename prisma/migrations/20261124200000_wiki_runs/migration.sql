@@ -68,3 +68,6 @@ CREATE UNIQUE INDEX "wiki_pages_run_id_path_key" ON "wiki_pages"("run_id", "path
 
 -- AddForeignKey
 ALTER TABLE "wiki_pages" ADD CONSTRAINT "wiki_pages_run_id_fkey" FOREIGN KEY ("run_id") REFERENCES "wiki_runs"("id") ON DELETE CASCADE ON UPDATE CASCADE;
+
+-- CreateIndex
+CREATE INDEX "wiki_pages_search_idx" ON "wiki_pages" USING GIN ("search");
