@@ -58,7 +58,9 @@ export async function cloneOnComputer(
     const listed = await remote.exec(`git --git-dir=${sh(dir)} ${TREE_COMMAND}`, { signal });
     if (listed.exitCode !== 0) throw new Error(`listing the clone on ${remote.where} failed: ${listed.stderr.trim()}`);
     checkBounds(parseTree(listed.stdout), bounds);
-    const bundled = await remote.exec(`git --git-dir=${sh(dir)} bundle create repo.bundle HEAD`, { signal });
+    // The branch travels with HEAD in the bundle, so the local clone knows which branch it documents.
+    const branch = (await remote.exec(`git --git-dir=${sh(dir)} symbolic-ref --quiet --short HEAD`, { signal })).stdout.trim();
+    const bundled = await remote.exec(`git --git-dir=${sh(dir)} bundle create repo.bundle HEAD${branch ? ` ${sh(branch)}` : ''}`, { signal });
     if (bundled.exitCode !== 0) throw new Error(`bundling the clone on ${remote.where} failed: ${bundled.stderr.trim()}`);
     const root = (await remote.exec('pwd')).stdout.trim();
     await ssh.downloadFile(target, `${root}/repo.bundle`, path.join(local, 'repo.bundle'), { signal });
