@@ -1,3 +1,4 @@
+import path from 'node:path';
 import express from 'express';
 import { createAuthenticator } from './auth/authenticate.ts';
 import { createJwtVerifier } from './auth/jwt.ts';
@@ -41,6 +42,10 @@ import { readinessRoutes } from './modules/readiness/routes.ts';
 import { webhookRoutes } from './modules/webhooks/routes.ts';
 import { createWebhooksService } from './modules/webhooks/service.ts';
 import { createReadinessService } from './modules/readiness/service.ts';
+import { wikiRoutes } from './modules/wiki/routes.ts';
+import { createWikiService } from './modules/wiki/service.ts';
+import { dataDirectoryVideoStorage } from './modules/wiki/video/data-directory.ts';
+import { s3VideoStorage } from './modules/wiki/video/s3.ts';
 import type { ProviderRegistry } from './provisioning/providers/registry.ts';
 import type { SshGateway } from './provisioning/gateway/index.ts';
 import { webSocketDuplex } from './provisioning/gateway/websocket-stream.ts';
@@ -50,7 +55,7 @@ import type { RelayEndpoints } from './relay/upgrade.ts';
 import type { RelayUrls } from './relay/urls.ts';
 
 export interface AppDeps {
-  config: Pick<Config, 'bodyLimit' | 'jwt' | 'sessionsOrgs' | 'appUrl' | 'sessions' | 'managed' | 'events'>;
+  config: Pick<Config, 'bodyLimit' | 'jwt' | 'sessionsOrgs' | 'appUrl' | 'sessions' | 'managed' | 'events' | 'dataDir' | 'wiki'>;
   prisma: PrismaClient;
   /** Prepared reads on the same database (`Database.reads`): the credential lookup on every request. */
   reads: ReadRows;
@@ -84,6 +89,12 @@ export function createApp(deps: AppDeps) {
     verifyJwt: createJwtVerifier(deps.config.jwt),
   });
   const routes: RouteSpec[] = [];
+  const resolveComputerTarget = computerTargets({ db: deps.prisma, ...deps.machines });
+  // Videos: object storage when configured (needed by several replicas), else the data directory.
+  const s3 = deps.config.wiki.s3;
+  const dataDirectoryVideos = s3
+    ? undefined
+    : dataDirectoryVideoStorage({ dir: path.join(deps.config.dataDir, 'wiki-videos'), signingKey: deps.machines.secrets.derive('wiki video uploads') });
   let document: unknown;
   const openApiDocument = () => (document ??= buildOpenApiDocument(routes));
   routes.push(
@@ -117,13 +128,25 @@ export function createApp(deps: AppDeps) {
         db: deps.prisma,
         clock: deps.clock,
         queue: deps.queue,
-        resolveComputerTarget: computerTargets({ db: deps.prisma, ...deps.machines }),
+        resolveComputerTarget,
         egress: deps.egress,
       }),
       { appUrl: deps.config.appUrl },
     ),
     ...integrationRoutes(createIntegrationsService({ db: deps.prisma, clock: deps.clock, secrets: deps.machines.secrets, egress: deps.egress })),
     ...automationRoutes(createAutomationsService({ db: deps.prisma, clock: deps.clock, secrets: deps.machines.secrets, egress: deps.egress })),
+    ...wikiRoutes(
+      createWikiService({
+        db: deps.prisma,
+        clock: deps.clock,
+        queue: deps.queue,
+        resolveComputerTarget,
+        egress: deps.egress,
+        video: dataDirectoryVideos ?? s3VideoStorage(s3!),
+        videoMaxBytes: deps.config.wiki.videoMaxBytes,
+      }),
+      { dataDirectoryVideos, clock: deps.clock },
+    ),
     ...sessionRoutes(
       createSessionsService({
         db: deps.prisma,
@@ -145,7 +168,9 @@ export function createApp(deps: AppDeps) {
   // API responses are not cached by validators; hashing every body for an ETag costs ~40 ms on large analytics answers.
   app.set('etag', false);
   app.set('query parser', 'simple');
-  app.use(requestId, accessLog(deps.log), express.json({ limit: deps.config.bodyLimit }));
+  // Uploaded wikis are larger than other requests: their own limit, parsed before the general one.
+  app.use(requestId, accessLog(deps.log), express.json({ limit: deps.config.wiki.uploadLimit, type: (req) => req.url?.startsWith('/api/v0/wiki') === true && req.headers['content-type']?.includes('json') === true }));
+  app.use(express.json({ limit: deps.config.bodyLimit }));
   const router = express.Router();
   for (const route of routes) mountRoute(router, route, { authenticate, authEpoch: deps.authEpoch, eventStreams: deps.config.events });
   app.use(router, notFound, errorHandler);

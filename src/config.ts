@@ -76,6 +76,16 @@ const EnvSchema = z.object({
   AGENTPLANE_WEBHOOK_ENDPOINT_CONCURRENCY: z.coerce.number().int().min(1).max(100).default(4),
   AGENTPLANE_WEBHOOK_DISABLE_AFTER_HOURS: z.coerce.number().nonnegative().default(120),
   AGENTPLANE_LOCAL_PROVIDER: bool.default(true),
+  AGENTPLANE_WIKI_MAX_FILES: z.coerce.number().int().min(1).default(50_000),
+  AGENTPLANE_WIKI_MAX_BYTES: z.coerce.number().int().min(1).default(1024 * 1024 * 1024),
+  AGENTPLANE_WIKI_RUN_TIMEOUT_SECONDS: z.coerce.number().int().min(30).default(1800),
+  AGENTPLANE_WIKI_UPLOAD_LIMIT: z.string().regex(/^\d+(kb|mb|gb)?$/i, 'must be a size like 20mb').default('20mb'),
+  AGENTPLANE_WIKI_VIDEO_MAX_BYTES: z.coerce.number().int().min(1).default(500 * 1024 * 1024),
+  AGENTPLANE_WIKI_S3_ENDPOINT: z.url().optional(),
+  AGENTPLANE_WIKI_S3_BUCKET: z.string().min(1).optional(),
+  AGENTPLANE_WIKI_S3_REGION: z.string().min(1).default('us-east-1'),
+  AGENTPLANE_WIKI_S3_ACCESS_KEY_ID: z.string().min(1).optional(),
+  AGENTPLANE_WIKI_S3_SECRET_ACCESS_KEY: z.string().min(1).optional(),
   AGENTPLANE_LOCAL_SUBNET: z
     .string()
     .regex(/^(\d{1,3}\.){3}\d{1,3}\/(\d|[12]\d|30)$/, 'must be an IPv4 CIDR block, e.g. 10.231.0.0/16')
@@ -185,6 +195,22 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env) {
     },
     gitIntegrations: parseGitIntegrations(e.AGENTPLANE_GIT_INTEGRATIONS),
     appUrl: e.AGENTPLANE_APP_URL,
+    wiki: {
+      bounds: { maxFiles: e.AGENTPLANE_WIKI_MAX_FILES, maxBytes: e.AGENTPLANE_WIKI_MAX_BYTES },
+      runTimeoutSeconds: e.AGENTPLANE_WIKI_RUN_TIMEOUT_SECONDS,
+      uploadLimit: e.AGENTPLANE_WIKI_UPLOAD_LIMIT,
+      videoMaxBytes: e.AGENTPLANE_WIKI_VIDEO_MAX_BYTES,
+      // Unset: videos are kept in the data directory (one node); replicas need object storage.
+      s3: e.AGENTPLANE_WIKI_S3_BUCKET
+        ? {
+            endpoint: e.AGENTPLANE_WIKI_S3_ENDPOINT,
+            bucket: e.AGENTPLANE_WIKI_S3_BUCKET,
+            region: e.AGENTPLANE_WIKI_S3_REGION,
+            accessKeyId: e.AGENTPLANE_WIKI_S3_ACCESS_KEY_ID,
+            secretAccessKey: e.AGENTPLANE_WIKI_S3_SECRET_ACCESS_KEY,
+          }
+        : undefined,
+    },
     sessions: {
       // Per owner: sessions pending or running at once; creating one more answers 429.
       maxConcurrentSessions: e.AGENTPLANE_MAX_CONCURRENT_SESSIONS,

@@ -114,7 +114,7 @@ program
     const worker = await startWorker({
       db,
       log,
-      jobs: jobsFor({ prisma: db.prisma, clock: systemClock, dataDir: config.dataDir, ...machines, provisioner, managed: config.managed, egress: createEgressGuard(config.egress), events: config.events, webhooks: config.webhooks }),
+      jobs: jobsFor({ prisma: db.prisma, clock: systemClock, dataDir: config.dataDir, ...machines, provisioner, managed: config.managed, egress: createEgressGuard(config.egress), events: config.events, webhooks: config.webhooks, wiki: config.wiki }),
     });
     const dispatcher = await startWebhookDispatcher({
       db: db.prisma,

@@ -63,6 +63,7 @@ export async function startServer(config: Config, log: Logger): Promise<RunningS
       egress,
       events: config.events,
       webhooks: config.webhooks,
+      wiki: config.wiki,
     }),
   });
   await queue.start();

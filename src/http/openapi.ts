@@ -47,7 +47,7 @@ function toRouteConfig(route: RouteSpec): RouteConfig {
     operationId: route.operationId,
     summary: route.summary,
     tags: route.tags,
-    security: route.auth === false ? [] : [{ BearerAuth: [] }],
+    security: route.auth === false ? [] : route.auth === 'optional' ? [{ BearerAuth: [] }, {}] : [{ BearerAuth: [] }],
     request: {
       params: route.params as z.ZodObject | undefined,
       query: route.query as z.ZodObject | undefined,

@@ -1,3 +1,4 @@
+import type { Readable, Writable } from 'node:stream';
 import type { Request, Response, Router } from 'express';
 import { z } from 'zod';
 import type { Authenticate } from '../auth/authenticate.ts';
@@ -12,11 +13,16 @@ import { SerializedJson } from './serialized-json.ts';
 
 type Method = 'get' | 'post' | 'put' | 'patch' | 'delete';
 
-export interface RouteContext<P, Q, B, A extends boolean> {
+/** `optional`: a credential is checked when one is sent, and the handler decides what anonymous callers get. */
+export type RouteAuth = boolean | 'optional';
+
+export interface RouteContext<P, Q, B, A extends RouteAuth> {
   params: P;
   query: Q;
   body: B;
-  principal: A extends true ? Principal : undefined;
+  principal: A extends true ? Principal : A extends 'optional' ? Principal | undefined : undefined;
+  /** The request body as a stream, for routes without a JSON body (uploads). */
+  bodyStream: Readable;
   /** The auth epoch as of a moment after this request arrived, read at most once: the fence of the fenced caches it reads (src/db/fenced-cache.ts). */
   fence: AuthEpoch;
   requestId: string;
@@ -39,20 +45,22 @@ export interface RouteResult {
    * A server-sent event stream instead of a body (a status declared with `eventStream`): called
    * with the open stream once the headers are sent; it owns the response until it closes it.
    */
-  stream?: (sink: EventSink) => void;
+  eventStream?: (sink: EventSink) => void;
+  /** A body written as a stream (e.g. a zip) for a status declared without a schema. */
+  stream?: (out: Writable) => Promise<void>;
 }
 
 /**
  * One route: the same zod schemas validate the request, type the handler, check the response and
  * produce the OpenAPI document. `path` is written the OpenAPI way (`/computers/{computerId}`).
  */
-export interface RouteSpec<P = unknown, Q = unknown, B = unknown, A extends boolean = boolean> {
+export interface RouteSpec<P = unknown, Q = unknown, B = unknown, A extends RouteAuth = RouteAuth> {
   method: Method;
   path: string;
   operationId: string;
   summary: string;
   tags: string[];
-  /** false for public routes; true (the default) requires a credential. */
+  /** false for public routes; true (the default) requires a credential; `optional` checks one when sent. */
   auth?: A;
   guards?: Guard[];
   params?: z.ZodType<P>;
@@ -65,7 +73,7 @@ export interface RouteSpec<P = unknown, Q = unknown, B = unknown, A extends bool
   handler(ctx: RouteContext<P, Q, B, A>): Promise<RouteResult>;
 }
 
-export function defineRoute<P = unknown, Q = unknown, B = unknown, A extends boolean = true>(
+export function defineRoute<P = unknown, Q = unknown, B = unknown, A extends RouteAuth = true>(
   spec: RouteSpec<P, Q, B, A>,
 ): RouteSpec {
   return spec as unknown as RouteSpec;
@@ -93,13 +101,15 @@ export function mountRoute(
   const responseSchemas = route.responses;
   router[route.method](expressPath(route.path), async (req: Request, res: Response) => {
     const fence = requestFence(deps.authEpoch);
-    const principal = route.auth === false ? undefined : await deps.authenticate(req.get('authorization'), fence);
+    const wantsCredential = route.auth === 'optional' ? req.get('authorization') !== undefined : route.auth !== false;
+    const principal = wantsCredential ? await deps.authenticate(req.get('authorization'), fence) : undefined;
     if (principal) for (const guard of route.guards ?? []) guard(principal);
     const ctx = {
       params: parsePart(route.params, req.params, 'path'),
       query: parsePart(route.query, req.query, 'query'),
       body: parsePart(route.body, route.body ? req.body : undefined, 'body'),
       principal,
+      bodyStream: req,
       fence,
       requestId: res.locals.requestId as string,
       log: res.locals.log as Logger,
@@ -115,13 +125,18 @@ export function mountRoute(
         }
       },
     };
-    const result = await route.handler(ctx as RouteContext<unknown, unknown, unknown, boolean>);
+    const result = await route.handler(ctx as RouteContext<unknown, unknown, unknown, RouteAuth>);
     const declared = responseSchemas[result.status];
     if (!declared) throw new Error(`${route.operationId} answered undeclared status ${result.status}`);
     for (const [name, value] of Object.entries(result.headers ?? {})) res.setHeader(name, value);
     if (declared.eventStream) {
-      if (!result.stream || !deps.eventStreams) throw new Error(`${route.operationId} declares an event stream but opened none`);
-      result.stream(openEventSink(req, res, deps.eventStreams));
+      if (!result.eventStream || !deps.eventStreams) throw new Error(`${route.operationId} declares an event stream but opened none`);
+      result.eventStream(openEventSink(req, res, deps.eventStreams));
+      return;
+    }
+    if (result.stream) {
+      res.status(result.status);
+      await result.stream(res);
       return;
     }
     if (!declared.schema) {

@@ -13,6 +13,8 @@ import { readinessEvaluateJob } from '../modules/readiness/jobs.ts';
 import type { ManagedSettings } from '../modules/computers/managed/settings.ts';
 import type { Provisioner } from '../provisioning/provisioner.ts';
 import { sessionJobs } from '../modules/sessions/jobs.ts';
+import { DEFAULT_WIKI_JOB_SETTINGS, type WikiJobSettings } from '../modules/wiki/generate/job-deps.ts';
+import { wikiGenerateJob } from '../modules/wiki/jobs.ts';
 import type { SshClient } from '../provisioning/ssh/index.ts';
 import type { JobDefinition } from './job.ts';
 
@@ -33,6 +35,8 @@ export interface JobDeps {
   /** How long stored events are kept. */
   events: { retentionMs: number };
   webhooks: WebhookSettings;
+  /** Wiki generation's size bounds and deadline (configuration; defaults where a caller has none). */
+  wiki?: WikiJobSettings;
 }
 
 /**
@@ -53,6 +57,15 @@ export function jobsFor(deps: JobDeps): JobDefinition[] {
       scratchRoot: path.join(deps.dataDir, 'readiness'),
       egress: deps.egress,
       computers: { ssh: deps.ssh, resolveTarget: computerTargets(machines) },
+    }),
+    wikiGenerateJob({
+      prisma: deps.prisma,
+      clock: deps.clock,
+      scratchRoot: path.join(deps.dataDir, 'wiki'),
+      egress: deps.egress,
+      secrets: deps.secrets,
+      computers: { ssh: deps.ssh, resolveTarget: computerTargets(machines) },
+      settings: deps.wiki ?? DEFAULT_WIKI_JOB_SETTINGS,
     }),
     ...sessionJobs({
       db: deps.prisma,

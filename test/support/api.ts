@@ -132,7 +132,7 @@ export async function startTestApi(backend: Backend, opts: TestApiOptions = {}):
   const egress = createEgressGuard(config.egress);
   const queue = createJobQueue(db, {
     log,
-    jobs: jobsFor({ prisma: db.prisma, clock, dataDir, ...machines, provisioner, managed: config.managed, egress, events: config.events, webhooks: config.webhooks }),
+    jobs: jobsFor({ prisma: db.prisma, clock, dataDir, ...machines, provisioner, managed: config.managed, egress, events: config.events, webhooks: config.webhooks, wiki: config.wiki }),
     maintenanceIntervalSeconds: 1,
     pollingIntervalSeconds: 0.5,
   });

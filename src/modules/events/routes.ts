@@ -27,7 +27,7 @@ export function eventRoutes(service: EventsService, opts: { sessionsOrgs: '*' | 
       errors: [400, 401, 403, 404, 500],
       handler: async ({ principal, params, query, header, stillAuthorized }) => {
         const open = await service.session(principal, params.sessionId, resumePoint(header('last-event-id'), query.lastEventId));
-        return { status: 200, stream: (sink) => open(sink, stillAuthorized) };
+        return { status: 200, eventStream: (sink) => open(sink, stillAuthorized) };
       },
     }),
     defineRoute({
@@ -42,7 +42,7 @@ export function eventRoutes(service: EventsService, opts: { sessionsOrgs: '*' | 
       errors: [400, 401, 403, 404, 500],
       handler: async ({ principal, params, query, header, stillAuthorized }) => {
         const open = await service.computer(principal, params.computerId, resumePoint(header('last-event-id'), query.lastEventId));
-        return { status: 200, stream: (sink) => open(sink, stillAuthorized) };
+        return { status: 200, eventStream: (sink) => open(sink, stillAuthorized) };
       },
     }),
     defineRoute({
@@ -57,7 +57,7 @@ export function eventRoutes(service: EventsService, opts: { sessionsOrgs: '*' | 
       errors: [400, 401, 403, 500],
       handler: async ({ principal, query, header, stillAuthorized }) => {
         const open = service.organization(principal, query.types, resumePoint(header('last-event-id'), query.lastEventId));
-        return { status: 200, stream: (sink) => open(sink, stillAuthorized) };
+        return { status: 200, eventStream: (sink) => open(sink, stillAuthorized) };
       },
     }),
   ];

@@ -29,6 +29,8 @@ export async function cloneRepository(
   signal?: AbortSignal,
   /** Set where the control plane clones from its own network: the egress guard's checked addresses. */
   pinned?: PinnedClone,
+  /** `bare`: objects only, no checkout (the wiki survey reads blobs, never a work tree). */
+  opts: { bare?: boolean } = {},
 ): Promise<string> {
   const branch = source.branch ? `--branch ${sh(source.branch)} --single-branch ` : '';
   const ssh = ['ssh', '-o', 'BatchMode=yes', ...(pinned?.sshOptions ?? []).flatMap((o) => ['-o', o])].join(' ');
@@ -40,7 +42,7 @@ export async function cloneRepository(
   ].join(' ');
   const config = (pinned?.config ?? []).map((c) => `-c ${sh(c)} `).join('');
   const url = pinned?.url ?? source.repoUrl;
-  const res = await ws.exec(`${env} git ${config}clone --quiet --no-tags ${branch}-- ${sh(url)} ${CHECKOUT_DIR}`, {
+  const res = await ws.exec(`${env} git ${config}clone --quiet --no-tags ${opts.bare ? '--bare ' : ''}${branch}-- ${sh(url)} ${CHECKOUT_DIR}`, {
     timeoutMs: CLONE_TIMEOUT_MS,
     signal,
   });

@@ -1,4 +1,3 @@
-import type { Principal } from '../../auth/principal.ts';
 import type { ReadinessEvaluation } from '../../generated/prisma/client.ts';
 import type { JobContext } from '../../jobs/job.ts';
 import { pinClone, type PinnedClone } from '../../egress/git.ts';
@@ -6,6 +5,7 @@ import { AppError } from '../../lib/errors.ts';
 import { newUuid } from '../../lib/ids.ts';
 import { CloneFailed, cloneRepository, evaluateCheckout } from './evaluator.ts';
 import type { EvaluateJobDeps } from './jobs.ts';
+import { jobComputerTarget } from './computer-target.ts';
 import { createLocalScratchWorkspace } from './local-workspace.ts';
 import { repoKey, redactCredentials } from './repo-url.ts';
 import { credentialForRepository, gitAuthConfig } from '../integrations/connections.ts';
@@ -18,14 +18,9 @@ class FinalFailure extends Error {}
 async function openWorkspace(deps: EvaluateJobDeps, row: ReadinessEvaluation, signal: AbortSignal): Promise<ScratchWorkspace> {
   if (!row.computerId) return createLocalScratchWorkspace(deps.scratchRoot);
   if (!deps.computers) throw new FinalFailure('this server cannot reach computers, so it cannot evaluate on one; evaluate without computerId');
-  let target;
-  try {
-    target = await deps.computers.resolveTarget(row.requestedBy as Principal, row.computerId);
-  } catch (err) {
-    if (err instanceof AppError) throw new FinalFailure(`computer ${row.computerId} is not available: ${err.message}`);
-    throw err;
-  }
-  return createSshScratchWorkspace(deps.computers.ssh, target, { signal });
+  const resolved = await jobComputerTarget(deps.computers.resolveTarget, row.requestedBy, row.computerId);
+  if ('reason' in resolved) throw new FinalFailure(resolved.reason);
+  return createSshScratchWorkspace(deps.computers.ssh, resolved.target, { signal });
 }
 
 /**
