@@ -38,7 +38,7 @@ describe.each(BACKENDS)('wiki pages written by a model on %s', (backend) => {
       { toolCalls: [{ name: 'read_file', arguments: { path: '/etc/passwd' } }, { name: 'read_file', arguments: { path: 'README.md' } }, { name: 'run_command', arguments: { command: 'id' } }] },
       { text: 'Ledger keeps double-entry accounts in SQLite (`README.md`); its command prints one balance (`src/ledger/cli.py:9`).' },
       // The architecture page: the provider refuses the call.
-      { error: { status: 400, message: 'context window exceeded' } },
+      { error: { status: 400, message: 'unsupported parameter: temperature' } },
     );
     const pageCount = 11;
     for (let i = 2; i < pageCount; i++) model.enqueue({ text: `Accounts are dataclasses holding postings (\`src/ledger/accounts.py\`), page ${i}.` });
@@ -63,7 +63,7 @@ describe.each(BACKENDS)('wiki pages written by a model on %s', (backend) => {
     expect(model.requests[0]!.body.tools!.map((t) => t.function.name).sort()).toEqual(['glob', 'list_directory', 'read_file', 'search_text']);
 
     const architecture = await get('overview.architecture');
-    expect(architecture.degraded).toMatch(/the model call failed: .*context window exceeded/);
+    expect(architecture.degraded).toMatch(/the model call failed: .*unsupported parameter: temperature/);
     expect(architecture.markdown).toMatch(/^# Architecture\n\n> The model did not write this page \(the model call failed: .*\); this is the survey's version\./);
     expect(architecture.markdown).toContain('The code is organised in 1 directory');
 
