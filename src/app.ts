@@ -97,6 +97,15 @@ export function createApp(deps: AppDeps) {
     : dataDirectoryVideoStorage({ dir: path.join(deps.config.dataDir, 'wiki-videos'), signingKey: deps.machines.secrets.derive('wiki video uploads') });
   let document: unknown;
   const openApiDocument = () => (document ??= buildOpenApiDocument(routes));
+  const wiki = createWikiService({
+    db: deps.prisma,
+    clock: deps.clock,
+    queue: deps.queue,
+    resolveComputerTarget,
+    egress: deps.egress,
+    video: dataDirectoryVideos ?? s3VideoStorage(s3!),
+    videoMaxBytes: deps.config.wiki.videoMaxBytes,
+  });
   routes.push(
     ...systemRoutes(createSystemService({ db: deps.prisma, pendingMigrations: deps.pendingMigrations }), openApiDocument),
     ...computerRoutes(
@@ -134,19 +143,10 @@ export function createApp(deps: AppDeps) {
       { appUrl: deps.config.appUrl },
     ),
     ...integrationRoutes(createIntegrationsService({ db: deps.prisma, clock: deps.clock, secrets: deps.machines.secrets, egress: deps.egress })),
-    ...automationRoutes(createAutomationsService({ db: deps.prisma, clock: deps.clock, secrets: deps.machines.secrets, egress: deps.egress })),
-    ...wikiRoutes(
-      createWikiService({
-        db: deps.prisma,
-        clock: deps.clock,
-        queue: deps.queue,
-        resolveComputerTarget,
-        egress: deps.egress,
-        video: dataDirectoryVideos ?? s3VideoStorage(s3!),
-        videoMaxBytes: deps.config.wiki.videoMaxBytes,
-      }),
-      { dataDirectoryVideos, clock: deps.clock },
+    ...automationRoutes(
+      createAutomationsService({ db: deps.prisma, clock: deps.clock, secrets: deps.machines.secrets, egress: deps.egress, wiki: { createRun: wiki.create } }),
     ),
+    ...wikiRoutes(wiki, { dataDirectoryVideos, clock: deps.clock }),
     ...sessionRoutes(
       createSessionsService({
         db: deps.prisma,

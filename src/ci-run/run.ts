@@ -16,7 +16,7 @@ export interface CiRunOptions {
 
 interface Started {
   jobId: string;
-  status: 'running' | 'paused' | 'skipped';
+  status: 'running' | 'paused' | 'skipped' | 'wiki';
   detail?: string;
   modeId: string;
   computerId?: string;

@@ -282,7 +282,7 @@ describe.skipIf(!bin)('CI automations against a real Gitea', () => {
   });
 });
 
-describe.skipIf(!bin)('readiness evaluations of private repositories', () => {
+describe.skipIf(!bin)('readiness evaluations and wiki runs of private repositories', () => {
   let gitea: Gitea;
   let api: TestApi;
   let carol: GiteaUser;
@@ -316,6 +316,27 @@ describe.skipIf(!bin)('readiness evaluations of private repositories', () => {
     expect(refused.status).toBe('failed');
     expect(refused.error).toMatch(/cloning .*carol\/secret\.git.* failed/);
     expect(JSON.stringify(refused)).not.toContain('Basic ');
+  });
+
+  it('a wiki-refresh run (a push to the default branch) creates a wiki run that clones with the connection', async () => {
+    const automationId = crypto.randomUUID();
+    await api.db.prisma.ciAutomation.create({ data: { id: automationId, organizationId: api.acme.id, name: 'Wiki', modeId: 'wiki-refresh' } });
+    const started = await api.call('POST', `${CI}/jobs`, {
+      as: api.acme.serviceAccount.apiKey,
+      body: { automationId, repoFullName: 'carol/secret', event: 'push', ref: 'refs/heads/main', sha: 'a'.repeat(40) },
+    });
+    expect(started.status, JSON.stringify(started.body)).toBe(200);
+    expect(started.body).toMatchObject({ status: 'wiki', modeId: 'wiki-refresh', detail: expect.stringMatching(/^wiki run .* queued for carol\/secret at main$/) });
+    const wikiRunId = started.body.wikiRunId as string;
+    let run: any;
+    for (const deadline = Date.now() + 60_000; Date.now() < deadline; await new Promise((r) => setTimeout(r, 250))) {
+      run = (await api.call('GET', `/api/v0/wiki/${wikiRunId}`, { as: api.acme.members.owner.apiKey })).body;
+      if (run.status === 'succeeded' || run.status === 'failed') break;
+    }
+    expect(run, JSON.stringify(run)).toMatchObject({ status: 'succeeded', repoUrl: `${gitea.url}/carol/secret.git`, branch: 'main' });
+    expect(run.pageCount).toBeGreaterThan(0);
+    const jobs = (await api.call('GET', `${CI}/jobs`, { as: api.acme.members.owner.apiKey })).body;
+    expect(jobs.jobs.find((j: any) => j.detail?.wikiRunId === wikiRunId)).toMatchObject({ status: 'succeeded', modeId: 'wiki-refresh' });
   });
 
   it('a connection whose token the forge no longer accepts: 502 with the forge’s own reason', async () => {

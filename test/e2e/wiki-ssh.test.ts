@@ -1,3 +1,4 @@
+import { randomBytes } from 'node:crypto';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -7,6 +8,7 @@ import { parseEgressAllow } from '../../src/egress/policy.ts';
 import { systemClock } from '../../src/lib/clock.ts';
 import { NotFound } from '../../src/lib/errors.ts';
 import { newUuid } from '../../src/lib/ids.ts';
+import { createSecretBox } from '../../src/lib/secret-box.ts';
 import { createLogger } from '../../src/lib/logger.ts';
 import { DEFAULT_WIKI_JOB_SETTINGS } from '../../src/modules/wiki/generate/job-deps.ts';
 import { runGeneration } from '../../src/modules/wiki/generate/run-generation.ts';
@@ -61,6 +63,7 @@ describe.skipIf(skip)('wiki generation on a computer over SSH', () => {
         scratchRoot: scratch,
         // The control plane itself reaches nothing here: only the computer clones.
         egress: createEgressGuard(parseEgressAllow(undefined)),
+        secrets: createSecretBox(randomBytes(32)),
         computers: { ssh, resolveTarget: async (_p, cid) => (cid === 'box' ? target : Promise.reject(new NotFound(`no computer ${cid}`))) },
         settings: { ...DEFAULT_WIKI_JOB_SETTINGS, bounds },
       },

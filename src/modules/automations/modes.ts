@@ -73,7 +73,8 @@ export const MODES: Record<ModeId, ModeDefinition> = {
     title: 'wiki refresh',
     on: (ctx) => ({ push: { branches: [ctx.defaultBranch] } }),
     concurrencyKey: '${{ github.ref }}',
-    prompt: 'Refresh the wiki of this repository for the pushed commit.',
+    // No session: a run of this mode creates a wiki run of the pushed branch (run-serve.ts).
+    prompt: '',
   },
   custom: {
     title: 'custom automation',

@@ -72,6 +72,7 @@ export async function startRun(deps: AutomationsDeps, principal: Principal, body
     const detail = `The automation "${automation.name}" is paused: ${automation.pausedReason ?? 'its computer was deleted'}. Edit it with a computerId to resume.`;
     return { jobId: await record('paused', { reason: detail }), status: 'paused' as const, detail, modeId: mode };
   }
+  if (mode === 'wiki-refresh') return refreshWiki(deps, principal, body, record);
   const computerId = body.computerId ?? automation.computerId;
   if (!computerId) {
     throw new BadRequest(`The automation "${automation.name}" has no computer: edit it with a computerId, or set register-runner: true in its yamlParams`);
@@ -82,6 +83,26 @@ export async function startRun(deps: AutomationsDeps, principal: Principal, body
     return { jobId: await record('skipped', { reason: detail }), status: 'skipped' as const, detail, modeId: mode };
   }
   return { jobId: await record('running', { computerId }), status: 'running' as const, modeId: mode, computerId, prompt };
+}
+
+/**
+ * `wiki-refresh` (a push to the default branch): no session; the control plane generates a new
+ * wiki run of the repository at the pushed branch, which reuses the pages the push left unchanged.
+ * The run's job records the wiki run it created.
+ */
+async function refreshWiki(
+  deps: AutomationsDeps,
+  principal: Principal,
+  body: RunStartBody,
+  record: (status: string, detail: Record<string, unknown>) => Promise<string>,
+) {
+  const forge = await orgForge(deps, principal.organizationId);
+  if (!forge) throw new BadRequest('The organization has no source-control connection to find the repository with');
+  const repo = await fromForge(forge, () => forge.client.getRepository(body.repoFullName));
+  const branch = body.ref?.startsWith('refs/heads/') ? body.ref.slice('refs/heads/'.length) : repo.defaultBranch;
+  const run = await deps.wiki.createRun(principal, { repoUrl: repo.cloneUrl, branch });
+  const detail = `wiki run ${run.wikiRunId} queued for ${repo.fullName} at ${branch}`;
+  return { jobId: await record('succeeded', { wikiRunId: run.wikiRunId, ...(body.sha ? { sha: body.sha } : {}) }), status: 'wiki' as const, detail, modeId: 'wiki-refresh', wikiRunId: run.wikiRunId };
 }
 
 /** A run ends: its result goes to the pull request as a comment through the organization's connection. */

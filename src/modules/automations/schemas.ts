@@ -203,11 +203,12 @@ export const RunStartBody = z.strictObject({
 export type RunStartBody = z.infer<typeof RunStartBody>;
 export const RunStartResponse = z.strictObject({
   jobId: z.string(),
-  status: z.enum(['running', 'paused', 'skipped']),
+  status: z.enum(['running', 'paused', 'skipped', 'wiki']).meta({ description: '`wiki`: a wiki-refresh run created the wiki run `wikiRunId`; nothing more to do' }),
   detail: z.string().optional(),
   modeId: z.string(),
   computerId: z.string().optional(),
   prompt: z.string().optional(),
+  wikiRunId: z.string().optional(),
 }).meta({ id: 'CiRunStart' });
 export const JobIdParams = z.object({ jobId: z.string().min(1) });
 export const RunCompleteBody = z.strictObject({

@@ -1,6 +1,6 @@
 import type { ReadinessEvaluation } from '../../generated/prisma/client.ts';
 import type { JobContext } from '../../jobs/job.ts';
-import { pinClone, type PinnedClone } from '../../egress/git.ts';
+import type { PinnedClone } from '../../egress/git.ts';
 import { AppError } from '../../lib/errors.ts';
 import { newUuid } from '../../lib/ids.ts';
 import { CloneFailed, cloneRepository, evaluateCheckout } from './evaluator.ts';
@@ -8,7 +8,7 @@ import type { EvaluateJobDeps } from './jobs.ts';
 import { jobComputerTarget } from './computer-target.ts';
 import { createLocalScratchWorkspace } from './local-workspace.ts';
 import { repoKey, redactCredentials } from './repo-url.ts';
-import { credentialForRepository, gitAuthConfig } from '../integrations/connections.ts';
+import { controlPlaneClone } from '../integrations/control-plane-clone.ts';
 import { createSshScratchWorkspace } from './ssh-workspace.ts';
 import type { ScratchWorkspace } from './workspace.ts';
 
@@ -23,23 +23,14 @@ async function openWorkspace(deps: EvaluateJobDeps, row: ReadinessEvaluation, si
   return createSshScratchWorkspace(deps.computers.ssh, resolved.target, { signal });
 }
 
-/**
- * On the control plane's own network a clone goes only where the egress guard allows, at the
- * address it checked; an http(s) URL without credentials of its own uses the organization's
- * connection to that host, so private repositories can be evaluated. (Computers clone with the
- * credentials `refresh` wrote onto them.)
- */
+/** The control plane's own clone (see controlPlaneClone); a refused URL fails the evaluation at once. */
 async function checkedClone(deps: EvaluateJobDeps, row: ReadinessEvaluation): Promise<PinnedClone> {
-  let pinned: PinnedClone;
   try {
-    pinned = pinClone(row.repoUrl, await deps.egress.check(row.repoUrl));
+    return await controlPlaneClone({ db: deps.prisma, secrets: deps.secrets, egress: deps.egress }, row.organizationId, row.repoUrl);
   } catch (err) {
     if (err instanceof AppError) throw new FinalFailure(err.message);
     throw err;
   }
-  const url = /^https?:\/\//i.test(row.repoUrl) ? new URL(row.repoUrl) : undefined;
-  const connection = url && !url.username ? await credentialForRepository(deps.prisma, deps.secrets, row.organizationId, row.repoUrl) : undefined;
-  return connection ? { ...pinned, config: [...pinned.config, gitAuthConfig(connection)] } : pinned;
 }
 
 /**

@@ -21,8 +21,8 @@ export interface GenerateJobDeps {
   scratchRoot: string;
   /** Clones are checked with `check`; custom models (a tenant's URL) are called through `fetch`. */
   egress: Pick<EgressGuard, 'check' | 'fetch'>;
-  /** Opens the organization's sealed custom-model keys. */
-  secrets?: SecretBox;
+  /** Opens the organization's sealed custom-model keys and forge tokens (private repositories). */
+  secrets: SecretBox;
   computers?: { ssh: SshClient; resolveTarget: ResolveComputerTarget };
   settings: WikiJobSettings;
 }

@@ -106,7 +106,7 @@ export async function writeWithModel(deps: GenerateJobDeps, run: Run, gitDir: st
   let resolved;
   try {
     const settings = await enterpriseSettingsOf(deps.prisma, run.organizationId);
-    resolved = resolveModel(run.model!, deps.secrets ? openCustomModelKeys(settings, deps.secrets) : settings, process.env, deps.egress.fetch);
+    resolved = resolveModel(run.model!, openCustomModelKeys(settings, deps.secrets), process.env, deps.egress.fetch);
   } catch (err) {
     const reason = (err as Error).message;
     for (const d of pending) {

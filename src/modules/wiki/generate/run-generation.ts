@@ -1,5 +1,5 @@
 import { Prisma } from '../../../generated/prisma/client.ts';
-import { pinClone } from '../../../egress/git.ts';
+import { controlPlaneClone } from '../../integrations/control-plane-clone.ts';
 import type { JobContext } from '../../../jobs/job.ts';
 import { AppError } from '../../../lib/errors.ts';
 import { jobComputerTarget } from '../../readiness/computer-target.ts';
@@ -27,7 +27,7 @@ async function cloneFor(deps: GenerateJobDeps, row: Run, signal: AbortSignal): P
   if (!row.computerId) {
     let pinned;
     try {
-      pinned = pinClone(row.repoUrl, await deps.egress.check(row.repoUrl));
+      pinned = await controlPlaneClone({ db: deps.prisma, secrets: deps.secrets, egress: deps.egress }, row.organizationId, row.repoUrl);
     } catch (err) {
       if (err instanceof AppError) throw new FinalFailure(err.message);
       throw err;
