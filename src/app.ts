@@ -6,6 +6,7 @@ import type { PrismaClient } from './db/client.ts';
 import type { AuthEpoch } from './db/auth-epoch.ts';
 import type { EgressGuard } from './egress/guard.ts';
 import type { ReadRows } from './db/reads.ts';
+import { serveConsole } from './console/serve.ts';
 import { accessLog } from './http/access-log.ts';
 import { errorHandler, notFound } from './http/error-handler.ts';
 import { buildOpenApiDocument } from './http/openapi.ts';
@@ -120,6 +121,7 @@ export function createApp(deps: AppDeps) {
   app.use(requestId, accessLog(deps.log), express.json({ limit: deps.config.bodyLimit }));
   const router = express.Router();
   for (const route of routes) mountRoute(router, route, { authenticate, authEpoch: deps.authEpoch });
-  app.use(router, notFound, errorHandler);
+  // The web console after the API: an API path always wins, and what neither serves is the API's 404.
+  app.use(router, serveConsole(), notFound, errorHandler);
   return { app, routes };
 }
