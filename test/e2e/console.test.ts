@@ -7,6 +7,7 @@ import { hostTraces, localProviderMissing, removeLocalComputer } from '../suppor
 import { machineMissing, startMachine, type TestMachine } from '../support/machine.ts';
 import { startModelServer, type ModelServer } from '../support/model-server.ts';
 import { CODER_KEY_ENV, coderModel, writeModelsFile } from '../support/models-file.ts';
+import { seedAnalytics } from '../../src/modules/analytics/seed.ts';
 import { waitFor } from '../support/wait.ts';
 
 const missing = chromiumMissing() ?? machineMissing;
@@ -168,5 +169,159 @@ describe.skipIf(skip)('the web console in Chromium', { timeout: 180_000 }, () =>
     await expectAccessible(page, 'session page');
     await screenshot(page, 'session-transcript');
     await page.context().close();
+  });
+  it('rotates a service account key: the one-time value is shown once, the old key fails at once', async () => {
+    const page = await signedIn(api.acme.members.owner.apiKey);
+    await page.getByRole('link', { name: 'Service accounts' }).click();
+    await page.getByRole('link', { name: 'acme-robot' }).click();
+    await page.getByRole('heading', { level: 1, name: 'acme-robot' }).waitFor();
+    await page.getByRole('button', { name: 'Rotate robot' }).click();
+    await page.getByRole('dialog').getByRole('button', { name: 'Rotate', exact: true }).click();
+    const value = (await page.getByTestId('secret-value').textContent())!;
+    expect(value).toMatch(/^apk_/);
+    await page.getByText('The old key no longer authenticates.').waitFor();
+    await expectAccessible(page, 'service account page with a one-time key');
+    await screenshot(page, 'service-account-rotated');
+    const asOld = await api.call('GET', '/api/v0/computers', { as: api.acme.serviceAccount.apiKey });
+    expect(asOld.status).toBe(401);
+    expect((await api.call('GET', '/api/v0/computers', { as: value })).status).toBe(200);
+    // Shown once: after "I have stored it" the value is gone from the page for good.
+    await page.getByRole('button', { name: 'I have stored it' }).click();
+    expect(await page.getByTestId('secret-value').count()).toBe(0);
+    expect(await page.content()).not.toContain(value);
+    await page.context().close();
+  });
+
+  it('renders seeded analytics as non-empty charts, pages the per-user table and downloads it as CSV', async () => {
+    const yesterday = new Date(Date.now() - 86_400_000).toISOString().slice(0, 10);
+    await seedAnalytics(api.db.prisma, { organizationId: api.acme.id, users: 25, days: 14, endDay: yesterday, seed: 7 });
+    const page = await signedIn(api.acme.members.owner.apiKey);
+    await page.getByRole('link', { name: 'Analytics' }).click();
+    await page.getByRole('heading', { level: 1, name: 'Analytics' }).waitFor();
+    // Five charts (tokens, DAU/WAU/MAU, by client, tools, productivity), each drawn on a canvas with data.
+    await expect.poll(() => page.locator('.chart-box canvas').count(), { timeout: 15_000 }).toBeGreaterThanOrEqual(5);
+    const firstTable = page.locator('figure.chart').first().locator('tbody tr');
+    expect(await firstTable.count()).toBeGreaterThan(0);
+    const tokenValues = await page.locator('figure.chart').first().locator('tbody td').allTextContents();
+    expect(tokenValues.some((v) => Number(v) > 0)).toBe(true);
+    // A page holds up to 20 users (one row per user and day); 29 active members make two pages.
+    const userIds = () => page.getByRole('table', { name: 'Per-user metrics' }).locator('tbody tr td:nth-child(3)').allTextContents();
+    await expect.poll(async () => new Set(await userIds()).size).toBe(20);
+    const first = new Set(await userIds());
+    await page.getByRole('button', { name: 'Next page' }).click();
+    await page.getByText('Page 2').waitFor();
+    await expect.poll(async () => (await userIds()).length > 0 && (await userIds()).every((id) => !first.has(id))).toBe(true);
+    await expectAccessible(page, 'analytics page');
+    await screenshot(page, 'analytics');
+    const [download] = await Promise.all([page.waitForEvent('download'), page.getByRole('button', { name: 'Download CSV' }).click()]);
+    const csv = await (await import('node:fs')).promises.readFile((await download.path())!, 'utf8');
+    const lines = csv.trim().split('\n');
+    expect(lines[0]).toBe('date,user_email,user_id,sessions,messages,tool_calls,billable_tokens,primary_model,files_created,files_edited,git_commits,git_prs_created,delegation_level');
+    expect(lines.length).toBeGreaterThan(21);
+    // The date-range picker keeps to the API's rules: today is not a day the API serves.
+    const today = new Date().toISOString().slice(0, 10);
+    await page.getByLabel('Last day').fill(today);
+    await page.getByText(`Data is available through yesterday (${yesterday}, UTC).`).waitFor();
+    expect(await page.getByRole('button', { name: 'Show' }).isDisabled()).toBe(true);
+    await page.context().close();
+  });
+
+  it('a member sees no admin pages, and an admin page opened by its address shows the API’s 403', async () => {
+    const page = await signedIn(api.acme.members.user.apiKey);
+    const nav = page.getByRole('navigation', { name: 'Sections' });
+    await nav.getByRole('link', { name: 'Computers' }).waitFor();
+    const links = await nav.getByRole('link').allTextContents();
+    expect(links).toEqual(expect.arrayContaining(['Computers', 'Sessions']));
+    for (const admin of ['Service accounts', 'Members', 'Credit limits', 'Enterprise controls', 'Analytics']) expect(links).not.toContain(admin);
+    await screenshot(page, 'member-navigation');
+    await page.goto(`${api.url}/#/service-accounts`);
+    const denied = await api.call('GET', '/api/v0/service-accounts', { as: api.acme.members.user.apiKey });
+    expect(denied.status).toBe(403);
+    await expect.poll(() => page.getByRole('alert').first().textContent()).toContain(denied.body.detail);
+    await expectAccessible(page, '403 page');
+    await screenshot(page, 'member-forbidden');
+    await page.context().close();
+  });
+
+  it('signs in with a JWT access token; every page passes axe, light and dark, at 1280 px and on a phone', async () => {
+    const owner = api.acme.members.owner.apiKey;
+    await api.call('PUT', '/api/v0/organization/enterprise-controls', { as: owner, body: { settings: { sso: { required: false }, models: ['coder'] } } });
+    await api.call('PUT', '/api/v0/organization/enterprise-controls', { as: owner, body: { settings: { sso: { required: true }, retentionDays: 30 } } });
+    await api.call('PUT', '/api/v0/organization/usage/limits/users', { as: owner, body: { users: [{ email: api.acme.members.user.email, limit: 2_000_000 }] } });
+    const created = await api.call('POST', '/api/organization/agent-readiness-reports', {
+      as: owner,
+      body: {
+        repoUrl: 'https://github.com/acme/app',
+        apps: { '.': { description: 'the app' } },
+        branch: 'main',
+        commitHash: 'a'.repeat(40),
+        report: {
+          readme: { numerator: 2, denominator: 2, rationale: 'README with setup' },
+          gitignore: { numerator: 1, denominator: 1, rationale: 'present' },
+          lockfile: { numerator: 1, denominator: 1, rationale: 'package-lock.json' },
+          build_command: { numerator: 1, denominator: 1, rationale: 'npm run build' },
+          tests_present: { numerator: 0, denominator: 1, rationale: 'no tests found' },
+        },
+      },
+    });
+    expect(created.status, JSON.stringify(created.body)).toBe(201);
+
+    const page = await signedIn(api.acme.members.owner.jwt);
+    const pages: [string, string, string][] = [
+      ['computers', 'Computers', 'No computers yet'],
+      ['templates', 'Templates', 'No templates yet'],
+      ['sessions', 'Sessions', 'No sessions yet'],
+      ['service-accounts', 'Service accounts', 'acme-robot'],
+      ['members', 'Members', api.acme.members.manager.email],
+      ['limits', 'Credit limits', api.acme.members.user.email],
+      ['enterprise', 'Enterprise controls', 'Compare revisions'],
+      ['readiness', 'Readiness', 'https://github.com/acme/app'],
+      ['analytics', 'Analytics', 'Per user'],
+    ];
+    for (const [id, title, shows] of pages) {
+      await page.goto(`${api.url}/#/${id}`);
+      await page.getByRole('heading', { level: 1, name: title }).waitFor();
+      await page.getByText(shows, { exact: false }).first().waitFor();
+      await expectAccessible(page, `${id} page`);
+      await screenshot(page, `page-${id}`);
+    }
+    // The diff between the two revisions names what changed.
+    await page.goto(`${api.url}/#/enterprise`);
+    const diff = page.getByRole('list', { name: 'Differences' });
+    await diff.waitFor();
+    expect(await diff.textContent()).toMatch(/sso\.required changed/);
+    expect(await diff.textContent()).toMatch(/retentionDays added/);
+    await screenshot(page, 'enterprise-diff');
+    // A readiness report with its level (4 of 5 level-1 criteria pass: 80% unlocks level 2) and criteria.
+    await page.goto(`${api.url}/#/readiness`);
+    await page.getByRole('link', { name: 'https://github.com/acme/app' }).click();
+    await page.getByRole('table', { name: 'Criteria' }).waitFor();
+    expect(await page.getByRole('heading', { name: /Level 2 · Documented/ }).count()).toBe(1);
+    await expectAccessible(page, 'readiness report');
+    await screenshot(page, 'readiness-report');
+    await page.context().close();
+
+    const dark = await signedIn(owner, { dark: true });
+    for (const id of ['computers', 'analytics', `sessions`]) {
+      await dark.goto(`${api.url}/#/${id}`);
+      await dark.locator('h1').waitFor();
+      await dark.waitForTimeout(500);
+      await expectAccessible(dark, `${id} page, dark`);
+      await screenshot(dark, `dark-${id}`);
+    }
+    await dark.context().close();
+
+    const phone = await signedIn(api.acme.members.user.apiKey, { width: 390, height: 844 });
+    await phone.getByRole('button', { name: 'Menu' }).click();
+    await phone.getByRole('navigation', { name: 'Sections' }).getByRole('link', { name: 'Sessions' }).click();
+    await phone.getByRole('heading', { level: 1, name: 'Sessions' }).waitFor();
+    expect(await phone.evaluate(() => (globalThis as unknown as { document: { documentElement: { scrollWidth: number } } }).document.documentElement.scrollWidth)).toBeLessThanOrEqual(390);
+    await expectAccessible(phone, 'sessions page on a phone');
+    await screenshot(phone, 'phone-sessions');
+    await phone.goto(`${api.url}/#/computers`);
+    await phone.getByRole('link', { name: 'console-byom' }).click();
+    await phone.getByRole('heading', { level: 1, name: 'console-byom' }).waitFor();
+    await screenshot(phone, 'phone-computer');
+    await phone.context().close();
   });
 });

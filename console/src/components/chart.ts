@@ -41,7 +41,7 @@ export function Chart({ title, x, series, unit = '' }: { title: string; x: numbe
             width: box.current.clientWidth || 600,
             height: 220,
             series: [{}, ...series.map((s, i) => ({ label: s.label, stroke: PALETTE[i % PALETTE.length], width: 2, points: { show: x.length < 40 } }))],
-            axes: [axis, { ...axis, values: (_u: uPlotType, ticks: number[]) => ticks.map((t) => `${t.toLocaleString()}${unit}`) }],
+            axes: [axis, { ...axis, size: 70, values: (_u: uPlotType, ticks: number[]) => ticks.map((t) => `${t.toLocaleString()}${unit}`) }],
             scales: { x: { time: true } },
             legend: { live: false },
           },
@@ -63,7 +63,7 @@ export function Chart({ title, x, series, unit = '' }: { title: string; x: numbe
     ${error ? html`<p class="error">The chart could not be drawn: ${error}</p>` : null}
     <details>
       <summary>Data of “${title}”</summary>
-      <div class="table-wrap">
+      <div class="table-wrap" tabindex="0" role="region" aria-label=${`Data of “${title}”`}>
         <table>
           <thead>
             <tr>

@@ -97,7 +97,7 @@ function ComputerList() {
             </p>
           <//>`
         : data
-          ? html`<div class="table-wrap">
+          ? html`<div class="table-wrap" tabindex="0" role="region" aria-label="Computers">
               <table>
                 <caption class="sr-only">Computers</caption>
                 <thead>

@@ -46,7 +46,7 @@ function SessionList({ computerId }: { computerId: string }) {
       : pages && pages.sessions.length === 0
         ? html`<${Empty} title="No sessions yet"><p>Start one with “New session” on an active computer; its agent answers in the transcript.</p><//>`
         : pages
-          ? html`<div class="table-wrap">
+          ? html`<div class="table-wrap" tabindex="0" role="region" aria-label="Sessions">
                 <table>
                   <caption class="sr-only">Sessions</caption>
                   <thead>

@@ -70,7 +70,7 @@ export default function TemplatesPage() {
       : templates.data && !templates.data.length
         ? html`<${Empty} title="No templates yet"><p>A template names a provider, repositories and a set-up script; create computers from it on the Computers page.</p><//>`
         : templates.data
-          ? html`<div class="table-wrap">
+          ? html`<div class="table-wrap" tabindex="0" role="region" aria-label="Templates">
               <table>
                 <caption class="sr-only">Templates</caption>
                 <thead>
