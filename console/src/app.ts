@@ -17,18 +17,24 @@ export function App() {
   return signedIn ? html`<${Shell} />` : html`<${SignIn} />`;
 }
 
+/** Probes in flight at once: browsers open six connections per host, and the page's own reads must not queue behind these. */
+const PROBES_AT_ONCE = 2;
+
 /** Asks the API, section by section, what this caller may see. */
 function useAccess(): Access | undefined {
   const [access, setAccess] = useState<Access>();
   useEffect(() => {
     let cancelled = false;
-    void Promise.all(
-      SECTIONS.map(async (s) => {
+    const result: Access = {};
+    const queue = [...SECTIONS];
+    const worker = async () => {
+      for (let s = queue.shift(); s && !cancelled; s = queue.shift()) {
         const response = await authorizedFetch(s.probe()).catch(() => undefined);
         void response?.body?.cancel();
-        return [s.id, response && DENIED.has(response.status) ? 'denied' : 'allowed'] as const;
-      }),
-    ).then((entries) => !cancelled && setAccess(Object.fromEntries(entries)));
+        result[s.id] = response && DENIED.has(response.status) ? 'denied' : 'allowed';
+      }
+    };
+    void Promise.all(Array.from({ length: PROBES_AT_ONCE }, worker)).then(() => !cancelled && setAccess(result));
     return () => {
       cancelled = true;
     };

@@ -121,6 +121,30 @@ export function createAssetCache(transformHtml: (html: string) => string) {
   };
 }
 
+const STATIC_IMPORT = /^\s*(?:import|export)\s+(?!type\b)(?:[^'"]*?\sfrom\s+)?['"]([^'"]+)['"]/gm;
+
+/**
+ * The URLs of the modules `entries` import statically, transitively, in the order found: the
+ * shell lists them as modulepreload links, so the browser fetches the whole graph at once
+ * instead of discovering it one import at a time.
+ */
+export function moduleGraph(entries: string[]): string[] {
+  const seen = new Set<string>();
+  const visit = (url: string) => {
+    if (seen.has(url)) return;
+    seen.add(url);
+    const file = fileFor(url);
+    if (!file || !/\.(ts|js|mjs)$/.test(file) || !fs.existsSync(file)) return;
+    for (const match of fs.readFileSync(file, 'utf8').matchAll(STATIC_IMPORT)) {
+      const specifier = match[1]!;
+      const mapped = (IMPORT_MAP.imports as Record<string, string>)[specifier];
+      visit(mapped ?? new URL(specifier, `http://console${url}`).pathname);
+    }
+  };
+  entries.forEach(visit);
+  return [...seen].filter((url) => fileFor(url) !== undefined);
+}
+
 /** The file a console URL names, or undefined when it names none (outside the served folders too). */
 export function fileFor(urlPath: string): string | undefined {
   if (urlPath === '/' || urlPath === '/index.html') return path.join(REPO_ROOT, 'console/index.html');
