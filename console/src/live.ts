@@ -65,7 +65,9 @@ export function follow(options: FollowOptions): () => void {
       return poll();
     }
     mode('live');
-    void Promise.resolve(options.refresh()).catch(() => {});
+    // Events are applied on top of a fresh read of the resource, in order: the read taken after
+    // subscribing holds everything before the first event, and nothing it returns overwrites one.
+    const ready = Promise.resolve(options.refresh()).catch(() => {});
     const parser = createParser({
       onEvent(message) {
         if (message.id) lastEventId = message.id;
@@ -77,10 +79,11 @@ export function follow(options: FollowOptions): () => void {
         }
         const type = message.event ?? envelope.type ?? 'message';
         if (type === 'stream.events_dropped') {
-          void Promise.resolve(options.refresh()).catch(() => {});
+          void ready.then(() => options.refresh()).catch(() => {});
           return;
         }
-        options.onEvent({ id: message.id, type, data: envelope.data ?? envelope });
+        const event = { id: message.id, type, data: envelope.data ?? envelope };
+        void ready.then(() => !stopped && options.onEvent(event));
       },
     });
     const reader = response.body.pipeThrough(new TextDecoderStream()).getReader();

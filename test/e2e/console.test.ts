@@ -170,6 +170,59 @@ describe.skipIf(skip)('the web console in Chromium', { timeout: 180_000 }, () =>
     await screenshot(page, 'session-transcript');
     await page.context().close();
   });
+  it('follows the live event streams (the wire format of issue #20) with the credential, resuming with Last-Event-ID', async () => {
+    const key = api.acme.members.user.apiKey;
+    const sessionId = (await api.call('GET', '/api/v0/sessions', { as: key })).body.sessions[0].sessionId;
+    const page = await signedIn(key);
+    const seen: Record<string, Record<string, string>[]> = { computer: [], session: [] };
+    let release!: () => void;
+    const held = new Promise<void>((resolve) => (release = resolve));
+    // Frames as src/http/sse.ts writes them: `id`, `event`, and the event envelope as `data`.
+    const frame = (id: string | undefined, type: string, data: unknown, scope: Record<string, string>) =>
+      `${id ? `id: ${id}\n` : ''}event: ${type}\ndata: ${JSON.stringify({ id, type, organizationId: api.acme.id, ...scope, createdAt: Date.now(), data })}\n\n`;
+    const stream = (which: 'computer' | 'session', body: string) => async (route: import('playwright-core').Route) => {
+      seen[which]!.push(route.request().headers());
+      // The first connection delivers its events and ends; the reconnection stays open.
+      if (seen[which]!.length > 1) return held.then(() => route.abort().catch(() => {}));
+      await route.fulfill({ status: 200, headers: { 'content-type': 'text/event-stream' }, body: `: heartbeat\n\n${body}` });
+    };
+    await page.route(
+      `**/api/v0/computers/${byomId}/events`,
+      stream(
+        'computer',
+        frame('41', 'computer.step', { step: { id: 'install-deps', name: 'Installing dependencies', status: 'failed', error: 'npm ci failed: exit 1', startedAt: Date.now() - 2000, completedAt: Date.now() } }, { computerId: byomId }),
+      ),
+    );
+    await page.route(
+      `**/api/v0/sessions/${sessionId}/events`,
+      stream(
+        'session',
+        frame('77', 'session.status', { status: 'running' }, { sessionId }) +
+          frame(undefined, 'session.delta', { type: 'text', text: 'Streaming the ' }, { sessionId }) +
+          frame(undefined, 'session.delta', { type: 'text', text: 'answer as it comes' }, { sessionId }),
+      ),
+    );
+    try {
+      await page.goto(`${api.url}/#/computers/${byomId}`);
+      await page.getByText('npm ci failed: exit 1').waitFor();
+      await expect.poll(() => seen.computer!.length).toBe(2);
+      expect(seen.computer![0]).toMatchObject({ authorization: `Bearer ${key}`, accept: 'text/event-stream' });
+      expect(seen.computer![0]!['last-event-id']).toBeUndefined();
+      expect(seen.computer![1]!['last-event-id']).toBe('41');
+      await screenshot(page, 'computer-live-step');
+
+      await page.goto(`${api.url}/#/sessions/${sessionId}`);
+      await page.locator('[data-role="assistant-streaming"]').getByText('Streaming the answer as it comes').waitFor();
+      await expect.poll(() => seen.session!.length).toBe(2);
+      expect(seen.session![1]!['last-event-id']).toBe('77');
+      expect(page.url()).not.toContain('apk_');
+      await screenshot(page, 'session-streaming');
+    } finally {
+      release();
+      await page.context().close();
+    }
+  });
+
   it('rotates a service account key: the one-time value is shown once, the old key fails at once', async () => {
     const page = await signedIn(api.acme.members.owner.apiKey);
     await page.getByRole('link', { name: 'Service accounts' }).click();

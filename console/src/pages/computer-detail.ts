@@ -1,4 +1,4 @@
-import { useEffect, useMemo, useState } from 'preact/hooks';
+import { useEffect, useMemo, useRef, useState } from 'preact/hooks';
 import type { components } from '../../../clients/typescript/src/index.ts';
 import { api, must } from '../api.ts';
 import { Chart } from '../components/chart.ts';
@@ -22,13 +22,16 @@ export function ComputerDetail({ id }: { id: string }) {
   );
   const [mode, setMode] = useState<LiveMode>('connecting');
   const [notice, setNotice] = useState<string>();
+  // The poll interval is asked for on each tick: read the latest data, not the first render's.
+  const latest = useRef(computer.data);
+  latest.current = computer.data;
 
   useEffect(
     () =>
       follow({
         path: `/api/v0/computers/${encodeURIComponent(id)}/events`,
         refresh: computer.reload,
-        pollEvery: () => (computer.data?.status === 'provisioning' || computer.data?.provisioningSteps?.some((s) => !FINISHED.has(s.status)) ? 1000 : 5000),
+        pollEvery: () => (latest.current?.status === 'provisioning' || latest.current?.provisioningSteps?.some((s) => !FINISHED.has(s.status)) ? 1000 : 5000),
         onMode: setMode,
         onEvent(event) {
           if (event.type === 'computer.step' && event.data.step) {
