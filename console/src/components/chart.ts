@@ -24,7 +24,8 @@ function loadStylesheet(): Promise<void> {
  * A time-series chart (uPlot, loaded with the first chart a page shows), with its numbers in a
  * table under it for screen readers and for copying.
  */
-export function Chart({ title, x, series, unit = '' }: { title: string; x: number[]; series: Series[]; unit?: string }) {
+/** `range`: the x axis's span in Unix seconds (default: the data's own), so a single sample is not stretched over years. */
+export function Chart({ title, x, series, unit = '', range }: { title: string; x: number[]; series: Series[]; unit?: string; range?: [number, number] }) {
   const box = useRef<HTMLDivElement>(null);
   const [error, setError] = useState<string>();
   useEffect(() => {
@@ -41,8 +42,8 @@ export function Chart({ title, x, series, unit = '' }: { title: string; x: numbe
             width: box.current.clientWidth || 600,
             height: 220,
             series: [{}, ...series.map((s, i) => ({ label: s.label, stroke: PALETTE[i % PALETTE.length], width: 2, points: { show: x.length < 40 } }))],
-            axes: [axis, { ...axis, size: 70, values: (_u: uPlotType, ticks: number[]) => ticks.map((t) => `${t.toLocaleString()}${unit}`) }],
-            scales: { x: { time: true } },
+            axes: [axis, { ...axis, size: 80, values: (_u: uPlotType, ticks: number[]) => ticks.map((t) => `${t.toLocaleString()}${unit}`) }],
+            scales: { x: range ? { time: true, range: () => range } : { time: true } },
             legend: { live: false },
           },
           [x, ...series.map((s) => s.values)] as uPlotType.AlignedData,
@@ -56,7 +57,7 @@ export function Chart({ title, x, series, unit = '' }: { title: string; x: numbe
       observer.disconnect();
       plot?.destroy();
     };
-  }, [JSON.stringify([x, series, unit])]);
+  }, [JSON.stringify([x, series, unit, range])]);
   return html`<figure class="chart">
     <figcaption>${title}</figcaption>
     <div ref=${box} class="chart-box" role="img" aria-label=${`${title}: chart of ${series.map((s) => s.label).join(', ')}`}></div>

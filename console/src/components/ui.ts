@@ -80,7 +80,7 @@ export function ConfirmButton(props: {
 
 /** A secret shown once: the value, a copy button, and a warning that it will not be shown again. */
 export function OneTimeSecret({ value, label, onDone }: { value: string; label: string; onDone: () => void }) {
-  const [copied, setCopied] = useState(false);
+  const [copied, setCopied] = useState<'copied' | 'failed'>();
   return html`<div class="secret" role="region" aria-label=${label}>
     <p><strong>${label}</strong> — copy it now: it is shown only once and cannot be retrieved later.</p>
     <div class="row">
@@ -88,14 +88,19 @@ export function OneTimeSecret({ value, label, onDone }: { value: string; label: 
       <button
         type="button"
         onClick=${async () => {
-          await navigator.clipboard?.writeText(value).catch(() => {});
-          setCopied(true);
+          try {
+            await navigator.clipboard.writeText(value);
+            setCopied('copied');
+          } catch {
+            setCopied('failed');
+          }
         }}
       >
-        ${copied ? 'Copied' : 'Copy'}
+        ${copied === 'copied' ? 'Copied' : 'Copy'}
       </button>
       <button type="button" onClick=${onDone}>I have stored it</button>
     </div>
+    ${copied === 'failed' ? html`<p role="status">The browser refused the clipboard: select the value and copy it yourself.</p>` : null}
   </div>`;
 }
 

@@ -125,9 +125,11 @@ export function ComputerDetail({ id }: { id: string }) {
             </ol>`
         : html`<${Empty} title="No set-up steps"><p>This computer was registered ready to use.</p><//>`}
     </section>
-    ${c.providerType !== 'byom' && c.status === 'active' && !c.deletedAt ? html`<${Metrics} id=${id} />` : null}
+    ${c.status === 'active' && !c.deletedAt ? html`<${Metrics} id=${id} />` : null}
   `;
 }
+
+const gib = (n: number) => Math.round((n / 2 ** 30) * 100) / 100;
 
 function Metrics({ id }: { id: string }) {
   const since = useMemo(() => new Date(Date.now() - 3_600_000).toISOString(), [id]);
@@ -139,6 +141,7 @@ function Metrics({ id }: { id: string }) {
   const samples = metrics.data ?? [];
   const x = useMemo(() => samples.map((s) => Date.parse(s.timestamp) / 1000), [samples]);
   const last = samples.at(-1);
+  const range: [number, number] = [Date.parse(since) / 1000, Math.max(Date.parse(since) / 1000 + 3600, ...x)];
   return html`<section aria-labelledby="metrics-title">
     <h2 id="metrics-title">Metrics (last hour)</h2>
     <${ErrorBox} error=${metrics.error} />
@@ -146,18 +149,20 @@ function Metrics({ id }: { id: string }) {
     ${metrics.data && !samples.length ? html`<${Empty} title="No samples yet"><p>Samples appear once the computer has run for a minute.</p><//>` : null}
     ${samples.length
       ? html`<div class="charts">
-          <${Chart} title=${`CPU (${last?.cpuCount ?? '?'} cores)`} unit="%" x=${x} series=${[{ label: 'CPU used %', values: samples.map((s) => s.cpuUsedPct) }]} />
+          <${Chart} title=${`CPU (${last?.cpuCount ?? '?'} ${last?.cpuCount === 1 ? 'core' : 'cores'})`} range=${range} unit="%" x=${x} series=${[{ label: 'CPU used %', values: samples.map((s) => s.cpuUsedPct) }]} />
           <${Chart}
             title=${`Memory (of ${bytes(last?.memTotal ?? 0)})`}
-            unit=" MB"
+            range=${range}
+            unit=" GB"
             x=${x}
-            series=${[{ label: 'Memory used MB', values: samples.map((s) => Math.round(s.memUsed / 2 ** 20)) }]}
+            series=${[{ label: 'Memory used GB', values: samples.map((s) => gib(s.memUsed)) }]}
           />
           <${Chart}
             title=${`Disk (of ${bytes(last?.diskTotal ?? 0)})`}
-            unit=" MB"
+            range=${range}
+            unit=" GB"
             x=${x}
-            series=${[{ label: 'Disk used MB', values: samples.map((s) => Math.round(s.diskUsed / 2 ** 20)) }]}
+            series=${[{ label: 'Disk used GB', values: samples.map((s) => gib(s.diskUsed)) }]}
           />
         </div>`
       : null}
