@@ -122,8 +122,15 @@ describe.skipIf(skip)('the web console in Chromium', { timeout: 180_000 }, () =>
     byomId = decodeURIComponent(page.url().split('#/computers/')[1]!);
     await expect.poll(() => page.locator('.fields dd').first().textContent()).toContain('active');
     expect((await api.call('GET', `/api/v0/computers/${byomId}`, { as: api.acme.members.user.apiKey })).body.status).toBe('active');
+    // Metrics sampled from the machine itself, drawn as charts.
+    await page.getByRole('figure').filter({ hasText: /^CPU/ }).locator('canvas').waitFor({ timeout: 30_000 });
     await expectAccessible(page, 'computer page');
     await screenshot(page, 'computer-byom');
+    // Actions answer with a notice, or with the API's detail (restart is for managed sandboxes).
+    await page.getByRole('button', { name: 'Refresh' }).click();
+    await page.getByText('Credentials and environment refreshed.').waitFor();
+    await page.getByRole('button', { name: 'Restart' }).click();
+    await expect.poll(() => page.getByRole('alert').textContent()).toMatch(/400 Bad Request.*byom machine/);
     await page.goto(`${api.url}/#/computers`);
     await page.getByRole('link', { name: 'console-byom' }).waitFor();
     await screenshot(page, 'computers-list');
@@ -146,7 +153,19 @@ describe.skipIf(skip)('the web console in Chromium', { timeout: 180_000 }, () =>
       const classes = await page.locator('li.step').evaluateAll((lis) => lis.map((li) => li.className));
       return classes.length > 0 && classes.every((c) => /step-(completed|skipped)/.test(c));
     }, { timeout: 15_000 }).toBe(true);
+    await page.getByRole('figure').filter({ hasText: /^Memory/ }).locator('canvas').waitFor({ timeout: 30_000 });
     await screenshot(page, 'computer-managed-active');
+    // Delete asks first, in a dialog that names the computer; the list then shows it among the deleted.
+    await page.getByRole('button', { name: 'Delete', exact: true }).click();
+    const dialog = page.getByRole('dialog');
+    expect(await dialog.textContent()).toContain('Delete console-managed?');
+    await screenshot(page, 'computer-delete-confirm');
+    await dialog.getByRole('button', { name: 'Delete console-managed' }).click();
+    await page.getByRole('heading', { level: 1, name: 'Computers' }).waitFor();
+    expect(await page.getByRole('link', { name: 'console-managed' }).count()).toBe(0);
+    await page.getByLabel('Deleted').check();
+    const row = page.getByRole('row').filter({ has: page.getByRole('link', { name: 'console-managed' }) });
+    expect(await row.getByText('deleted').count()).toBe(1);
     await page.context().close();
   });
 
