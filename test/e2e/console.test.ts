@@ -315,6 +315,35 @@ describe.skipIf(skip)('the web console in Chromium', { timeout: 180_000 }, () =>
     await page.context().close();
   });
 
+  it('works from the keyboard: a skip link, the navigation, and a confirmation that Escape cancels', async () => {
+    const page = await signedIn(api.acme.members.user.apiKey);
+    // The element with focus, read in the page (typed without the DOM library: this file is compiled for Node).
+    const focused = () =>
+      page.evaluate(() => {
+        const el = (globalThis as unknown as { document: { activeElement: { textContent: string | null; id: string; tagName: string } | null } }).document.activeElement;
+        return { text: el?.textContent?.trim() ?? '', id: el?.id ?? '', tag: el?.tagName ?? '' };
+      });
+    await page.keyboard.press('Tab');
+    expect((await focused()).text).toBe('Skip to content');
+    await page.keyboard.press('Enter');
+    expect((await focused()).id).toBe('main');
+    await page.getByRole('link', { name: 'agentplane' }).focus();
+    for (let i = 0; i < 20 && (await focused()).text !== 'Sessions'; i++) await page.keyboard.press('Tab');
+    expect((await focused()).text).toBe('Sessions');
+    await page.keyboard.press('Enter');
+    await page.getByRole('heading', { level: 1, name: 'Sessions' }).waitFor();
+
+    await page.goto(`${api.url}/#/computers/${byomId}`);
+    await page.getByRole('button', { name: 'Delete', exact: true }).focus();
+    await page.keyboard.press('Enter');
+    await page.getByRole('dialog').waitFor();
+    expect((await focused()).text).toBe('Cancel');
+    await page.keyboard.press('Escape');
+    await page.getByRole('dialog').waitFor({ state: 'hidden' });
+    expect((await api.call('GET', `/api/v0/computers/${byomId}`, { as: api.acme.members.user.apiKey })).body.deletedAt).toBeUndefined();
+    await page.context().close();
+  });
+
   it('signs in with a JWT access token; every page passes axe, light and dark, at 1280 px and on a phone', async () => {
     const owner = api.acme.members.owner.apiKey;
     await api.call('PUT', '/api/v0/organization/enterprise-controls', { as: owner, body: { settings: { sso: { required: false }, models: ['coder'] } } });
