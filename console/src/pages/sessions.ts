@@ -10,6 +10,7 @@ import type { PageProps } from '../sections.ts';
 import { SessionDetail } from './session-detail.ts';
 
 type Session = components['schemas']['Session'];
+type Autonomy = NonNullable<components['schemas']['SessionSettingsInput']['autonomyLevel']>;
 
 export default function SessionsPage({ route }: PageProps) {
   if (route.path[1]) return html`<${SessionDetail} id=${route.path[1]} />`;
@@ -80,14 +81,17 @@ function SessionList({ computerId }: { computerId: string }) {
 
 function CreateSession({ computerId }: { computerId: string }) {
   const computers = useResource(async () => (await must(api.GET('/api/v0/computers'))).computers.filter((c) => c.status === 'active'), []);
-  const [form, setForm] = useState({ computerId, cwd: '', model: '' });
+  const [form, setForm] = useState({ computerId, cwd: '', model: '', autonomyLevel: '' });
   const create = useAction(async () => {
     const session = await must(
       api.POST('/api/v0/sessions', {
         body: {
           computerId: form.computerId,
           ...(form.cwd ? { cwd: form.cwd } : {}),
-          ...(form.model ? { sessionSettings: { model: form.model } } : {}),
+          sessionSettings: {
+            ...(form.model ? { model: form.model } : {}),
+            ...(form.autonomyLevel ? { autonomyLevel: form.autonomyLevel as Autonomy } : {}),
+          },
         },
       }),
     );
@@ -112,6 +116,16 @@ function CreateSession({ computerId }: { computerId: string }) {
         </label>
         <label>Working directory <input value=${form.cwd} placeholder="the remote user's home" onInput=${(e: Event) => setForm({ ...form, cwd: value(e) })} /></label>
         <label>Model <input value=${form.model} placeholder="the deployment's default" onInput=${(e: Event) => setForm({ ...form, model: value(e) })} /></label>
+        <label
+          >Autonomy (what the agent runs without asking)
+          <select value=${form.autonomyLevel} onChange=${(e: Event) => setForm({ ...form, autonomyLevel: value(e) })}>
+            <option value="">the default</option>
+            <option value="off">off — read only</option>
+            <option value="low">low</option>
+            <option value="medium">medium</option>
+            <option value="high">high — commands too</option>
+          </select>
+        </label>
       </div>
       ${computers.data && !computers.data.length
         ? html`<p class="hint">No active computer yet: <a href=${href('computers')}>create or register one</a> first.</p>`
