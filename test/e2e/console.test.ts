@@ -387,6 +387,46 @@ describe.skipIf(skip)('the web console in Chromium', { timeout: 180_000 }, () =>
     await page.context().close();
   });
 
+  it('administers members, credit limits and service accounts, showing what the API answers', async () => {
+    const page = await signedIn(api.acme.members.owner.apiKey);
+    await page.getByRole('link', { name: 'Members' }).click();
+    await page.getByLabel('Email').fill('newcomer@acme.test');
+    await page.getByRole('combobox', { name: /^Role/ }).selectOption('manager');
+    await page.getByRole('button', { name: 'Invite' }).click();
+    await page.getByText('Invitation sent to newcomer@acme.test.').waitFor();
+    await page.getByRole('rowheader', { name: 'newcomer@acme.test' }).waitFor();
+    await page.getByRole('button', { name: 'Remove newcomer@acme.test' }).click();
+    await page.getByRole('dialog').getByRole('button', { name: 'Remove' }).click();
+    await page.getByText('newcomer@acme.test was removed.').waitFor();
+
+    await page.getByRole('link', { name: 'Credit limits' }).click();
+    const global = page.getByLabel(/^Credits \(at least/);
+    await global.fill('5');
+    await page.getByRole('button', { name: 'Save' }).click();
+    await expect.poll(() => page.getByRole('alert').textContent()).toMatch(/Not saved: 400 Bad Request/);
+    await global.fill('3000000');
+    await page.getByRole('button', { name: 'Save' }).click();
+    await page.getByText('Global limit set to 3,000,000 credits per user.').waitFor();
+    expect((await api.call('GET', '/api/v0/organization/usage/limits/global', { as: api.acme.members.owner.apiKey })).body.limit).toBe(3_000_000);
+    await screenshot(page, 'limits');
+
+    await page.getByRole('link', { name: 'Service accounts' }).click();
+    await page.getByRole('button', { name: 'New service account' }).click();
+    await page.getByLabel(/^Name/).fill('ci-bot');
+    await page.getByLabel('Description').fill('runs the CI');
+    await page.getByRole('button', { name: 'Create', exact: true }).click();
+    await page.getByRole('link', { name: 'ci-bot' }).click();
+    await page.getByLabel('New key name').fill('pipeline');
+    await page.getByRole('button', { name: 'Create key' }).click();
+    const value = (await page.getByTestId('secret-value').textContent())!;
+    expect((await api.call('GET', '/api/v0/computers', { as: value })).status).toBe(200);
+    await page.getByRole('button', { name: 'Deactivate' }).click();
+    await page.getByRole('button', { name: 'Activate' }).waitFor();
+    expect((await api.call('GET', '/api/v0/computers', { as: value })).status).toBe(401);
+    await screenshot(page, 'service-account-keys');
+    await page.context().close();
+  });
+
   it('a member sees no admin pages, and an admin page opened by its address shows the API’s 403', async () => {
     const page = await signedIn(api.acme.members.user.apiKey);
     const nav = page.getByRole('navigation', { name: 'Sections' });
@@ -486,7 +526,8 @@ describe.skipIf(skip)('the web console in Chromium', { timeout: 180_000 }, () =>
     await page.goto(`${api.url}/#/readiness`);
     await page.getByRole('link', { name: 'https://github.com/acme/app' }).click();
     await page.getByRole('table', { name: 'Criteria' }).waitFor();
-    expect(await page.getByRole('heading', { name: /Level 2 · Documented/ }).count()).toBe(1);
+    await page.getByRole('heading', { name: 'https://github.com/acme/app — Level 2 · Documented' }).waitFor();
+    expect(await page.getByRole('table', { name: 'Criteria' }).getByRole('row').count()).toBe(6);
     await expectAccessible(page, 'readiness report');
     await screenshot(page, 'readiness-report');
     await page.context().close();

@@ -1,6 +1,6 @@
 import { useEffect, useState } from 'preact/hooks';
 import type { components } from '../../../clients/typescript/src/index.ts';
-import { api, must, type ApiProblem } from '../api.ts';
+import { api, ApiProblem, must } from '../api.ts';
 import { ConfirmButton, Empty, ErrorBox, Loading, Notice, PageHeader } from '../components/ui.ts';
 import { dateTime } from '../format.ts';
 import { html } from '../html.ts';
@@ -34,7 +34,8 @@ export default function MembersPage() {
         ? undefined
         : { invited: `Invitation sent to ${res.email}.`, already_member: `${res.email} is already a member.`, role_updated: `${res.email} is now ${res.role}.`, already_invited: `${res.email} already has a pending invitation.` }[res.status],
     );
-    if (res.status === 'error') throw { status: 200, title: 'Not invited', detail: res.error ?? 'The invitation failed' } as ApiProblem;
+    // The API answers a refused invitation (the seat limit) with 200 and `status: error`.
+    if (res.status === 'error') throw new ApiProblem(200, 'Invitation refused', res.error ?? 'The invitation failed');
     setInvite({ email: '', role: 'user' });
     await load();
   });

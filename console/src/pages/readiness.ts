@@ -27,8 +27,8 @@ function useReports(repoId: string | undefined) {
       setError(e as ApiProblem);
     }
   };
+  // A new filter keeps the rows on screen until its answer replaces them (no flash of "Loading").
   useEffect(() => {
-    setState(undefined);
     void load();
   }, [repoId]);
   return { state, error, more: () => load(state?.reports.at(-1)?.reportId) };
