@@ -332,6 +332,8 @@ describe.skipIf(skip)('the web console in Chromium', { timeout: 180_000 }, () =>
   });
 
   it('rotates a service account key: the one-time value is shown once, the old key fails at once', async () => {
+    // A tab signed in with the service account's key, as an automation's operator might be.
+    const robot = await signedIn(api.acme.serviceAccount.apiKey);
     const page = await signedIn(api.acme.members.owner.apiKey);
     await page.getByRole('link', { name: 'Service accounts' }).click();
     await page.getByRole('link', { name: 'acme-robot' }).click();
@@ -346,6 +348,13 @@ describe.skipIf(skip)('the web console in Chromium', { timeout: 180_000 }, () =>
     const asOld = await api.call('GET', '/api/v0/computers', { as: api.acme.serviceAccount.apiKey });
     expect(asOld.status).toBe(401);
     expect((await api.call('GET', '/api/v0/computers', { as: value })).status).toBe(200);
+    // The tab on the old key is signed out at its next call, with the API's reason.
+    await robot.getByRole('link', { name: 'Sessions' }).click();
+    await expect.poll(() => robot.getByRole('status').first().textContent()).toMatch(/You were signed out: .*revoked/);
+    await robot.getByLabel('API key or JWT access token').waitFor();
+    expect(await robot.evaluate(() => sessionStorage.getItem('agentplane.credential'))).toBeNull();
+    await screenshot(robot, 'signed-out-rotated-key');
+    await robot.context().close();
     // Shown once: after "I have stored it" the value is gone from the page for good.
     await page.getByRole('button', { name: 'I have stored it' }).click();
     expect(await page.getByTestId('secret-value').count()).toBe(0);
