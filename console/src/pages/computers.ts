@@ -1,9 +1,10 @@
 import { useEffect, useState } from 'preact/hooks';
 import type { components } from '../../../clients/typescript/src/index.ts';
 import { api, must } from '../api.ts';
-import { Badge, Empty, ErrorBox, Loading, PageHeader, Progress } from '../components/ui.ts';
+import { Badge, Empty, ErrorBox, LiveIndicator, Loading, PageHeader, Progress } from '../components/ui.ts';
 import { dateTime } from '../format.ts';
 import { html } from '../html.ts';
+import { follow, type LiveMode } from '../live.ts';
 import { href } from '../router.ts';
 import type { PageProps } from '../sections.ts';
 import { ComputerDetail } from './computer-detail.ts';
@@ -44,10 +45,22 @@ function ComputerList() {
       setError(e as import('../api.ts').ApiProblem);
     }
   };
-  useEffect(() => {
-    void load();
-  }, [unlisted, deleted]);
-  // While something is being set up, the list re-reads itself; each computer's page is live.
+  // The organization's computer events (managers and owners, where the server streams them)
+  // re-read the list; otherwise it is re-read every 15 s.
+  const [mode, setMode] = useState<LiveMode>('connecting');
+  useEffect(
+    () =>
+      follow({
+        path: '/api/v0/events?types=computer.active,computer.error,computer.deleted',
+        refresh: load,
+        pollEvery: () => 15_000,
+        onMode: setMode,
+        onEvent: () => void load(),
+      }),
+    [unlisted, deleted],
+  );
+  // While something is being set up, the list re-reads itself every 2 s (the steps are not
+  // organization events); each computer's own page follows its steps live.
   const provisioning = data?.some((c) => c.status === 'provisioning' && !c.deletedAt);
   useEffect(() => {
     if (!provisioning) return;
@@ -60,6 +73,7 @@ function ComputerList() {
   );
   return html`
     <${PageHeader} title="Computers">
+      <${LiveIndicator} mode=${mode} />
       <button type="button" class="primary" aria-expanded=${creating} onClick=${() => setCreating(!creating)}>${creating ? 'Close' : 'New computer'}</button>
     <//>
     ${creating
