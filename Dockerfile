@@ -27,6 +27,9 @@ COPY prisma.config.ts ./
 RUN --mount=type=cache,target=/root/.npm npm ci --no-audit --no-fund
 COPY bin bin
 COPY src src
+# The web console's sources and the typed client they import, served as they are (no build step).
+COPY console console
+COPY clients/typescript/src clients/typescript/src
 # The generated Prisma client lives in src/generated, so it survives the prune of dev dependencies.
 RUN npm prune --omit=dev --no-audit --no-fund
 
@@ -45,6 +48,8 @@ COPY --from=build /app/src src
 COPY --from=build /app/prisma prisma
 COPY --from=build /app/package.json /app/prisma.config.ts ./
 COPY --from=build /app/bin bin
+COPY --from=build /app/console console
+COPY --from=build /app/clients clients
 ENV NODE_ENV=production \
     PORT=8080 \
     AGENTPLANE_DATA_DIR=/var/lib/agentplane \

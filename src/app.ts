@@ -7,6 +7,7 @@ import type { PrismaClient } from './db/client.ts';
 import type { AuthEpoch } from './db/auth-epoch.ts';
 import type { EgressGuard } from './egress/guard.ts';
 import type { ReadRows } from './db/reads.ts';
+import { serveConsole } from './console/serve.ts';
 import { accessLog } from './http/access-log.ts';
 import { errorHandler, notFound } from './http/error-handler.ts';
 import { buildOpenApiDocument } from './http/openapi.ts';
@@ -173,7 +174,8 @@ export function createApp(deps: AppDeps) {
   app.use(express.json({ limit: deps.config.bodyLimit }));
   const router = express.Router();
   for (const route of routes) mountRoute(router, route, { authenticate, authEpoch: deps.authEpoch, eventStreams: deps.config.events });
-  app.use(router, notFound, errorHandler);
+  // The web console after the API: an API path always wins, and what neither serves is the API's 404.
+  app.use(router, serveConsole(), notFound, errorHandler);
   return { app, routes, relay: relayEndpoints(deps, authenticate) };
 }
 

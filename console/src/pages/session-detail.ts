@@ -1,0 +1,200 @@
+import { useEffect, useRef, useState } from 'preact/hooks';
+import type { components } from '../../../clients/typescript/src/index.ts';
+import { api, must } from '../api.ts';
+import { Badge, ErrorBox, LiveIndicator, Loading, PageHeader } from '../components/ui.ts';
+import { dateTime, number } from '../format.ts';
+import { html } from '../html.ts';
+import { follow, type LiveMode } from '../live.ts';
+import { href } from '../router.ts';
+import { useAction, useResource } from '../resource.ts';
+
+type Message = components['schemas']['Message'];
+type Block = components['schemas']['ContentBlock'];
+type ToolResult = Extract<Block, { type: 'tool_result' }>;
+
+/** Pages of the transcript read at most (newest first, 100 each): a very long session shows its latest 1,000 messages. */
+const MAX_PAGES = 10;
+
+async function allMessages(sessionId: string): Promise<Message[]> {
+  const out: Message[] = [];
+  let cursor: string | undefined;
+  let pages = 0;
+  do {
+    const page = await must(
+      api.GET('/api/v0/sessions/{sessionId}/messages', { params: { path: { sessionId }, query: { limit: '100', ...(cursor ? { cursor } : {}) } } }),
+    );
+    out.push(...page.messages);
+    cursor = page.pagination.nextCursor ?? undefined;
+  } while (cursor && ++pages < MAX_PAGES);
+  return out.sort(order);
+}
+
+function order(a: Message, b: Message) {
+  return (a.seq ?? 0) - (b.seq ?? 0) || a.createdAt - b.createdAt;
+}
+
+/** A session: its transcript as it happens, a message box, interrupt, and its usage and credits. */
+export function SessionDetail({ id }: { id: string }) {
+  const session = useResource(() => must(api.GET('/api/v0/sessions/{sessionId}', { params: { path: { sessionId: id } } })), [id]);
+  const messages = useResource(() => allMessages(id), [id]);
+  const [streaming, setStreaming] = useState<{ text: string; thinking: string }>({ text: '', thinking: '' });
+  const [mode, setMode] = useState<LiveMode>('connecting');
+  const status = session.data?.status;
+  const statusRef = useRef(status);
+  statusRef.current = status;
+
+  useEffect(
+    () =>
+      follow({
+        path: `/api/v0/sessions/${encodeURIComponent(id)}/events`,
+        refresh: () => Promise.all([session.reload(), messages.reload()]),
+        pollEvery: () => (statusRef.current === 'idle' ? 4000 : 800),
+        onMode: setMode,
+        onEvent(event) {
+          const d = event.data;
+          if (event.type === 'session.delta' && typeof d.text === 'string') {
+            const key = d.type === 'thinking' ? 'thinking' : 'text';
+            setStreaming((s) => ({ ...s, [key]: s[key] + (d.text as string) }));
+          } else if ((event.type === 'session.message.created' || event.type === 'session.message.updated') && d.message) {
+            const message = d.message as Message;
+            if (message.role === 'assistant') setStreaming({ text: '', thinking: '' });
+            messages.set((list) => [...(list ?? []).filter((m) => m.id !== message.id), message].sort(order));
+          } else if (event.type === 'session.status' && typeof d.status === 'string') {
+            session.set((s) => (s ? { ...s, status: d.status as typeof s.status } : s));
+            if (d.status === 'idle') setStreaming({ text: '', thinking: '' });
+          } else {
+            void session.reload();
+          }
+        },
+      }),
+    [id],
+  );
+
+  const [text, setText] = useState('');
+  const send = useAction(async () => {
+    const body = text.trim();
+    if (!body) return;
+    const res = await must(api.POST('/api/v0/sessions/{sessionId}/messages', { params: { path: { sessionId: id } }, body: { text: body } }));
+    setText('');
+    session.set((s) => (s ? { ...s, status: res.status } : s));
+    await messages.reload();
+  });
+  const interrupt = useAction(async () => {
+    const res = await must(api.POST('/api/v0/sessions/{sessionId}/interrupt', { params: { path: { sessionId: id } } }));
+    session.set((s) => (s ? { ...s, status: res.status } : s));
+  });
+
+  const s = session.data;
+  if (!s) return session.error ? html`<${PageHeader} title="Session" /><${ErrorBox} error=${session.error} />` : html`<${Loading} />`;
+  const usage = s.sessionSettings?.tokenUsage;
+  const busy = s.status !== 'idle';
+  return html`
+    <${PageHeader} title=${s.title || 'Session'}>
+      <${LiveIndicator} mode=${mode} />
+      <${Badge} value=${s.status} />
+      ${busy ? html`<button type="button" class="danger" disabled=${interrupt.busy} onClick=${() => interrupt.run()}>Interrupt</button>` : null}
+    <//>
+    <${ErrorBox} error=${session.error} />
+    <${ErrorBox} error=${interrupt.error} what="Not interrupted" />
+    <dl class="fields compact">
+      <dt>Computer</dt><dd>${s.computerId ? html`<a href=${href('computers', s.computerId)}>${s.computerId}</a>` : '—'}</dd>
+      <dt>Model</dt><dd>${s.sessionSettings?.model ?? '—'}</dd>
+      <dt>Credits</dt><dd data-testid="credits">${number(s.serviceCredits)}</dd>
+      <dt>Tokens in / out</dt><dd>${number(usage?.inputTokens)} / ${number(usage?.outputTokens)}</dd>
+      <dt>Cache read / written</dt><dd>${number(usage?.cacheReadTokens)} / ${number(usage?.cacheCreationTokens)}</dd>
+      <dt>Started</dt><dd>${dateTime(s.createdAt)}</dd>
+    </dl>
+    <section aria-labelledby="transcript-title">
+      <h2 id="transcript-title">Transcript</h2>
+      <${ErrorBox} error=${messages.error} />
+      <${Transcript} messages=${messages.data ?? []} streaming=${streaming} running=${busy} />
+    </section>
+    <form
+      class="composer"
+      onSubmit=${(e: Event) => {
+        e.preventDefault();
+        void send.run();
+      }}
+    >
+      <label for="message">Message</label>
+      <textarea
+        id="message"
+        rows="3"
+        value=${text}
+        placeholder="Ask the agent… (Ctrl+Enter sends)"
+        onInput=${(e: Event) => setText((e.target as HTMLTextAreaElement).value)}
+        onKeyDown=${(e: KeyboardEvent) => {
+          if (e.key === 'Enter' && (e.ctrlKey || e.metaKey)) {
+            e.preventDefault();
+            void send.run();
+          }
+        }}
+      ></textarea>
+      <${ErrorBox} error=${send.error} what="Not sent" />
+      <button type="submit" class="primary" disabled=${send.busy || !text.trim()}>${send.busy ? 'Sending…' : busy ? 'Queue message' : 'Send'}</button>
+    </form>
+  `;
+}
+
+function Transcript({ messages, streaming, running }: { messages: Message[]; streaming: { text: string; thinking: string }; running: boolean }) {
+  const results = new Map<string, ToolResult>();
+  for (const m of messages) for (const b of m.content) if (b.type === 'tool_result') results.set(b.toolUseId, b);
+  const shown = messages.filter((m) => m.role !== 'tool' && m.visibility !== 'llm_only');
+  if (!shown.length && !streaming.text && !streaming.thinking) {
+    return html`<p class="empty">No messages yet: write the first one below.</p>`;
+  }
+  return html`<ol class="transcript" aria-live="polite" aria-relevant="additions">
+    ${shown.map(
+      (m) => html`<li key=${m.id} class=${`message message-${m.role}${m.isError ? ' message-error' : ''}`} data-role=${m.role}>
+        <div class="message-meta"><span>${m.role === 'user' ? 'You' : m.role === 'assistant' ? 'Agent' : m.role}</span> <time>${dateTime(m.createdAt)}</time></div>
+        ${m.compaction ? html`<p class="muted">Earlier messages were summarised to fit the model's context.</p>` : null}
+        ${m.content.map((b, i) => html`<${BlockView} key=${i} block=${b} results=${results} />`)}
+      </li>`,
+    )}
+    ${streaming.text || streaming.thinking
+      ? html`<li class="message message-assistant streaming" data-role="assistant-streaming">
+          <div class="message-meta"><span>Agent</span> <span class="muted">writing…</span></div>
+          ${streaming.thinking ? html`<details><summary>Thinking</summary><pre>${streaming.thinking}</pre></details>` : null}
+          <div class="text">${streaming.text}</div>
+        </li>`
+      : running
+        ? html`<li class="message message-assistant pending"><span class="spinner" aria-hidden="true"></span> <span class="muted">The agent is working…</span></li>`
+        : null}
+  </ol>`;
+}
+
+function resultText(r: ToolResult): string {
+  if (typeof r.content === 'string') return r.content;
+  return (r.content ?? []).map((c) => (c.type === 'text' ? c.text : `[${c.type}]`)).join('\n');
+}
+
+function BlockView({ block, results }: { block: Block; results: Map<string, ToolResult> }) {
+  switch (block.type) {
+    case 'text':
+      return html`<div class="text">${block.text}</div>`;
+    case 'thinking':
+      return html`<details class="thinking"><summary>Thinking</summary><pre>${block.thinking}</pre></details>`;
+    case 'redacted_thinking':
+      return html`<p class="muted">(redacted thinking)</p>`;
+    case 'tool_use': {
+      const result = results.get(block.id);
+      return html`<details class=${`tool${result?.isError ? ' tool-error' : ''}`} data-tool=${block.name}>
+        <summary>
+          <span class="tool-name">${block.name}</span>
+          ${result ? (result.isError ? html`<${Badge} value="failed" />` : html`<${Badge} value="completed" />`) : html`<${Badge} value="running" />`}
+        </summary>
+        <h3 class="sr-only">Input</h3>
+        <pre>${JSON.stringify(block.input, null, 2)}</pre>
+        ${result ? html`<h3 class="sr-only">Output</h3><pre class="tool-output">${resultText(result)}</pre>` : null}
+      </details>`;
+    }
+    case 'tool_result':
+      return html`<pre class="tool-output">${resultText(block)}</pre>`;
+    case 'image':
+      return html`<img alt="Image attached to the message" src=${`data:${block.source.mediaType};base64,${block.source.data}`} />`;
+    case 'document':
+      return html`<p class="muted">Attached document ${block.source.name ?? ''}</p>`;
+    default:
+      return null;
+  }
+}

@@ -1,0 +1,94 @@
+import { useState } from 'preact/hooks';
+import { api, must } from '../api.ts';
+import { ConfirmButton, Empty, ErrorBox, Loading, PageHeader } from '../components/ui.ts';
+import { dateTime } from '../format.ts';
+import { html } from '../html.ts';
+import { useAction, useResource } from '../resource.ts';
+
+/** Computer templates: what a new computer starts from (provider, repositories, set-up script). */
+export default function TemplatesPage() {
+  const templates = useResource(async () => (await must(api.GET('/api/v0/computer-templates'))).templates, []);
+  const providers = useResource(async () => (await must(api.GET('/api/v0/computers/providers'))).providers, []);
+  const [form, setForm] = useState({ name: '', provider: '', repos: '', setupScript: '', autoInstallDeps: false });
+  const [open, setOpen] = useState(false);
+  const value = (e: Event) => (e.target as HTMLInputElement).value;
+  const create = useAction(async () => {
+    await must(
+      api.POST('/api/v0/computer-templates', {
+        body: {
+          name: form.name,
+          ...(form.provider ? { provider: form.provider } : {}),
+          repos: form.repos.split(/[\s,]+/).filter(Boolean),
+          autoInstallDeps: form.autoInstallDeps,
+          ...(form.setupScript ? { setupScript: form.setupScript } : {}),
+        },
+      }),
+    );
+    setOpen(false);
+    setForm({ name: '', provider: '', repos: '', setupScript: '', autoInstallDeps: false });
+    await templates.reload();
+  });
+  const remove = useAction(async (templateId: string) => {
+    await must(api.DELETE('/api/v0/computer-templates/{templateId}', { params: { path: { templateId } } }));
+    await templates.reload();
+  });
+  return html`
+    <${PageHeader} title="Templates">
+      <button type="button" class="primary" aria-expanded=${open} onClick=${() => setOpen(!open)}>${open ? 'Close' : 'New template'}</button>
+    <//>
+    ${open
+      ? html`<section class="panel" aria-labelledby="new-template">
+          <h2 id="new-template">New template</h2>
+          <form
+            onSubmit=${(e: Event) => {
+              e.preventDefault();
+              void create.run();
+            }}
+          >
+            <div class="grid">
+              <label>Name <input required value=${form.name} onInput=${(e: Event) => setForm({ ...form, name: value(e) })} /></label>
+              <label
+                >Provider
+                <select value=${form.provider} onChange=${(e: Event) => setForm({ ...form, provider: value(e) })}>
+                  <option value="">default</option>
+                  ${(providers.data ?? []).map((p) => html`<option value=${p}>${p}</option>`)}
+                </select>
+              </label>
+              <label class="wide">Repositories (one per line) <textarea rows="2" value=${form.repos} onInput=${(e: Event) => setForm({ ...form, repos: value(e) })}></textarea></label>
+              <label class="wide">Set-up script <textarea rows="3" value=${form.setupScript} onInput=${(e: Event) => setForm({ ...form, setupScript: value(e) })}></textarea></label>
+              <label class="check"><input type="checkbox" checked=${form.autoInstallDeps} onChange=${() => setForm({ ...form, autoInstallDeps: !form.autoInstallDeps })} /> Install dependencies</label>
+            </div>
+            <${ErrorBox} error=${create.error} what="Not created" />
+            <button type="submit" class="primary" disabled=${create.busy}>Create template</button>
+          </form>
+        </section>`
+      : null}
+    <${ErrorBox} error=${templates.error} />
+    <${ErrorBox} error=${remove.error} what="Not deleted" />
+    ${templates.loading && !templates.data
+      ? html`<${Loading} />`
+      : templates.data && !templates.data.length
+        ? html`<${Empty} title="No templates yet"><p>A template names a provider, repositories and a set-up script; create computers from it on the Computers page.</p><//>`
+        : templates.data
+          ? html`<div class="table-wrap" tabindex="0" role="region" aria-label="Templates">
+              <table>
+                <caption class="sr-only">Templates</caption>
+                <thead>
+                  <tr><th scope="col">Name</th><th scope="col">Provider</th><th scope="col">Repositories</th><th scope="col">Updated</th><th scope="col"><span class="sr-only">Actions</span></th></tr>
+                </thead>
+                <tbody>
+                  ${templates.data.map(
+                    (t) => html`<tr key=${t.id}>
+                      <th scope="row">${t.name}</th>
+                      <td>${t.provider ?? 'default'}</td>
+                      <td>${t.repos.join(', ') || '—'}</td>
+                      <td>${dateTime(t.updatedAt)}</td>
+                      <td><${ConfirmButton} label="Delete" danger question=${`Delete the template ${t.name}? Computers made from it stay.`} onConfirm=${() => remove.run(t.id)} /></td>
+                    </tr>`,
+                  )}
+                </tbody>
+              </table>
+            </div>`
+          : null}
+  `;
+}
