@@ -5,7 +5,7 @@ import path from 'node:path';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ALLOW_LOOPBACK, startTestApi, type TestApi } from '../support/api.ts';
-import { giteaBinDir, startGitea, startGiteaRunner, type Gitea, type GiteaRunner, type GiteaUser } from '../support/gitea.ts';
+import { giteaBinDir, mergeWhenReady, startGitea, startGiteaRunner, type Gitea, type GiteaRunner, type GiteaUser } from '../support/gitea.ts';
 import { skipMachineTests, startMachine, type TestMachine } from '../support/machine.ts';
 import { startModelServer, type ModelServer } from '../support/model-server.ts';
 import { CODER_KEY_ENV, coderModel, writeModelsFile } from '../support/models-file.ts';
@@ -65,7 +65,7 @@ describe.skipIf(!bin || skipMachineTests)('a generated workflow run by gitea-run
       body: { action: 'create', automationName: 'Review', modeId: 'code-review', computerId, repos: [{ repoFullName: repo }], changes: { yamlParams: 'model: coder' } },
     });
     expect(edit.body.sessions[0].prUrl, JSON.stringify(edit.body)).toBeDefined();
-    expect((await gitea.api('POST', `/repos/${repo}/pulls/1/merge`, { as: alice, body: { Do: 'merge' } })).status).toBe(200);
+    expect(await mergeWhenReady(gitea, repo, 1, alice)).toBe(200);
 
     // What a user sets once per repository (or organization): the key as a secret, where agentplane is.
     expect((await gitea.api('PUT', `/repos/${repo}/actions/secrets/AGENTPLANE_API_KEY`, { as: alice, body: { data: robot } })).status).toBeLessThan(300);

@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import YAML from 'yaml';
 import { ALLOW_LOOPBACK, startTestApi, type TestApi } from '../support/api.ts';
-import { giteaBinDir, startGitea, type Gitea, type GiteaUser } from '../support/gitea.ts';
+import { giteaBinDir, mergeWhenReady, startGitea, type Gitea, type GiteaUser } from '../support/gitea.ts';
 
 const bin = giteaBinDir();
 const SOURCE_CONTROL = '/api/v0/integrations/source-control';
@@ -213,7 +213,7 @@ describe.skipIf(!bin)('CI automations against a real Gitea', () => {
     });
 
     it('edit edit: regenerates only agentplane’s blocks and keeps the user’s own lines', async () => {
-      expect((await gitea.api('POST', '/repos/alice/app/pulls/1/merge', { as: alice, body: { Do: 'merge' } })).status).toBe(200);
+      expect(await mergeWhenReady(gitea, 'alice/app', 1, alice)).toBe(200);
       const path = '.github/workflows/agentplane-review-bot.yml';
       const merged = (await fileAt('alice/app', path, 'main'))!;
       const mine = `${merged}  lint:\n    runs-on: ubuntu-latest\n    steps:\n      - run: echo mine # user's own job\n`;

@@ -156,8 +156,10 @@ describe('agentplane ssh through the relay', () => {
 
   it('deleting the computer ends its open sessions', async () => {
     const before = await fetchOpenSessions();
-    const long = ssh([computerId, '--', 'sleep 60']);
+    const long = ssh([computerId, '--', 'echo started; sleep 60']);
     await waitFor('the session to open', async () => (await fetchOpenSessions()) > before, 45_000);
+    // The command runs: the session is through, not still opening, when the computer goes.
+    await waitFor('the command to start', () => long.output().stdout.includes('started'), 45_000);
     expect((await api.call('DELETE', `/api/v0/computers/${computerId}`, { as: manager() })).status).toBe(204);
     const run = await Promise.race([long.done, sleep(20_000).then(() => undefined)]);
     expect(run, 'the session outlived its computer').toBeDefined();

@@ -234,3 +234,13 @@ export async function startGiteaRunner(gitea: Gitea, repo: string, env: Record<s
     },
   };
 }
+
+/**
+ * Merges a pull request the way a user would once Gitea lets them: Gitea checks a new pull
+ * request's mergeability in the background and refuses a merge (405) until it has. Returns the
+ * merge's status.
+ */
+export async function mergeWhenReady(gitea: Gitea, repo: string, number: number, as: GiteaUser): Promise<number> {
+  await waitFor(`pull request ${repo}#${number} to be mergeable`, async () => (await gitea.api('GET', `/repos/${repo}/pulls/${number}`)).body.mergeable === true, 30_000);
+  return (await gitea.api('POST', `/repos/${repo}/pulls/${number}/merge`, { as, body: { Do: 'merge' } })).status;
+}
