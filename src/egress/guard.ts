@@ -2,6 +2,7 @@ import dns from 'node:dns';
 import net from 'node:net';
 import { Agent, buildConnector, fetch as undiciFetch } from 'undici';
 import { BadRequest } from '../lib/errors.ts';
+import { SCP_LIKE } from '../provisioning/machine/repo-url.ts';
 import { EGRESS_ALLOW_VARIABLE, refusedKind, type EgressPolicy } from './policy.ts';
 
 /** A URL a tenant controls resolved to an address the control plane does not reach for tenants. */
@@ -42,7 +43,6 @@ export interface EgressGuard {
 }
 
 const DEFAULT_PORTS: Record<string, number> = { 'https:': 443, 'http:': 80, 'ssh:': 22, 'git:': 9418, 'wss:': 443, 'ws:': 80 };
-const SCP_LIKE = /^(?:[^@/\s]+@)?([^:/\s]+):(?!\/\/)/;
 
 /** Host and port of an http(s), ssh, git or scp-like (`git@host:owner/repo`) URL. */
 function hostAndPort(raw: string): { host: string; port: number; shown: string } {

@@ -17,7 +17,8 @@ export interface RepoUrl {
   identity: string;
 }
 
-const SCP_LIKE = /^(?:[^@/\s]+@)?([^:/\s]+):(?!\/\/)(.+)$/;
+/** `[user@]host:path`, git's scp-like syntax: group 1 the host, group 2 the path. */
+export const SCP_LIKE = /^(?:[^@/\s]+@)?([^:/\s]+):(?!\/\/)(.+)$/;
 
 /**
  * Accepts https/http, ssh://, git://, file:// and scp-like (`git@host:owner/repo.git`) URLs.
