@@ -1,7 +1,7 @@
 /**
  * Two figures of issue #6 and two of issue #23 (bench/sessions-context.ts), on PostgreSQL, run on demand:
  *
- *   node bench/sessions.ts [--messages 100000] [--runs 21] [--calls 50] [--only lists,overhead,context]
+ *   node bench/sessions.ts [--messages 100000] [--runs 21] [--calls 50] [--command true] [--only lists,overhead,context]
  *
  * 1. Message-list latency through HTTP on a session with 100,000 messages: the first page, a deep
  *    page (about 90% of the way back) and a role-filtered deep page, against two floors (an
@@ -46,12 +46,14 @@ const { values: args } = parseArgs({
     runs: { type: 'string', default: '21' },
     calls: { type: 'string', default: '40' },
     only: { type: 'string', default: 'lists,overhead,context' },
+    command: { type: 'string', default: 'true' },
   },
 });
 const ONLY = new Set(args.only.split(','));
 const MESSAGES = Number(args.messages);
 const RUNS = Number(args.runs);
 const CALLS = Number(args.calls);
+const COMMAND = args.command;
 
 const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
 const p90 = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length * 0.9)]!;
@@ -168,7 +170,7 @@ async function toolCallOverhead(prisma: PrismaClient, ids: { organizationId: str
     const target: SshTarget = { host: sshd.host, port: sshd.port, username: sshd.username, privateKey: sshd.privateKey, hostKeyFingerprint: sshd.hostKeyFingerprint };
     const client = createModelClient({ id: 'bench', provider: 'openai-compatible', baseUrl: model.baseUrl, apiKey: model.apiKey });
     const script = () => {
-      for (let i = 0; i < CALLS; i++) model.enqueue({ toolCalls: [{ name: 'run_command', arguments: { command: 'true' } }] });
+      for (let i = 0; i < CALLS; i++) model.enqueue({ toolCalls: [{ name: 'run_command', arguments: { command: COMMAND } }] });
       model.enqueue({ text: 'done' });
     };
     const env: TurnEnvironment = { db: prisma, clock: systemClock, ssh: ids.machines.ssh, target, model: client, system: 'bench' };
@@ -181,7 +183,7 @@ async function toolCallOverhead(prisma: PrismaClient, ids: { organizationId: str
         messages.push({ role: 'assistant', content: completion.content });
         const call = completion.content.find((b) => b.type === 'tool_use');
         if (!call) break;
-        const res = await ids.machines.ssh.exec(target, 'true', { cwd: '/tmp', maxOutputBytes: 14_000, timeoutMs: 120_000 });
+        const res = await ids.machines.ssh.exec(target, COMMAND, { cwd: '/tmp', maxOutputBytes: 14_000, timeoutMs: 120_000 });
         messages.push({ role: 'tool', content: [{ type: 'tool_result', toolUseId: call.id, content: `[exit code ${res.exitCode}]`, isError: false }] });
       }
       return performance.now() - t0;
@@ -214,7 +216,7 @@ async function toolCallOverhead(prisma: PrismaClient, ids: { organizationId: str
     }
     const b = median(bareRuns);
     const st = median(storedRuns);
-    console.log(`\nper tool call, ${CALLS} run_command calls per turn, median of 5 (goal overhead < 15 ms)`);
+    console.log(`\nper tool call, ${CALLS} run_command calls of \`${COMMAND}\` per turn, median of 5 (goal overhead < 15 ms)`);
     console.log(`  baseline: model call + command, nothing stored   ${ms(b / CALLS).padStart(10)} per call`);
     console.log(`  stored turn (runPersistedTurn + interrupt watch) ${ms(st / CALLS).padStart(10)} per call`);
     console.log(`  control-plane overhead                           ${ms((st - b) / CALLS).padStart(10)} per call`);
