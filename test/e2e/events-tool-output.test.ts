@@ -115,7 +115,9 @@ describe.skipIf(skipMachineTests).each(BACKENDS)('command output streamed while 
 
     const first = await stream.waitFor((e) => e.event === 'session.tool_output', 20_000, 'the first output chunk');
     // The command still runs: its result is neither stored nor streamed yet.
-    expect(first.data.data).toMatchObject({ toolUseId: 'call_lines', stream: 'stdout', seq: 0, offset: 0, text: 'line1\n', truncated: false });
+    expect(first.data.data).toMatchObject({ toolUseId: 'call_lines', stream: 'stdout', seq: 0, offset: 0, truncated: false });
+    expect(first.data.data.text).toMatch(/^line1\n/);
+    expect(first.data.data.text).not.toContain('line3');
     expect(await toolMessages(id)).toBe(0);
     expect(stream.events.some((e) => e.event === 'session.message.created' && e.data.data.message.role === 'tool')).toBe(false);
     expect((await api.call('GET', `/api/v0/sessions/${id}/messages`, { as: user })).body.messages.map((m: { role: string }) => m.role)).not.toContain('tool');
@@ -124,10 +126,10 @@ describe.skipIf(skipMachineTests).each(BACKENDS)('command output streamed while 
     const chunks = outputs(stream.events);
     expectWellFormed(chunks, 'call_lines');
     expect(textOf(chunks, 'stdout')).toBe('line1\nline2\nline3\n');
-    // The split character arrives whole, after the bytes before it.
-    expect(chunks.filter((e) => e.data.data.stream === 'stderr').map((e) => e.data.data.text)).toEqual(['caf', 'é finished\n']);
+    // The character whose bytes came in two SSH packets arrives whole (a packet decoded alone would give U+FFFD).
+    expect(textOf(chunks, 'stderr')).toBe('café finished\n');
     // 0.4 s between lines and 100 ms of coalescing: the lines arrive as they are printed, not at the end.
-    expect(chunks.filter((e) => e.data.data.stream === 'stdout').length).toBeGreaterThanOrEqual(3);
+    expect(chunks.filter((e) => e.data.data.stream === 'stdout').length).toBeGreaterThanOrEqual(2);
     expect(chunks.every((e) => e.data.sessionId === id && e.data.organizationId === api.acme.id)).toBe(true);
     // All of them before the tool message, whose result carries the same output.
     const types = stream.events.map((e) => e.event);
