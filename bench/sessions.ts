@@ -9,6 +9,9 @@
  * 2. Control-plane overhead per tool call: a turn of `--calls` `run_command true` calls against the
  *    scripted model server and a real sshd, stored as the worker stores it, against the same model
  *    calls and commands made back to back with nothing stored (the baseline). Goal: under 15 ms.
+ *    Also measured in the same runs: the stored turn with run_command's output not streamed as
+ *    `session.tool_output`, so the line after it is what streaming adds. `--command` runs another
+ *    command than `true`, e.g. `seq 1 3000` (about 14 KB of output per call).
  */
 import { createEgressGuard } from '../src/egress/guard.ts';
 import { parseEgressAllow } from '../src/egress/policy.ts';
@@ -188,7 +191,16 @@ async function toolCallOverhead(prisma: PrismaClient, ids: { organizationId: str
       }
       return performance.now() - t0;
     };
-    const stored = async () => {
+    // The same tools with run_command's live output switched off (it never gets the onOutput
+    // callback): the stored turn without `session.tool_output`, measured in the same runs.
+    const unstreamed = defaultTools.map((t) => (t.name === 'run_command' ? { ...t, run: (...a: Parameters<typeof t.run>) => t.run(a[0], a[1], a[2], a[3], a[4]) } : t));
+    // CPU of this process (the turn, and the scripted model server alike in both variants): less
+    // disturbed than wall time by other work on a shared machine.
+    const cpu = new Map<readonly unknown[], number[]>([
+      [defaultTools, []],
+      [unstreamed, []],
+    ]);
+    const stored = async (tools = defaultTools) => {
       script();
       const now = new Date();
       const session = await prisma.session.create({
@@ -196,30 +208,43 @@ async function toolCallOverhead(prisma: PrismaClient, ids: { organizationId: str
       });
       const watch = watchTurn(prisma, systemClock, session.id, new AbortController().signal);
       const t0 = performance.now();
+      const c0 = process.cpuUsage();
       const result = await runPersistedTurn(env, session, { autonomyLevel: 'high' }, {
         history: [{ role: 'user', content: [{ type: 'text', text: 'go' }] }],
-        tools: defaultTools,
+        tools,
         signal: watch.signal,
       });
       const elapsed = performance.now() - t0;
+      const c1 = process.cpuUsage(c0);
+      cpu.get(tools)!.push((c1.user + c1.system) / 1000);
       watch.stop();
       if (result.stopReason !== 'end_turn' || result.steps !== CALLS + 1) throw new Error(`turn ended ${result.stopReason} after ${result.steps} calls`);
       return elapsed;
     };
     await bare();
     await stored();
+    await stored(unstreamed);
+    for (const runs of cpu.values()) runs.length = 0;
     const bareRuns: number[] = [];
     const storedRuns: number[] = [];
+    const unstreamedRuns: number[] = [];
     for (let i = 0; i < 5; i++) {
       bareRuns.push(await bare());
       storedRuns.push(await stored());
+      unstreamedRuns.push(await stored(unstreamed));
     }
     const b = median(bareRuns);
     const st = median(storedRuns);
+    const un = median(unstreamedRuns);
     console.log(`\nper tool call, ${CALLS} run_command calls of \`${COMMAND}\` per turn, median of 5 (goal overhead < 15 ms)`);
     console.log(`  baseline: model call + command, nothing stored   ${ms(b / CALLS).padStart(10)} per call`);
     console.log(`  stored turn (runPersistedTurn + interrupt watch) ${ms(st / CALLS).padStart(10)} per call`);
     console.log(`  control-plane overhead                           ${ms((st - b) / CALLS).padStart(10)} per call`);
+    console.log(`  same, command output not streamed                ${ms((un - b) / CALLS).padStart(10)} per call`);
+    console.log(`  what streaming the output adds                   ${ms((st - un) / CALLS).padStart(10)} per call`);
+    const cpuStreamed = median(cpu.get(defaultTools)!) / CALLS;
+    const cpuUnstreamed = median(cpu.get(unstreamed)!) / CALLS;
+    console.log(`  CPU of this process, stored turn: streamed ${ms(cpuStreamed)}, not streamed ${ms(cpuUnstreamed)} per call (adds ${ms(cpuStreamed - cpuUnstreamed)})`);
   } finally {
     await model.close();
     await sshd.stop();
