@@ -1,6 +1,6 @@
 import { StringDecoder } from 'node:string_decoder';
 import { z } from 'zod';
-import { defineTool } from './tool-definition.ts';
+import { defineTool, type OutputStream } from './tool-definition.ts';
 
 const DEFAULT_TIMEOUT_MS = 120_000;
 const MAX_TIMEOUT_MS = 600_000;
@@ -20,7 +20,7 @@ export const runCommandTool = defineTool({
   async execute({ ssh, target, cwd, signal, onOutput }, input) {
     // Live output is decoded per stream, so a character split across two SSH packets stays whole.
     const live = onOutput && { stdout: new StringDecoder('utf8'), stderr: new StringDecoder('utf8') };
-    const forward = (stream: 'stdout' | 'stderr') => (live ? (chunk: Buffer) => onOutput!(stream, live[stream].write(chunk)) : undefined);
+    const forward = (stream: OutputStream) => (live ? (chunk: Buffer) => onOutput!(stream, live[stream].write(chunk)) : undefined);
     let res;
     try {
       res = await ssh.exec(target, input.command, {
