@@ -51,6 +51,8 @@ describe.skipIf(skipMachineTests).each(BACKENDS)('command output streamed while 
   let models: ReturnType<typeof writeModelsFile>;
   let receiver: WebhookReceiver;
   let computerId: string;
+  /** The same machine registered by the other organization, for a session of its own. */
+  let globexComputerId: string;
   let user: string;
   let watchUrl: string;
   let replica: { url: string; close(): Promise<void> } | undefined;
@@ -71,6 +73,14 @@ describe.skipIf(skipMachineTests).each(BACKENDS)('command output streamed while 
     });
     expect(res.status, res.body.detail).toBe(201);
     computerId = res.body.id;
+    const globex = api.globex.members.owner.apiKey;
+    machine.sshd.authorizeKey((await api.call('GET', '/api/v0/computers/ssh-public-key', { as: globex })).body.publicKey);
+    const other = await api.call('POST', '/api/v0/computers', {
+      as: globex,
+      body: { name: 'globex-box', provider: 'byom', remoteUser: machine.sshd.username, connection: { host: machine.sshd.host, port: machine.sshd.port } },
+    });
+    expect(other.status, other.body.detail).toBe(201);
+    globexComputerId = other.body.id;
   });
 
   afterAll(async () => {
@@ -85,8 +95,8 @@ describe.skipIf(skipMachineTests).each(BACKENDS)('command output streamed while 
 
   beforeEach(() => model.reset());
 
-  const newSession = async () => {
-    const res = await api.call('POST', '/api/v0/sessions', { as: user, body: { computerId, cwd: machine.scratch, sessionSettings: { model: 'coder', autonomyLevel: 'high' } } });
+  const newSession = async (as = user, onComputer = computerId) => {
+    const res = await api.call('POST', '/api/v0/sessions', { as, body: { computerId: onComputer, cwd: machine.scratch, sessionSettings: { model: 'coder', autonomyLevel: 'high' } } });
     expect(res.status, res.body.detail).toBe(201);
     return res.body.sessionId as string;
   };
@@ -105,8 +115,11 @@ describe.skipIf(skipMachineTests).each(BACKENDS)('command output streamed while 
   it('streams stdout and stderr in order while the command runs, before its result exists, and never stores them', async () => {
     const id = await newSession();
     const other = await newSession();
+    const globexOwner = api.globex.members.owner.apiKey;
+    const globexSession = await newSession(globexOwner, globexComputerId);
     const stream = await watch(`/api/v0/sessions/${id}/events`);
     const otherStream = await watch(`/api/v0/sessions/${other}/events`);
+    const globexStream = await watch(`/api/v0/sessions/${globexSession}/events`, globexOwner);
     model.enqueue(
       { text: 'Counting.', toolCalls: [{ id: 'call_lines', name: 'run_command', arguments: { command: LINES } }] },
       { text: 'Counted to three.' },
@@ -145,8 +158,9 @@ describe.skipIf(skipMachineTests).each(BACKENDS)('command output streamed while 
     const replay = await watch(`/api/v0/sessions/${id}/events?lastEventId=0`);
     await replay.waitFor((e) => e.event === 'session.idle', 5_000, 'the replay');
     expect(outputs(replay.events)).toEqual([]);
-    // Another session's stream heard nothing of it.
-    expect(outputs(otherStream.events)).toEqual([]);
+    // Neither another session's stream nor another organization's session on the same machine heard anything of it.
+    expect(otherStream.events).toEqual([]);
+    expect(globexStream.events).toEqual([]);
   });
 
   it('bounds a command printing 2 MB: chunks within 1,000 characters, 30,000 in all with the last marked truncated, and the turn barely slower', async () => {
