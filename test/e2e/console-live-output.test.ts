@@ -44,6 +44,8 @@ describe.skipIf(skip)('the console shows a running command’s output live', { t
       if (r.url().endsWith(`/api/v0/sessions/${sessionId}/events`)) streams.push(r.headers().accept ?? '');
     });
     await page.goto(api.url);
+    // The console's modules load unbundled: on a busy shared machine the first page can take a while.
+    await page.getByLabel('API key or JWT access token').waitFor({ timeout: 60_000 });
     await page.getByLabel('API key or JWT access token').fill(user);
     await page.getByRole('button', { name: 'Sign in' }).click();
     await page.getByRole('heading', { level: 1, name: 'Computers' }).waitFor();

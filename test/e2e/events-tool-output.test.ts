@@ -173,16 +173,28 @@ describe.skipIf(skipMachineTests).each(BACKENDS)('command output streamed while 
 
     const id = await newSession();
     const stream = await watch(`/api/v0/sessions/${id}/events`);
-    model.enqueue({ toolCalls: [{ id: 'call_big', name: 'run_command', arguments: { command } }] }, { text: 'That was a lot of x.' });
+    // First the same work with its output thrown away, then the loud one: one turn, the same server path.
+    model.enqueue(
+      { toolCalls: [{ id: 'call_silent', name: 'run_command', arguments: { command: `${command} > /dev/null` } }] },
+      { toolCalls: [{ id: 'call_big', name: 'run_command', arguments: { command } }] },
+      { text: 'That was a lot of x.' },
+    );
     await send(id, 'Print two megabytes.');
-    // The tool call as a client sees it: from the message that makes it to the message with its result.
-    await stream.waitFor((e) => e.event === 'session.message.created' && e.data.data.message.role === 'assistant', 20_000, 'the tool call');
-    const started = performance.now();
-    await stream.waitFor((e) => e.event === 'session.message.created' && e.data.data.message.role === 'tool', 60_000, 'the tool result');
-    const toolMs = performance.now() - started;
+    // Each tool call as a client sees it: from the message that makes it to the message with its result.
+    const created = (role: string, block: (b: any) => boolean) => (e: ReceivedEvent) =>
+      e.event === 'session.message.created' && e.data.data.message.role === role && e.data.data.message.content.some(block);
+    const callMs = async (toolUseId: string) => {
+      await stream.waitFor(created('assistant', (b) => b.type === 'tool_use' && b.id === toolUseId), 30_000, `the call ${toolUseId}`);
+      const started = performance.now();
+      await stream.waitFor(created('tool', (b) => b.toolUseId === toolUseId), 60_000, `the result of ${toolUseId}`);
+      return performance.now() - started;
+    };
+    const silentMs = await callMs('call_silent');
+    const toolMs = await callMs('call_big');
     await stream.waitFor((e) => e.event === 'session.idle', 60_000, 'session.idle');
+    expect(outputs(stream.events, 'call_silent')).toEqual([]);
 
-    const chunks = outputs(stream.events);
+    const chunks = outputs(stream.events, 'call_big');
     expectWellFormed(chunks, 'call_big');
     const text = textOf(chunks, 'stdout');
     expect(text.length).toBe(LIVE_MAX_CHARS);
@@ -193,11 +205,14 @@ describe.skipIf(skipMachineTests).each(BACKENDS)('command output streamed while 
     expect(chunks.length).toBeGreaterThanOrEqual(LIVE_MAX_CHARS / CHUNK_CHARS);
     expect(chunks.length).toBeLessThanOrEqual(LIVE_MAX_CHARS / CHUNK_CHARS + 10);
     // The result keeps the output's end, as it did before streaming.
-    const resultMessage = stream.events.find((e) => e.event === 'session.message.created' && e.data.data.message.role === 'tool')!.data.data.message;
+    const resultMessage = stream.events.find(created('tool', (b) => b.toolUseId === 'call_big'))!.data.data.message;
     expect(resultMessage.content[0].content).toContain('[output truncated');
 
-    console.log(`2 MB command: straight over SSH ${directMs.toFixed(0)} ms, as a streamed tool call seen by a client ${toolMs.toFixed(0)} ms`);
-    expect(toolMs).toBeLessThan(directMs * 2 + 1_000);
+    console.log(
+      `2 MB command: straight over SSH ${directMs.toFixed(0)} ms; tool calls seen by a client: output to /dev/null ${silentMs.toFixed(0)} ms, streamed ${toolMs.toFixed(0)} ms`,
+    );
+    // Generous for a shared machine: the streamed call costs about what reading the 2 MB over SSH costs.
+    expect(toolMs).toBeLessThan(silentMs + directMs * 2 + 1_000);
   });
 
   it('keeps chunks to the session: not on the organization stream, not in webhooks, and not a type either accepts', async () => {
