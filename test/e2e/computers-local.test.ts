@@ -3,7 +3,7 @@ import { chmodSync, existsSync, mkdtempSync, readFileSync, rmSync } from 'node:f
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { computersReapJob, provisionJobId } from '../../src/modules/computers/managed/jobs.ts';
+import { computersReapJob, provisionJobId } from '../../src/modules/computers/managed/job-kinds.ts';
 import { cgroupLayout, readCgroup } from '../../src/provisioning/providers/local/cgroups.ts';
 import { localNames } from '../../src/provisioning/providers/local/names.ts';
 import { startTestApi, type TestApi } from '../support/api.ts';

@@ -68,7 +68,22 @@ export interface StepCall {
  * (left running: the work goes on elsewhere, which finishes the step). `complete` writes what
  * completing stores, in the completing transaction.
  */
-export type StepOutcome = void | { skip: string } | { handOff: StepChange['fields'] } | { complete: (tx: Db) => Promise<void> };
+export type StepOutcome =
+  | void
+  | { skip: string }
+  | { handOff: StepChange['fields'] }
+  | { complete?: (tx: Db) => Promise<void>; fields?: StepChange['fields'] };
+
+/** A failure that stores more than its message (e.g. an install's exit code and output). */
+export class StepFailure extends Error {
+  readonly fields: Record<string, unknown>;
+
+  constructor(message: string, fields: Record<string, unknown>) {
+    super(message);
+    this.name = 'StepFailure';
+    this.fields = fields;
+  }
+}
 
 export interface Step {
   id: string;
@@ -87,24 +102,23 @@ export interface Step {
   compensate?(err: unknown): Promise<void>;
   /** A failure ends the list: every later pending step is skipped with this reason. Without it the next step runs. */
   stopsOnFailure?: string;
-  /** Writes what failing stores, in the failing transaction (e.g. an install run's output). */
-  failed?(tx: Db, err: unknown): Promise<void>;
-  /** The error text recorded for a failure (default: the error's message). */
-  describe?(err: unknown): string;
 }
 
 /** A step's run went past its `timeoutMs`. */
 export class StepTimeout extends Error {
-  constructor(readonly stepId: string, readonly ms: number) {
+  readonly ms: number;
+
+  constructor(ms: number) {
     super(`did not finish within ${formatSeconds(ms)}`);
     this.name = 'StepTimeout';
+    this.ms = ms;
   }
 }
 
 export interface RunOptions {
   signal: AbortSignal;
   now: () => Date;
-  /** Logged only: a compensation that failed. */
+  /** Logged only: a step that failed, a compensation that failed. */
   warn?: (msg: string, err: unknown) => void;
 }
 
@@ -173,10 +187,13 @@ async function runStep(store: StepStore, step: Step, row: StoredStep, opts: RunO
         await delay(retry.delayMs, undefined, { signal: opts.signal });
         continue;
       }
+      opts.warn?.(`step ${step.id} failed`, err);
       if (step.compensate) await step.compensate(err).catch((e: unknown) => opts.warn?.(`compensating step ${step.id} failed`, e));
-      const failed = await store.move(step.id, ['running'], async (tx) => {
-        await step.failed?.(tx, err);
-        return { status: 'failed', error: (step.describe ?? messageOf)(err), completedAt: opts.now() };
+      const failed = await store.move(step.id, ['running'], {
+        status: 'failed',
+        error: messageOf(err),
+        completedAt: opts.now(),
+        fields: err instanceof StepFailure ? err.fields : undefined,
       });
       return failed ? 'failed' : 'lost';
     }
@@ -187,10 +204,10 @@ async function runStep(store: StepStore, step: Step, row: StoredStep, opts: RunO
       const skip = outcome.skip;
       return (await store.move(step.id, ['running'], { status: 'skipped', error: skip, completedAt: opts.now() })) ? 'skipped' : 'lost';
     }
-    const complete = outcome && 'complete' in outcome ? outcome.complete : undefined;
+    const { complete, fields } = outcome ?? {};
     const done = await store.move(step.id, ['running'], async (tx) => {
       await complete?.(tx);
-      return { status: 'completed', error: null, completedAt: opts.now() };
+      return { status: 'completed', error: null, completedAt: opts.now(), fields };
     });
     return done ? 'completed' : 'lost';
   }
@@ -204,15 +221,15 @@ async function attempt(step: Step, call: Omit<StepCall, 'signal'>, jobSignal: Ab
   let timer: NodeJS.Timeout | undefined;
   // The work may not heed its signal at once; the timeout ends the wait regardless.
   const timedOut = new Promise<never>((_, reject) => {
-    timer = setTimeout(() => reject(new StepTimeout(step.id, step.timeoutMs!)), step.timeoutMs! + 1_000);
+    timer = setTimeout(() => reject(new StepTimeout(step.timeoutMs!)), step.timeoutMs! + 1_000);
   });
   try {
     const outcome = await Promise.race([step.run!({ ...call, signal }), timedOut]);
     // Work that swallowed the abort was still cut short.
-    if (timeout.aborted && !jobSignal.aborted) throw new StepTimeout(step.id, step.timeoutMs);
+    if (timeout.aborted && !jobSignal.aborted) throw new StepTimeout(step.timeoutMs);
     return outcome;
   } catch (err) {
-    if (timeout.aborted && !jobSignal.aborted) throw new StepTimeout(step.id, step.timeoutMs);
+    if (timeout.aborted && !jobSignal.aborted) throw new StepTimeout(step.timeoutMs);
     throw err;
   } finally {
     clearTimeout(timer);
