@@ -1,5 +1,6 @@
 import { z } from 'zod';
-import { defineJobKind } from '../../jobs/job.ts';
+import { defineJobKind, type JobSchedule } from '../../jobs/job.ts';
+import { computersReapJob } from './managed/job-kinds.ts';
 
 /**
  * The set-up of a computer once it is reachable (connect, verify, copy, clone, setup script,
@@ -36,4 +37,9 @@ export const metricsSampleJob = defineJobKind({
   retryLimit: 0,
   expireInSeconds: 240,
 });
-export const METRICS_CRON = '*/5 * * * *';
+
+/** The computers module's cron schedules (UTC). */
+export const computerSchedules: JobSchedule[] = [
+  { kind: metricsSampleJob, cron: '*/5 * * * *', payload: {} },
+  { kind: computersReapJob, cron: '* * * * *', payload: {} },
+];

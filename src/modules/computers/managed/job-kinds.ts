@@ -43,4 +43,3 @@ export const computersReapJob = defineJobKind({
   retryLimit: 0,
   expireInSeconds: 300,
 });
-export const REAP_CRON = '* * * * *';
