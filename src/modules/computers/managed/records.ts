@@ -1,6 +1,5 @@
 import type { Principal } from '../../../auth/principal.ts';
 import type { Db } from '../../../db/client.ts';
-import type { JobQueue } from '../../../jobs/queue.ts';
 import type { Computer } from '../../../generated/prisma/client.ts';
 import { BadRequest, Conflict, ServiceUnavailable } from '../../../lib/errors.ts';
 import { newId } from '../../../lib/ids.ts';
