@@ -22,7 +22,11 @@ export const SOURCE_ROOTS: Record<string, string> = {
  */
 const require = createRequire(import.meta.url);
 function packageDir(name: string): string {
-  // Not every package exports its package.json: walk up from its entry point instead.
+  try {
+    return path.dirname(require.resolve(`${name}/package.json`));
+  } catch {
+    // Not every package exports its package.json: walk up from its entry point instead.
+  }
   let dir = path.dirname(require.resolve(name));
   while (!fs.existsSync(path.join(dir, 'package.json')) || JSON.parse(fs.readFileSync(path.join(dir, 'package.json'), 'utf8')).name !== name) {
     const parent = path.dirname(dir);
@@ -41,6 +45,19 @@ export const VENDOR_FILES: Record<string, string> = {
   '/vendor/eventsource-parser/errors.js': path.join(packageDir('eventsource-parser'), 'dist/errors.js'),
   '/vendor/uplot.js': path.join(packageDir('uplot'), 'dist/uPlot.esm.js'),
   '/vendor/uplot.css': path.join(packageDir('uplot'), 'dist/uPlot.min.css'),
+  '/vendor/marked.js': path.join(packageDir('marked'), 'lib/marked.esm.js'),
+  '/vendor/dompurify.js': path.join(packageDir('dompurify'), 'dist/purify.es.mjs'),
+};
+
+/**
+ * npm packages served as a folder of modules (their code-split chunks, grammars loaded one by
+ * one): only the files a pattern names, nothing else of the package.
+ */
+export const VENDOR_DIRS: Record<string, { dir: string; files: RegExp }> = {
+  // Mermaid's browser build: an entry module and the chunks it imports (each diagram type its own).
+  '/vendor/mermaid/': { dir: path.join(packageDir('mermaid'), 'dist/'), files: /^(mermaid\.esm\.min\.mjs|chunks\/mermaid\.esm\.min\/[A-Za-z0-9_-]+\.mjs)$/ },
+  // highlight.js's ES-module builds: the core and one grammar per language, loaded as a page needs them.
+  '/vendor/hljs/': { dir: path.join(packageDir('@highlightjs/cdn-assets'), 'es/'), files: /^(core\.min\.js|languages\/[a-z0-9_-]+\.min\.js)$/ },
 };
 
 /** The import map of index.html: bare specifiers of the sources to the files above. */
@@ -52,6 +69,11 @@ export const IMPORT_MAP = {
     'openapi-fetch': '/vendor/openapi-fetch.js',
     'eventsource-parser': '/vendor/eventsource-parser/index.js',
     uplot: '/vendor/uplot.js',
+    marked: '/vendor/marked.js',
+    dompurify: '/vendor/dompurify.js',
+    mermaid: '/vendor/mermaid/mermaid.esm.min.mjs',
+    'hljs/core': '/vendor/hljs/core.min.js',
+    'hljs/languages/': '/vendor/hljs/languages/',
   },
 };
 
@@ -150,6 +172,9 @@ export function fileFor(urlPath: string): string | undefined {
   if (urlPath === '/' || urlPath === '/index.html') return path.join(REPO_ROOT, 'console/index.html');
   const vendor = VENDOR_FILES[urlPath];
   if (vendor) return vendor;
+  for (const [prefix, { dir, files }] of Object.entries(VENDOR_DIRS)) {
+    if (urlPath.startsWith(prefix) && files.test(urlPath.slice(prefix.length))) return path.join(dir, urlPath.slice(prefix.length));
+  }
   for (const [prefix, root] of Object.entries(SOURCE_ROOTS)) {
     if (!urlPath.startsWith(prefix)) continue;
     const file = path.resolve(root, '.' + urlPath.slice(prefix.length - 1));
