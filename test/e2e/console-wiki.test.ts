@@ -129,6 +129,10 @@ describe.skipIf(skip)('the console’s wiki pages in Chromium', { timeout: 180_0
     for (const options of [{}, { dark: true }, PHONE, { ...PHONE, dark: true }]) {
       const label = `${'width' in options ? 'phone' : '1280px'} ${'dark' in options ? 'dark' : 'light'}`;
       const page = await signedIn(api.acme.members.user.apiKey, options, '#/wiki');
+      // Whatever Mermaid and highlight.js do must pass the console's Content-Security-Policy as it is.
+      const refused: string[] = [];
+      page.on('console', (m) => /Content Security Policy/i.test(m.text()) && refused.push(m.text()));
+      page.on('pageerror', (e) => refused.push(e.message));
       await page.getByRole('link', { name: repoUrl, exact: true }).click();
       const tree = page.getByRole('navigation', { name: 'Pages of the wiki' });
       await tree.getByRole('link', { name: target.title, exact: true }).click();
@@ -146,6 +150,7 @@ describe.skipIf(skip)('the console’s wiki pages in Chromium', { timeout: 180_0
       // A link to another page of the run is a console address.
       const internal = body.locator('a[href^="#/wiki/"]');
       expect(await internal.count()).toBeGreaterThan(0);
+      expect(refused).toEqual([]);
       await expectAccessible(page, `wiki page ${label}`);
       await screenshot(page, `wiki-page-${label.replace(/[^a-z0-9]+/g, '-')}`);
       if (!('width' in options) && !('dark' in options)) {
@@ -207,6 +212,8 @@ describe.skipIf(skip)('the console’s wiki pages in Chromium', { timeout: 180_0
     });
     expect(created.status, JSON.stringify(created.body)).toBe(200);
     const page = await signedIn(api.acme.members.user.apiKey, {}, `#/wiki/${created.body.wikiRunId}`);
+    const refused: string[] = [];
+    page.on('console', (m) => /Content Security Policy/i.test(m.text()) && refused.push(m.text()));
     const body = page.getByTestId('wiki-markdown');
     await body.locator('code.hljs').waitFor();
     await body.locator('figure.diagram svg').waitFor({ timeout: 30_000 });
@@ -228,6 +235,8 @@ describe.skipIf(skip)('the console’s wiki pages in Chromium', { timeout: 180_0
     await snippet.waitFor();
     expect(new Set(await snippet.evaluate((el) => [...el.querySelectorAll('*')].map((e) => e.tagName)))).toEqual(new Set(['MARK']));
     expect(await page.evaluate(() => (window as unknown as { __pwned?: unknown }).__pwned)).toBeUndefined();
+    // Nothing even reached the Content-Security-Policy: the sanitizer had removed it before.
+    expect(refused).toEqual([]);
     await screenshot(page, 'wiki-hostile');
     await page.context().close();
   });
