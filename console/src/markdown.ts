@@ -103,7 +103,10 @@ async function drawDiagrams(blocks: HTMLElement[], dark: boolean) {
   // One at a time: Mermaid keeps global state while it lays a diagram out.
   for (const code of blocks) {
     const pre = code.parentElement!;
-    const source = code.textContent ?? '';
+    // Mermaid puts label text into the live document while it measures it, before its own
+    // sanitizing: a tag in a label would load there (an <img>'s handler, stopped only by the CSP).
+    // Every "<" that opens a tag becomes Mermaid's entity for "<", shown as text; arrows keep theirs.
+    const source = (code.textContent ?? '').replace(/<(?=[A-Za-z/!?])/g, '#lt;');
     const figure = document.createElement('figure');
     figure.className = 'diagram';
     try {

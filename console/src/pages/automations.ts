@@ -209,7 +209,7 @@ function SettingsFields({ settings, set, mode }: { settings: Settings; set: (s: 
       : null}
     <label class="wide"
       >Workflow inputs (YAML, optional)
-      <textarea rows="2" placeholder="model: claude-sonnet-4&#10;timeout-minutes: 20" value=${settings.yamlParams} onInput=${(e: Event) => set({ ...settings, yamlParams: value(e) })}></textarea>
+      <textarea rows="2" placeholder=${'model: claude-sonnet-4\ntimeout-minutes: 20'} value=${settings.yamlParams} onInput=${(e: Event) => set({ ...settings, yamlParams: value(e) })}></textarea>
     </label>
   </div>`;
 }
@@ -328,16 +328,18 @@ function ScanResults({ scan, onDone }: { scan: components['schemas']['CiScan']; 
                     <td>${w.workflowName}<div class="muted"><code>${w.filePath}</code></div></td>
                     <td>${w.triggerEvents.join(', ')}${w.scheduleCron ? html`<div><code>${w.scheduleCron}</code></div>` : null}</td>
                     <td>${w.templateId ? html`<${Badge} value=${w.templateId} />` : html`<span class="muted">not an agentplane workflow</span>`}</td>
-                    <td class="row">
-                      ${w.templateId
-                        ? html`<button type="button" aria-expanded=${editing === key(w)} onClick=${() => setEditing(editing === key(w) ? undefined : key(w))} aria-label=${`Edit ${w.workflowName} in ${w.repoFullName}`}>Edit</button>
-                            <${ConfirmButton}
-                              label="Delete"
-                              danger
-                              question=${`Open a pull request in ${w.repoFullName} that removes ${w.filePath}?`}
-                              onConfirm=${() => remove.run(w)}
-                            />`
-                        : null}
+                    <td>
+                      <div class="row">
+                        ${w.templateId
+                          ? html`<button type="button" aria-expanded=${editing === key(w)} onClick=${() => setEditing(editing === key(w) ? undefined : key(w))} aria-label=${`Edit ${w.workflowName} in ${w.repoFullName}`}>Edit</button>
+                              <${ConfirmButton}
+                                label="Delete"
+                                danger
+                                question=${`Open a pull request in ${w.repoFullName} that removes ${w.filePath}?`}
+                                onConfirm=${() => remove.run(w)}
+                              />`
+                          : null}
+                      </div>
                     </td>
                   </tr>
                   ${editing === key(w)

@@ -99,14 +99,16 @@ function RunList({ repo }: { repo: string }) {
                       <td>${r.branch ?? 'default'} ${r.commitHash ? html`<code>${r.commitHash.slice(0, 10)}</code>` : null}</td>
                       <td>${r.privacy}</td>
                       <td>${dateTime(r.createdAt)}</td>
-                      <td class="row">
-                        ${repo ? null : html`<a href=${`${href('wiki')}?repo=${encodeURIComponent(r.repoUrl)}`} aria-label=${`History of ${r.repoUrl}`}>History</a>`}
-                        <${ConfirmButton}
-                          label="Delete"
-                          danger
-                          question=${`Delete the wiki run of ${r.repoUrl} from ${dateTime(r.createdAt)}, its pages and its search index?`}
-                          onConfirm=${() => remove.run(r.wikiRunId)}
-                        />
+                      <td>
+                        <div class="row">
+                          ${repo ? null : html`<a href=${`${href('wiki')}?repo=${encodeURIComponent(r.repoUrl)}`} aria-label=${`History of ${r.repoUrl}`}>History</a>`}
+                          <${ConfirmButton}
+                            label="Delete"
+                            danger
+                            question=${`Delete the wiki run of ${r.repoUrl} from ${dateTime(r.createdAt)}, its pages and its search index?`}
+                            onConfirm=${() => remove.run(r.wikiRunId)}
+                          />
+                        </div>
                       </td>
                     </tr>`,
                   )}
