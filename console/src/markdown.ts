@@ -106,7 +106,8 @@ async function drawDiagrams(blocks: HTMLElement[], dark: boolean) {
     // Mermaid puts label text into the live document while it measures it, before its own
     // sanitizing: a tag in a label would load there (an <img>'s handler, stopped only by the CSP).
     // Every "<" that opens a tag becomes Mermaid's entity for "<", shown as text; arrows keep theirs.
-    const source = (code.textContent ?? '').replace(/<(?=[A-Za-z/!?])/g, '#lt;');
+    const text = code.textContent ?? '';
+    const source = text.replace(/<(?=[A-Za-z/!?])/g, '#lt;');
     const figure = document.createElement('figure');
     figure.className = 'diagram';
     try {
@@ -115,7 +116,7 @@ async function drawDiagrams(blocks: HTMLElement[], dark: boolean) {
       const element = drawn.querySelector('svg');
       if (!element) throw new Error('Mermaid drew nothing');
       element.setAttribute('role', 'img');
-      element.setAttribute('aria-label', `Diagram: ${diagramSummary(source)}`);
+      element.setAttribute('aria-label', `Diagram: ${diagramSummary(text)}`);
       figure.append(drawn);
       const details = document.createElement('details');
       const summary = document.createElement('summary');

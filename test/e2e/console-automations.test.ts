@@ -1,5 +1,5 @@
 import type { Page } from 'playwright-core';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { ALLOW_LOOPBACK, startTestApi, type TestApi } from '../support/api.ts';
 import { chromiumMissing, launchChromium, screenshot } from '../support/browser.ts';
 import { expectAccessible, LAYOUTS, signInConsole, useLayout } from '../support/console-page.ts';
@@ -41,8 +41,14 @@ describe.skipIf(skip)('the console’s CI automations in Chromium against Gitea'
     await gitea?.stop();
   });
 
+  /** Tabs a test opened: closed after it even when it fails, so a failure leaves no browser busy for the next test. */
+  const opened: Page[] = [];
+  afterEach(async () => {
+    await Promise.all(opened.splice(0).map((p) => p.context().close().catch(() => {})));
+  });
   async function openPage(key: string): Promise<Page> {
     const page = await signInConsole(browser, api.url, key, '#/automations');
+    opened.push(page);
     await page.getByRole('heading', { level: 1, name: 'CI automations' }).waitFor();
     // The section is in the navigation (folded behind "Menu" on a phone).
     expect(await page.locator('nav#nav a[href="#/automations"]').count()).toBe(1);

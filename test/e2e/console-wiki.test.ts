@@ -1,7 +1,8 @@
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { Page } from 'playwright-core';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { ALLOW_LOOPBACK, startTestApi, type TestApi } from '../support/api.ts';
 import { chromiumMissing, launchChromium, screenshot } from '../support/browser.ts';
 import { expectAccessible, LAYOUTS, signInConsole, useLayout } from '../support/console-page.ts';
@@ -67,7 +68,16 @@ describe.skipIf(skip)('the console’s wiki pages in Chromium', { timeout: 180_0
     fs.rmSync(downloads, { recursive: true, force: true });
   });
 
-  const signedIn = (key: string, options: Parameters<typeof browser.newPage>[0] = {}, at = '#/wiki') => signInConsole(browser, api.url, key, at, options);
+  /** Tabs a test opened: closed after it even when it fails, so a failure leaves no browser busy for the next test. */
+  const opened: Page[] = [];
+  afterEach(async () => {
+    await Promise.all(opened.splice(0).map((p) => p.context().close().catch(() => {})));
+  });
+  const signedIn = async (key: string, options: Parameters<typeof browser.newPage>[0] = {}, at = '#/wiki') => {
+    const page = await signInConsole(browser, api.url, key, at, options);
+    opened.push(page);
+    return page;
+  };
 
   it('starts a run from the form and follows it until its pages are written', async () => {
     const page = await signedIn(api.acme.members.user.apiKey);
@@ -201,7 +211,7 @@ describe.skipIf(skip)('the console’s wiki pages in Chromium', { timeout: 180_0
     page.on('console', (m) => /Content Security Policy/i.test(m.text()) && refused.push(m.text()));
     const body = page.getByTestId('wiki-markdown');
     await body.locator('code.hljs').waitFor();
-    await body.locator('figure.diagram svg').waitFor({ timeout: 30_000 });
+    await body.locator('figure.diagram svg').waitFor({ timeout: 60_000 });
     expect(await body.locator('script, iframe, form, input, [onerror], [onclick]').count()).toBe(0);
     expect(await body.locator('a[href^="javascript:"]').count()).toBe(0);
     // The Markdown's <img> is kept without its handler; the diagram's label stays text (no <img> in the SVG).
