@@ -90,7 +90,11 @@ mkdir "$work/kubernetes"
 cp "$root/scripts/pulumi-resource-kubernetes/main.go" "$work/kubernetes/main.go"
 stamp="$PULUMI_HOME/.pulumi-resource-kubernetes.stamp"
 want="$kubernetes_version $(sha256sum "$work/kubernetes/main.go" | cut -d' ' -f1)"
-if [[ "$(cat "$stamp" 2>/dev/null)" != "$want" ]]; then
+# Where scripts/pulumi-deploy-tools.sh could build the upstream provider (a machine whose proxy serves
+# it), that one stays.
+if [[ "$(cat "$PULUMI_HOME/.pulumi-resource-kubernetes.upstream" 2>/dev/null)" == "$kubernetes_version" ]]; then
+  log "pulumi-resource-kubernetes $kubernetes_version is upstream's"
+elif [[ "$(cat "$stamp" 2>/dev/null)" != "$want" ]]; then
   log "building pulumi-resource-kubernetes $kubernetes_version (agentplane's stand-in)"
   (
     cd "$work/kubernetes"
