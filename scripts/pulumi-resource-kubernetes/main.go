@@ -148,18 +148,13 @@ func (*server) DiffConfig(_ context.Context, req *pulumirpc.DiffRequest) (*pulum
 	if err != nil {
 		return nil, err
 	}
-	// A different cluster or render target means every object must be made anew there.
-	var replaces []string
-	for _, k := range []resource.PropertyKey{"kubeconfig", "context", "cluster", "renderYamlToDirectory"} {
-		if !olds[k].DeepEquals(news[k]) && !news[k].ContainsUnknowns() {
-			replaces = append(replaces, string(k))
-		}
-	}
+	// Never a replacement: a kubeconfig moved to another path (or in-cluster credentials instead of
+	// one) must not delete and recreate every object, computers' home volumes included.
 	changes := pulumirpc.DiffResponse_DIFF_NONE
-	if len(replaces) > 0 || !olds.DeepEquals(news) {
+	if !olds.DeepEquals(news) {
 		changes = pulumirpc.DiffResponse_DIFF_SOME
 	}
-	return &pulumirpc.DiffResponse{Changes: changes, Replaces: replaces}, nil
+	return &pulumirpc.DiffResponse{Changes: changes}, nil
 }
 
 func (s *server) Configure(_ context.Context, req *pulumirpc.ConfigureRequest) (*pulumirpc.ConfigureResponse, error) {

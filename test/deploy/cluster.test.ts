@@ -1,16 +1,13 @@
-import { copyFile, mkdtemp, rm } from 'node:fs/promises';
+import { mkdtemp, rm } from 'node:fs/promises';
 import { existsSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { pathToFileURL } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { LocalWorkspace, type EngineEvent, type Stack } from '@pulumi/pulumi/automation/index.js';
-import { deploy } from '../../src/deploy/program.ts';
+import type { EngineEvent } from '@pulumi/pulumi/automation/index.js';
 import { kubernetesPluginPath } from '../../src/provisioning/providers/kubernetes/availability.ts';
-import { engineEnv, pulumiCommand } from '../../src/provisioning/pulumi/engine-env.ts';
 import { locatePulumiToolchain } from '../../src/provisioning/pulumi/toolchain.ts';
 import { kubeBinDir, sharedKubeCluster, type KubeCluster } from '../support/kube-cluster.ts';
-import { REPO_ROOT, TEST_SECRETS } from './stack-harness.ts';
+import { devStack } from './dev-stack.ts';
 
 /**
  * `pulumi up` of the deploy program's dev stack (in-cluster PostgreSQL) against a real API server
@@ -45,24 +42,11 @@ describe.skipIf(missing)('pulumi up of the dev stack on a Kubernetes API server 
     if (dir) await rm(dir, { recursive: true, force: true });
   });
 
-  async function devStack(stackName: string, extra: Record<string, string>): Promise<Stack> {
-    await copyFile(path.join(REPO_ROOT, 'stacks', 'Pulumi.dev.yaml'), path.join(dir, `Pulumi.${stackName}.yaml`));
-    const stack = await LocalWorkspace.createOrSelectStack(
-      { projectName: 'agentplane', stackName, program: async () => deploy() },
-      { workDir: dir, pulumiCommand: await pulumiCommand(toolchain), envVars: engineEnv({ backendUrl: pathToFileURL(dir).href, passphrase: 'deploy-test', toolchain }) },
-    );
-    await stack.setAllConfig({
-      'agentplane:pulumiPassphrase': { value: TEST_SECRETS.pulumiPassphrase, secret: true },
-      'agentplane:postgresPassword': { value: TEST_SECRETS.postgresPassword, secret: true },
-      ...Object.fromEntries(Object.entries(extra).map(([k, v]) => [`agentplane:${k}`, { value: v }])),
-    });
-    return stack;
-  }
   const list = async (p: string) => (await cluster.get(p)).items as any[];
   const names = (items: any[]) => items.map((i) => i.metadata.name).sort();
 
   it('converges from empty, rolls a new image after a new migration Job, and destroys everything', async () => {
-    const stack = await devStack('cluster', {
+    const stack = await devStack(toolchain, dir, 'cluster', {
       image: 'agentplane:test-1',
       namespace: NS,
       computersNamespace: `${NS}-computers`,
@@ -126,7 +110,7 @@ describe.skipIf(missing)('pulumi up of the dev stack on a Kubernetes API server 
   });
 
   it('stops on bad settings before anything is touched', async () => {
-    const stack = await devStack('bad', { image: 'agentplane:test', namespace: `${NS}-bad`, computersNamespace: `${NS}-bad`, replicas: '0' });
+    const stack = await devStack(toolchain, dir, 'bad', { image: 'agentplane:test', namespace: `${NS}-bad`, computersNamespace: `${NS}-bad`, replicas: '0' });
     await expect(stack.up()).rejects.toThrow(/replicas/);
     expect((await cluster.api('GET', `/api/v1/namespaces/${NS}-bad`)).status).toBe(404);
     const state = await stack.exportStack();

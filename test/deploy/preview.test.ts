@@ -1,16 +1,12 @@
-import { copyFile, mkdtemp, readdir, readFile, rm } from 'node:fs/promises';
+import { mkdtemp, readdir, readFile, rm } from 'node:fs/promises';
 import { existsSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { pathToFileURL } from 'node:url';
 import { describe, expect, it } from 'vitest';
 import { parseAllDocuments } from 'yaml';
-import { LocalWorkspace, type Stack } from '@pulumi/pulumi/automation/index.js';
-import { engineEnv, pulumiCommand } from '../../src/provisioning/pulumi/engine-env.ts';
 import { locatePulumiToolchain } from '../../src/provisioning/pulumi/toolchain.ts';
-import { deploy } from '../../src/deploy/program.ts';
 import { kubernetesPluginPath } from '../../src/provisioning/providers/kubernetes/availability.ts';
-import { REPO_ROOT, TEST_SECRETS } from './stack-harness.ts';
+import { devStack } from './dev-stack.ts';
 
 const toolchain = locatePulumiToolchain();
 const plugin = kubernetesPluginPath(toolchain.pulumiHome);
@@ -19,31 +15,12 @@ const missing = `pulumi-resource-kubernetes is not in ${path.dirname(plugin)} (b
 if (!haveTools && process.env.CI === 'true') throw new Error(`CI=true: ${missing}`);
 if (!haveTools) console.warn(`skipping the deploy preview: ${missing}`);
 
-/** The dev stack from stacks/ in a scratch project on a file:// backend, run inline (no language host). */
-async function devStack(dir: string, stackName: string, extra: Record<string, string>): Promise<Stack> {
-  await copyFile(path.join(REPO_ROOT, 'stacks', 'Pulumi.dev.yaml'), path.join(dir, `Pulumi.${stackName}.yaml`));
-  const stack = await LocalWorkspace.createOrSelectStack(
-    { projectName: 'agentplane', stackName, program: async () => deploy() },
-    {
-      workDir: dir,
-      pulumiCommand: await pulumiCommand(toolchain),
-      envVars: engineEnv({ backendUrl: pathToFileURL(dir).href, passphrase: 'deploy-test', toolchain }),
-    },
-  );
-  await stack.setAllConfig({
-    'agentplane:pulumiPassphrase': { value: TEST_SECRETS.pulumiPassphrase, secret: true },
-    'agentplane:postgresPassword': { value: TEST_SECRETS.postgresPassword, secret: true },
-    ...Object.fromEntries(Object.entries(extra).map(([k, v]) => [`agentplane:${k}`, { value: v }])),
-  });
-  return stack;
-}
-
 describe.skipIf(!haveTools)('pulumi preview of the dev stack, rendered to a directory', () => {
   it('previews and renders the manifests without a cluster', { timeout: 300_000 }, async () => {
     const dir = await mkdtemp(path.join(os.tmpdir(), 'agentplane-deploy-preview-'));
     try {
       const out = path.join(dir, 'manifests');
-      const stack = await devStack(dir, 'dev', { renderYamlToDirectory: out });
+      const stack = await devStack(toolchain, dir, 'dev', { renderYamlToDirectory: out });
       const preview = await stack.preview();
       expect(preview.changeSummary.create).toBeGreaterThan(10);
       await stack.up();

@@ -105,6 +105,11 @@ export async function startKubeCluster(bin: string, dir = fs.mkdtempSync(path.jo
   for (let i = 0; i < 7; i++) ports.push(await freePort());
   const [etcdClient, etcdPeer, etcdMetrics, apiPort, kcmPort, schedPort, kwokPort] = ports as [number, number, number, number, number, number, number];
   const server = `https://127.0.0.1:${apiPort}`;
+  // Address ranges of this cluster alone: kube-network.ts maps them into 127/8, where two clusters
+  // on one machine (test runs side by side, a bench) must not meet.
+  const octet = (from: number, span: number) => from + Math.floor(Math.random() * span);
+  const serviceRange = `10.${octet(100, 100)}.0.0/16`;
+  const podRange = `10.${octet(200, 50)}.${octet(0, 256)}.1/24`;
   const ca = path.join(pki, 'ca.crt');
   const kubeconfig = path.join(dir, 'admin.kubeconfig');
   fs.writeFileSync(kubeconfig, kubeconfigYaml(server, ca, { token: adminToken }));
@@ -154,7 +159,7 @@ export async function startKubeCluster(bin: string, dir = fs.mkdtempSync(path.jo
       `--requestheader-client-ca-file=${ca}`, `--token-auth-file=${pki}/tokens.csv`,
       `--service-account-key-file=${pki}/sa.pub`, `--service-account-signing-key-file=${pki}/sa.key`,
       '--service-account-issuer=https://kubernetes.default.svc', '--authorization-mode=RBAC',
-      '--service-cluster-ip-range=10.96.0.0/16', '--endpoint-reconciler-type=none', `--cert-dir=${pki}/gen`, '--profiling=false',
+      `--service-cluster-ip-range=${serviceRange}`, '--endpoint-reconciler-type=none', `--cert-dir=${pki}/gen`, '--profiling=false',
       // Request queueing per priority level protects shared clusters; a test cluster has one client at a time.
       '--enable-priority-and-fairness=false',
     ]);
@@ -174,7 +179,7 @@ export async function startKubeCluster(bin: string, dir = fs.mkdtempSync(path.jo
     run('kwok', [
       `--kubeconfig=${kubeconfig}`, `--config=${path.join(bin, 'kwok.yaml')}`, '--manage-all-nodes=false',
       '--manage-nodes-with-annotation-selector=kwok.x-k8s.io/node=fake', '--node-lease-duration-seconds=40',
-      '--cidr=10.244.0.1/24', '--node-ip=10.0.0.1', `--server-address=127.0.0.1:${kwokPort}`,
+      `--cidr=${podRange}`, '--node-ip=10.0.0.1', `--server-address=127.0.0.1:${kwokPort}`,
     ]);
 
     // The default StorageClass before any claim: a claim made without one keeps no class forever.

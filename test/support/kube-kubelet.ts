@@ -22,6 +22,8 @@ const IMAGE_DIR = path.join(REPO_ROOT, 'images', 'computer');
 export interface TestKubelet {
   /** Pod name → the pod's sshd, while it runs. */
   readonly running: ReadonlyMap<string, { podIP: string; claim: string }>;
+  /** What the pods' computer-start and sshd wrote to stderr (sshd logs there with -e). */
+  logs(): string;
   /** The home directory kept for a claim's volume. */
   homeOf(volumeName: string): string;
   stop(): Promise<void>;
@@ -81,8 +83,9 @@ export function startTestKubelet(cluster: KubeCluster, namespace: string): TestK
     );
     const script = [
       'set -e',
-      `mount --bind ${root}/etc/passwd /etc/passwd`,
-      `mount --bind ${root}/etc/group /etc/group`,
+      // The image's passwd and group over the host's /etc as a read-only overlay layer: a bind mount on
+      // /etc/passwd itself is bypassed as soon as useradd elsewhere on the host renames a new file there.
+      `mount -t overlay overlay -o lowerdir=${root}/etc:/etc /etc`,
       `mount --bind ${homes} /home`,
       `mkdir -p ${IMAGE.home}`,
       `mount --bind ${home} ${IMAGE.home}`,
@@ -160,6 +163,7 @@ export function startTestKubelet(cluster: KubeCluster, namespace: string): TestK
   return {
     running,
     homeOf,
+    logs: () => [...pods].map(([name, e]) => `--- ${name}\n${e.stderr}`).join('\n'),
     async stop() {
       stopped = true;
       await loop;

@@ -7,9 +7,9 @@ import { clusterClient, type KubeClusterInfo } from './kube-cluster.ts';
  * cluster (no kubelet, no CNI, no kube-proxy, no DNS) lacks. Both read the real API objects:
  *
  * - cluster DNS: in this process, `<service>.<namespace>.svc[.cluster.local]` resolves to the
- *   Service's cluster IP, moved into loopback (10.96.a.b → 127.96.a.b);
+ *   Service's cluster IP, moved into loopback (10.x.a.b → 127.x.a.b; each cluster has its own ranges);
  * - kube-proxy: on that address, each Service port forwards to a ready endpoint of the Service's
- *   EndpointSlices at its target port, the pod IP moved into loopback too (10.244.0.c → 127.244.0.c),
+ *   EndpointSlices at its target port, the pod IP moved into loopback too (10.y.z.c → 127.y.z.c),
  *   where the test kubelet (kube-kubelet.ts) runs the pod's sshd.
  *
  * Binding ports below 1024 (the computers' Service port 22) needs root, as the tests that use it are.
