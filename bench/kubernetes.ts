@@ -72,6 +72,8 @@ async function apply(cluster: KubeCluster, obj: any, token?: string) {
 function asApplied(obj: any, rename: (n: string) => string) {
   const { name, namespace, labels, annotations } = obj.metadata;
   const out = { apiVersion: obj.apiVersion, kind: obj.kind, metadata: { name: rename(name), namespace, labels, annotations }, ...Object.fromEntries(Object.entries(obj).filter(([k]) => !['apiVersion', 'kind', 'metadata', 'status'].includes(k))) } as any;
+  // A live claim names the volume it is bound to: a copy must get its own.
+  if (obj.kind === 'PersistentVolumeClaim') delete out.spec.volumeName;
   if (obj.kind === 'Service') {
     delete out.spec.clusterIP;
     delete out.spec.clusterIPs;
