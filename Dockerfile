@@ -12,6 +12,7 @@ WORKDIR /src
 COPY package.json ./
 COPY scripts/pulumi-toolchain.sh scripts/pulumi-deploy-tools.sh scripts/
 COPY scripts/pulumi-resource-command scripts/pulumi-resource-command
+COPY scripts/pulumi-resource-kubernetes scripts/pulumi-resource-kubernetes
 # The same scripts developers run, from the Go module proxy only: the CLI at the @pulumi/pulumi
 # version, pulumi-resource-command, and the kubernetes plugin at the @pulumi/kubernetes version.
 RUN --mount=type=cache,target=/root/go/pkg/mod --mount=type=cache,target=/root/.cache/go-build \

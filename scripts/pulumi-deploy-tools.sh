@@ -6,7 +6,8 @@
 #
 # On the offline build machines the Go module proxy refuses both modules (403 for every version of
 # github.com/pulumi/pulumi/sdk/nodejs/cmd/pulumi-language-nodejs/v3 and of
-# github.com/pulumi/pulumi-kubernetes/provider/v4); the script then says so and exits 1.
+# github.com/pulumi/pulumi-kubernetes/provider/v4): the kubernetes plugin is then agentplane's
+# stand-in that pulumi-toolchain.sh builds, and the missing language host makes the script exit 1.
 # Elsewhere, an ordinary Pulumi install (which ships the language host) plus
 # `pulumi plugin install resource kubernetes <version>` does the same.
 set -euo pipefail
@@ -46,9 +47,18 @@ else
 fi
 
 plugin_dir="$PULUMI_HOME/plugins/resource-kubernetes-v$k8s_version"
-if [[ -x "$plugin_dir/pulumi-resource-kubernetes" ]]; then
-  log "pulumi-resource-kubernetes $k8s_version is in $plugin_dir"
-elif src="$(fetch github.com/pulumi/pulumi-kubernetes/provider/v4 "v$k8s_version")"; then
+upstream_marker="$PULUMI_HOME/.pulumi-resource-kubernetes.upstream"
+if [[ -x "$plugin_dir/pulumi-resource-kubernetes" && "$(cat "$upstream_marker" 2>/dev/null)" == "$k8s_version" ]]; then
+  log "pulumi-resource-kubernetes $k8s_version (upstream) is in $plugin_dir"
+elif ! src="$(fetch github.com/pulumi/pulumi-kubernetes/provider/v4 "v$k8s_version")"; then
+  # pulumi-toolchain.sh installed agentplane's stand-in (scripts/pulumi-resource-kubernetes), which
+  # serves every kind agentplane's programs declare: enough, if not upstream's.
+  if [[ -x "$plugin_dir/pulumi-resource-kubernetes" ]]; then
+    log "keeping agentplane's stand-in pulumi-resource-kubernetes $k8s_version"
+  else
+    status=1
+  fi
+else
   log "building pulumi-resource-kubernetes $k8s_version (go generate, then go build)"
   cp -r "$src" "$work/provider" && chmod -R u+w "$work/provider"
   (
@@ -59,8 +69,7 @@ elif src="$(fetch github.com/pulumi/pulumi-kubernetes/provider/v4 "v$k8s_version
       -o pulumi-resource-kubernetes ./cmd/pulumi-resource-kubernetes
     "$bin/pulumi" plugin install resource kubernetes "$k8s_version" --file pulumi-resource-kubernetes --reinstall
   ) >&2
-else
-  status=1
+  echo "$k8s_version" >"$upstream_marker"
 fi
 
 [[ $status -eq 0 ]] && log "deploy tools ready in $bin and $PULUMI_HOME"

@@ -29,6 +29,8 @@ version="$(dep_version @pulumi/pulumi)"
 [[ -n "$version" ]] || { log "cannot find the @pulumi/pulumi version in package.json"; exit 1; }
 command_version="$(dep_version @pulumi/command)"
 [[ -n "$command_version" ]] || { log "cannot find the @pulumi/command version in package.json"; exit 1; }
+kubernetes_version="$(dep_version @pulumi/kubernetes)"
+[[ -n "$kubernetes_version" ]] || { log "cannot find the @pulumi/kubernetes version in package.json"; exit 1; }
 
 cache="${AGENTPLANE_PULUMI_HOME:-$HOME/.cache/agentplane/pulumi}/$version"
 bin="$cache/bin"
@@ -77,6 +79,29 @@ if [[ "$(cat "$stamp" 2>/dev/null)" != "$want" ]]; then
     go get "github.com/pulumi/pulumi/sdk/v3@v$version"
     go build -mod=mod -ldflags "-X main.version=$command_version" -o pulumi-resource-command .
     "$bin/pulumi" plugin install resource command "$command_version" --file pulumi-resource-command --reinstall
+  ) >&2
+  echo "$want" >"$stamp"
+fi
+
+# The same for @pulumi/kubernetes: the proxy refuses every version of
+# github.com/pulumi/pulumi-kubernetes/provider/v4, so scripts/pulumi-resource-kubernetes/main.go
+# stands in for it, serving the kinds agentplane's programs declare (docs/api-decisions.md).
+mkdir "$work/kubernetes"
+cp "$root/scripts/pulumi-resource-kubernetes/main.go" "$work/kubernetes/main.go"
+stamp="$PULUMI_HOME/.pulumi-resource-kubernetes.stamp"
+want="$kubernetes_version $(sha256sum "$work/kubernetes/main.go" | cut -d' ' -f1)"
+# Where scripts/pulumi-deploy-tools.sh could build the upstream provider (a machine whose proxy serves
+# it), that one stays.
+if [[ "$(cat "$PULUMI_HOME/.pulumi-resource-kubernetes.upstream" 2>/dev/null)" == "$kubernetes_version" ]]; then
+  log "pulumi-resource-kubernetes $kubernetes_version is upstream's"
+elif [[ "$(cat "$stamp" 2>/dev/null)" != "$want" ]]; then
+  log "building pulumi-resource-kubernetes $kubernetes_version (agentplane's stand-in)"
+  (
+    cd "$work/kubernetes"
+    go mod init agentplane.local/pulumi-resource-kubernetes
+    go get "github.com/pulumi/pulumi/sdk/v3@v$version" gopkg.in/yaml.v3@v3.0.1
+    go build -mod=mod -ldflags "-X main.version=$kubernetes_version" -o pulumi-resource-kubernetes .
+    "$bin/pulumi" plugin install resource kubernetes "$kubernetes_version" --file pulumi-resource-kubernetes --reinstall
   ) >&2
   echo "$want" >"$stamp"
 fi

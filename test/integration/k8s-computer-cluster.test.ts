@@ -17,8 +17,9 @@ import { freePort } from '../support/http.ts';
 import { waitFor } from '../support/wait.ts';
 
 /**
- * The kubernetes provider for real: only when KUBECONFIG names a cluster (skipped otherwise, also
- * under CI=true: the build machines have no cluster and cannot build the kubernetes plugin). It needs
+ * The kubernetes provider on a real cluster of your own, with real pods and images: only when
+ * KUBECONFIG names one (skipped otherwise, CI included; CI runs test/e2e/computers-kubernetes.test.ts
+ * on the kwok test cluster instead). It needs
  * the kubernetes plugin, kubectl (for a port-forward to the computer's sshd) and
  * AGENTPLANE_K8S_COMPUTER_IMAGE, an images/computer build the cluster can pull.
  */

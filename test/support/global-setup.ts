@@ -3,6 +3,7 @@ import pg from 'pg';
 import type { TestProject } from 'vitest/node';
 import { applyMigrations } from '../../src/db/migrate.ts';
 import { fromPgClient } from '../../src/db/sql.ts';
+import { kubeRunDirectory } from './kube-cluster.ts';
 import { startPostgres, type PostgresServer } from './postgres-server.ts';
 
 export const TEMPLATE_DB = 'agentplane_template';
@@ -30,7 +31,13 @@ export default async function setup(project: TestProject) {
   }
   if (url) await prepareTemplate(url);
   project.provide('postgresUrl', url);
-  return () => server?.stop();
+  // The Kubernetes test cluster starts only when a test file asks for it (kube-cluster.ts).
+  const kube = kubeRunDirectory();
+  project.provide('kubeRunDir', kube.dir);
+  return async () => {
+    kube.teardown();
+    await server?.stop();
+  };
 }
 
 async function prepareTemplate(adminUrl: string): Promise<void> {
