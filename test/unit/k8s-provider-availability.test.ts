@@ -15,7 +15,7 @@ function touch(file: string): string {
   return file;
 }
 
-// A toolchain cache laid out as scripts/pulumi-toolchain.sh and pulumi-deploy-tools.sh leave it.
+// A toolchain cache laid out as scripts/pulumi-toolchain.sh leaves it (the CLI and the kubernetes plugin).
 const pulumiCache = path.join(dir, 'pulumi');
 const toolchain = locatePulumiToolchain({ AGENTPLANE_PULUMI_HOME: pulumiCache });
 touch(toolchain.pulumiBin);

@@ -35,7 +35,7 @@ export async function missingPrerequisites(
   }
   if (!(await exists(toolchain.pulumiBin))) missing.push(`the Pulumi CLI is not at ${toolchain.pulumiBin} (bash scripts/pulumi-toolchain.sh)`);
   const plugin = kubernetesPluginPath(toolchain.pulumiHome);
-  if (!(await exists(plugin))) missing.push(`the kubernetes plugin is not at ${plugin} (bash scripts/pulumi-deploy-tools.sh)`);
+  if (!(await exists(plugin))) missing.push(`the kubernetes plugin is not at ${plugin} (bash scripts/pulumi-toolchain.sh)`);
   return missing;
 }
 
