@@ -17,6 +17,7 @@ import { bootstrapOrganization, hasAnyOrganization } from './modules/organizatio
 import { sealStoredCustomModelKeys } from './modules/organization/enterprise-controls.ts';
 import { scheduleSessionJobs } from './modules/sessions/jobs.ts';
 import { scheduleComputerReaper } from './modules/computers/managed/jobs.ts';
+import { schedulePoolConvergence } from './modules/computers/pool/jobs.ts';
 import { createEventHub } from './modules/events/hub.ts';
 import { scheduleEventJobs } from './modules/events/jobs.ts';
 import { startWebhookDispatcher } from './modules/webhooks/dispatcher.ts';
@@ -70,6 +71,7 @@ export async function startServer(config: Config, log: Logger): Promise<RunningS
   await scheduleMetricsSampling(queue);
   await scheduleSessionJobs(queue);
   await scheduleComputerReaper(queue);
+  await schedulePoolConvergence(queue);
   await scheduleEventJobs(queue);
   // The nightly roll-up is a stored cron schedule; catching up covers days missed while stopped.
   await scheduleAnalyticsRollup(queue, { catchUp: true });

@@ -5,6 +5,7 @@ import type { ComputerJobDeps } from './job-deps.ts';
 import { runInstallRun } from './install-run.ts';
 import { managedComputerJobs } from './managed/jobs.ts';
 import { sampleAllComputers } from './metrics.ts';
+import { poolJobs } from './pool/jobs.ts';
 import { runComputerSetup } from './setup.ts';
 
 /** Connect (agent machines), verify, clone each repository, then install dependencies if asked. */
@@ -47,6 +48,7 @@ export function computerJobs(deps: ComputerJobDeps): JobDefinition[] {
       await sampleAllComputers(deps, ctx);
     }),
     ...managedComputerJobs(deps),
+    ...poolJobs(deps),
   ] as JobDefinition[];
 }
 

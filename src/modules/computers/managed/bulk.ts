@@ -35,7 +35,8 @@ export async function bulkCreate(deps: ComputersDeps, createOne: CreateOne, prin
       break;
     }
   }
-  for (const c of computers) await sendProvision(deps.queue, c.id);
+  // A computer claimed from a warm pool has its infrastructure already, and its own steps queued.
+  for (const c of computers) if (c.provisioningSteps?.[0]?.status === 'pending') await sendProvision(deps.queue, c.id);
   return { computers, requestedQuantity: input.quantity, ...(error ? { error } : {}) };
 }
 

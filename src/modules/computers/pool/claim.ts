@@ -1,0 +1,184 @@
+import type { Principal } from '../../../auth/principal.ts';
+import { isUniqueViolation } from '../../../db/errors.ts';
+import type { Computer, Prisma } from '../../../generated/prisma/client.ts';
+import { generateKeyPair } from '../../../provisioning/ssh/index.ts';
+import { PUBLIC_API_SOURCE, recordAudit } from '../../audit/record.ts';
+import type { Owner } from '../access.ts';
+import { computerEvents } from '../computer-events.ts';
+import type { ComputersDeps } from '../deps.ts';
+import { assertNameAndHostFree } from '../insert.ts';
+import { computerSetupJob } from '../jobs.ts';
+import { targetFor } from '../machines.ts';
+import { deadline } from '../managed/settings.ts';
+import type { SourcedInput } from '../managed/source.ts';
+import type { CreateComputerInput } from '../schemas.ts';
+import { STEP } from '../steps.ts';
+import { computerView } from '../views.ts';
+import { retirePoolComputer } from './retire.ts';
+import { CLAIM_TIMEOUT_MS, POOL_OWNER } from './pools.ts';
+import { poolConvergeJob } from './jobs.ts';
+
+/**
+ * The files sshd reads authorized keys from: the user's own, and the one the kubernetes image's
+ * start script installs from the computer's Secret (images/computer/computer-start.sh).
+ */
+const KEY_FILES = ['$HOME/.ssh/authorized_keys', '/var/lib/agentplane/ssh/authorized_keys'];
+
+/** Replaces every authorized key with the one on stdin; answers `swapped` once it is the only one. */
+const SWAP_KEYS = [
+  'set -e; umask 077; key=$(cat); mkdir -p "$HOME/.ssh"',
+  ...KEY_FILES.map(
+    (f, i) =>
+      `${i === 0 ? '' : `if [ -w "${f}" ]; then `}printf '%s\\n' "$key" > "${f}.claim" && mv -f "${f}.claim" "${f}"${i === 0 ? '' : '; fi'}`,
+  ),
+  'echo swapped',
+].join('\n');
+
+/**
+ * Hands a ready computer of the pool that serves this request to `owner`, or answers undefined
+ * (no pool serves it, none is ready, or the claim failed: the caller provisions from scratch).
+ *
+ * A pool serves a request of its provider and template (none for a provider's pool) whose
+ * repositories begin with the ones its computers were provisioned with; repositories after those,
+ * and `autoInstallDeps`, are the request's own steps, run on the claimed computer by the set-up job.
+ * The claim itself: the row is taken with `FOR UPDATE SKIP LOCKED` and marked `claim` (still owned
+ * by the pool, so no user sees it), the computer's key is replaced over SSH by a new one and the
+ * new one checked, then the row becomes the caller's in one compare-and-set transaction. A failure
+ * in between destroys the computer; a control plane killed in between leaves a `claim` past its
+ * deadline, which the pool's convergence destroys.
+ */
+export async function claimFromPool(
+  deps: ComputersDeps,
+  principal: Principal,
+  owner: Owner,
+  input: CreateComputerInput,
+  sourced: SourcedInput,
+  provider: string,
+): Promise<ReturnType<typeof computerView> | undefined> {
+  const source = sourced.source;
+  if (source?.kind === 'computer') return undefined;
+  const templateId = source?.templateId ?? null;
+  const template = templateId ? await deps.db.computerTemplate.findUnique({ where: { id: templateId } }) : null;
+  if (templateId && template?.provider !== provider) return undefined;
+  const poolRepos = template?.repos ?? [];
+  if (!poolRepos.every((url, i) => sourced.repos[i] === url)) return undefined;
+  const now = deps.clock.now();
+  const [claimed] = await deps.db.$queryRaw<{ id: string }[]>`
+    UPDATE computers SET operation = 'claim', operation_deadline = ${deadline(now, CLAIM_TIMEOUT_MS)}, updated_at = ${now}
+    WHERE id = (
+      SELECT id FROM computers
+      WHERE organization_id = ${principal.organizationId} AND owner_kind = ${POOL_OWNER.kind} AND deleted_at IS NULL
+        AND status = 'active' AND operation IS NULL AND power_state = 'running'
+        AND provider_type = ${provider} AND (source->>'templateId') IS NOT DISTINCT FROM ${templateId}
+        AND (source->>'setupScript') IS NOT DISTINCT FROM ${template?.setupScript ?? null}
+        AND repos = ${poolRepos}::text[] AND resources = ${JSON.stringify(deps.managed.resources)}::jsonb
+      ORDER BY created_at, id LIMIT 1
+      FOR UPDATE SKIP LOCKED)
+    RETURNING id`;
+  if (!claimed) return undefined;
+  const refill = () => deps.queue.send(poolConvergeJob, { organizationId: principal.organizationId }).catch(() => undefined);
+  const computer = await deps.db.computer.findUniqueOrThrow({ where: { id: claimed.id } });
+  const key = generateKeyPair(`agentplane-${computer.id}`);
+  try {
+    await swapKey(deps, computer, key);
+  } catch {
+    // The machine may hold either key now: it is no one's, and the pool replaces it.
+    await deps.db.$transaction((tx) => retirePoolComputer(tx, deps, computer.id, 'claim', now));
+    await refill();
+    return undefined;
+  }
+  try {
+    return await handOver(deps, principal, owner, input, sourced, computer, key, poolRepos.length);
+  } catch (err) {
+    // Still the pool's, with the new key on the machine: it stays in the pool with that key.
+    await deps.db.computer.updateMany({
+      where: { id: computer.id, operation: 'claim', ownerKind: POOL_OWNER.kind },
+      data: { sshPublicKey: key.publicKey, sshKeyCiphertext: deps.secrets.seal(key.privateKey), operation: null, operationDeadline: null },
+    });
+    if (isUniqueViolation(err)) {
+      await assertNameAndHostFree(deps.db, principal.organizationId, owner, input.name, input.hostId);
+    }
+    throw err;
+  } finally {
+    await refill();
+  }
+}
+
+/** Installs the new key as the only authorized one, then proves it by running a command with it. */
+async function swapKey(deps: ComputersDeps, computer: Computer, key: { publicKey: string; privateKey: string }) {
+  const signal = AbortSignal.timeout(CLAIM_TIMEOUT_MS / 2);
+  const poolTarget = await targetFor(deps, computer);
+  const swapped = await deps.ssh.exec(poolTarget, SWAP_KEYS, { stdin: key.publicKey, signal, timeoutMs: CLAIM_TIMEOUT_MS / 2 });
+  if (swapped.exitCode !== 0 || swapped.stdout.trim() !== 'swapped') {
+    throw new Error(`replacing the pool key failed: ${swapped.stderr.trim() || `exit ${swapped.exitCode}`}`);
+  }
+  const checked = await deps.ssh.exec({ ...poolTarget, privateKey: key.privateKey }, 'true', { signal, timeoutMs: CLAIM_TIMEOUT_MS / 2 });
+  if (checked.exitCode !== 0) throw new Error(`the new key does not log in: exit ${checked.exitCode}`);
+}
+
+/** Makes the claimed computer the caller's, in one transaction; its own steps follow as the set-up job. */
+async function handOver(
+  deps: ComputersDeps,
+  principal: Principal,
+  owner: Owner,
+  input: CreateComputerInput,
+  sourced: SourcedInput,
+  computer: Computer,
+  key: { publicKey: string; privateKey: string },
+  cloned: number,
+) {
+  const now = deps.clock.now();
+  const last = await deps.db.provisioningStep.aggregate({ where: { computerId: computer.id }, _max: { position: true } });
+  const base = (last._max.position ?? -1) + 1;
+  const own = [
+    ...sourced.repos.slice(cloned).map((url, i) => ({ id: STEP.clone(cloned + i + 1), name: `Cloning ${url}` })),
+    ...(sourced.autoInstallDeps ? [{ id: STEP.installDeps, name: 'Installing dependencies' }] : []),
+  ].map((s, i) => ({ ...s, computerId: computer.id, status: 'pending', position: base + i }));
+  const pending = own.length > 0;
+  const data: Prisma.ComputerUpdateManyMutationInput = {
+    ownerKind: owner.kind,
+    ownerId: owner.id,
+    name: input.name,
+    liveName: input.name,
+    hostId: input.hostId ?? null,
+    liveHostId: input.hostId ?? null,
+    isListed: sourced.isListed,
+    source: (sourced.source ?? undefined) as Prisma.InputJsonValue | undefined,
+    repos: sourced.repos,
+    autoInstallDeps: sourced.autoInstallDeps,
+    sshPublicKey: key.publicKey,
+    sshKeyCiphertext: deps.secrets.seal(key.privateKey),
+    createdBy: principal.kind === 'user' ? principal.userId : principal.serviceAccountId,
+    createdAt: now,
+    lastActiveAt: now,
+    status: pending ? 'provisioning' : 'active',
+    operation: pending ? 'provision' : null,
+    operationDeadline: pending ? deadline(now, deps.managed.provisionTimeoutMs) : null,
+    operationError: null,
+  };
+  const created = await deps.db.$transaction(async (tx) => {
+    const { count } = await tx.computer.updateMany({
+      where: { id: computer.id, operation: 'claim', ownerKind: POOL_OWNER.kind, deletedAt: null },
+      data,
+    });
+    if (count === 0) throw new Error(`pool computer ${computer.id} was taken back during its claim`);
+    if (pending) await tx.provisioningStep.createMany({ data: own });
+    await recordAudit(tx, {
+      organizationId: principal.organizationId,
+      eventType: 'computer_change',
+      source: PUBLIC_API_SOURCE,
+      actor: principal,
+      target: { computerId: computer.id },
+      after: { name: input.name, providerType: computer.providerType, ownerId: owner.id, fromWarmPool: true },
+      payload: { action: 'created' },
+      at: now,
+    });
+    await computerEvents.status(tx, computer.id, pending ? 'provisioning' : 'active');
+    if (pending) await deps.queue.send(computerSetupJob, { computerId: computer.id }, { tx });
+    return tx.computer.findUniqueOrThrow({
+      where: { id: computer.id },
+      include: { provisioningSteps: { orderBy: { position: 'asc' } } },
+    });
+  });
+  return computerView(created, deps.relayUrls);
+}
