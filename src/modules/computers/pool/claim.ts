@@ -24,13 +24,16 @@ import { poolConvergeJob } from './jobs.ts';
  */
 const KEY_FILES = ['$HOME/.ssh/authorized_keys', '/var/lib/agentplane/ssh/authorized_keys'];
 
-/** Replaces every authorized key with the one on stdin; answers `swapped` once it is the only one. */
+/**
+ * Replaces every authorized key with the one on stdin and reads each file back: answers `swapped`
+ * once the new key is the only one sshd will accept (it reads the files at each login).
+ */
 const SWAP_KEYS = [
   'set -e; umask 077; key=$(cat); mkdir -p "$HOME/.ssh"',
-  ...KEY_FILES.map(
-    (f, i) =>
-      `${i === 0 ? '' : `if [ -w "${f}" ]; then `}printf '%s\\n' "$key" > "${f}.claim" && mv -f "${f}.claim" "${f}"${i === 0 ? '' : '; fi'}`,
-  ),
+  ...KEY_FILES.map((f, i) => {
+    const swap = `printf '%s\\n' "$key" > "${f}.claim" && mv -f "${f}.claim" "${f}" && [ "$(cat "${f}")" = "$key" ] || exit 1`;
+    return i === 0 ? swap : `if [ -w "${f}" ]; then ${swap}; fi`;
+  }),
   'echo swapped',
 ].join('\n');
 
@@ -42,8 +45,8 @@ const SWAP_KEYS = [
  * repositories begin with the ones its computers were provisioned with; repositories after those,
  * and `autoInstallDeps`, are the request's own steps, run on the claimed computer by the set-up job.
  * The claim itself: the row is taken with `FOR UPDATE SKIP LOCKED` and marked `claim` (still owned
- * by the pool, so no user sees it), the computer's key is replaced over SSH by a new one and the
- * new one checked, then the row becomes the caller's in one compare-and-set transaction. A failure
+ * by the pool, so no user sees it), the computer's key is replaced over SSH by a new one, then the
+ * row becomes the caller's in one compare-and-set transaction. A failure
  * in between destroys the computer; a control plane killed in between leaves a `claim` past its
  * deadline, which the pool's convergence destroys.
  */
@@ -104,16 +107,17 @@ export async function claimFromPool(
   }
 }
 
-/** Installs the new key as the only authorized one, then proves it by running a command with it. */
+/**
+ * Installs the new key as the only authorized one, over the pool key's connection (usually still
+ * open from the pool's set-up or health check). Logging in with the new key is left to its owner:
+ * a second SSH handshake in the request would double a claim's time (docs/api-decisions.md).
+ */
 async function swapKey(deps: ComputersDeps, computer: Computer, key: { publicKey: string; privateKey: string }) {
-  const signal = AbortSignal.timeout(CLAIM_TIMEOUT_MS / 2);
-  const poolTarget = await targetFor(deps, computer);
-  const swapped = await deps.ssh.exec(poolTarget, SWAP_KEYS, { stdin: key.publicKey, signal, timeoutMs: CLAIM_TIMEOUT_MS / 2 });
+  const timeoutMs = CLAIM_TIMEOUT_MS / 2;
+  const swapped = await deps.ssh.exec(await targetFor(deps, computer), SWAP_KEYS, { stdin: key.publicKey, signal: AbortSignal.timeout(timeoutMs), timeoutMs });
   if (swapped.exitCode !== 0 || swapped.stdout.trim() !== 'swapped') {
     throw new Error(`replacing the pool key failed: ${swapped.stderr.trim() || `exit ${swapped.exitCode}`}`);
   }
-  const checked = await deps.ssh.exec({ ...poolTarget, privateKey: key.privateKey }, 'true', { signal, timeoutMs: CLAIM_TIMEOUT_MS / 2 });
-  if (checked.exitCode !== 0) throw new Error(`the new key does not log in: exit ${checked.exitCode}`);
 }
 
 /** Makes the claimed computer the caller's, in one transaction; its own steps follow as the set-up job. */
@@ -128,12 +132,10 @@ async function handOver(
   cloned: number,
 ) {
   const now = deps.clock.now();
-  const last = await deps.db.provisioningStep.aggregate({ where: { computerId: computer.id }, _max: { position: true } });
-  const base = (last._max.position ?? -1) + 1;
   const own = [
     ...sourced.repos.slice(cloned).map((url, i) => ({ id: STEP.clone(cloned + i + 1), name: `Cloning ${url}` })),
     ...(sourced.autoInstallDeps ? [{ id: STEP.installDeps, name: 'Installing dependencies' }] : []),
-  ].map((s, i) => ({ ...s, computerId: computer.id, status: 'pending', position: base + i }));
+  ];
   const pending = own.length > 0;
   const data: Prisma.ComputerUpdateManyMutationInput = {
     ownerKind: owner.kind,
@@ -162,7 +164,11 @@ async function handOver(
       data,
     });
     if (count === 0) throw new Error(`pool computer ${computer.id} was taken back during its claim`);
-    if (pending) await tx.provisioningStep.createMany({ data: own });
+    if (pending) {
+      const last = await tx.provisioningStep.aggregate({ where: { computerId: computer.id }, _max: { position: true } });
+      const base = (last._max.position ?? -1) + 1;
+      await tx.provisioningStep.createMany({ data: own.map((s, i) => ({ ...s, computerId: computer.id, status: 'pending', position: base + i })) });
+    }
     await recordAudit(tx, {
       organizationId: principal.organizationId,
       eventType: 'computer_change',
