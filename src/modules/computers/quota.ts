@@ -17,7 +17,8 @@ export async function assertMayAddComputer(db: Db, clock: Clock, organizationId:
     throw new PaymentRequired("Computers are not included in this organization's plan; ask an owner to upgrade it");
   }
   if (plan.maxComputers !== undefined) {
-    const count = await db.computer.count({ where: { organizationId, deletedAt: null, ...NOT_POOL } });
+    // A pool's computers are no one's, except one being handed to a caller right now.
+    const count = await db.computer.count({ where: { organizationId, deletedAt: null, OR: [NOT_POOL, { operation: 'claim' }] } });
     if (count >= plan.maxComputers) {
       throw new PaymentRequired(
         `This organization's plan allows ${plan.maxComputers} computers and it has ${count}; delete one or upgrade the plan`,

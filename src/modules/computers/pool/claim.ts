@@ -11,11 +11,12 @@ import { computerSetupJob } from '../jobs.ts';
 import { targetFor } from '../machines.ts';
 import { deadline } from '../managed/settings.ts';
 import type { SourcedInput } from '../managed/source.ts';
-import type { CreateComputerInput } from '../schemas.ts';
+import { assertMayAddComputer } from '../quota.ts';
+import type { BulkCreateInput, ComputerView, CreateComputerInput } from '../schemas.ts';
 import { STEP } from '../steps.ts';
 import { computerView } from '../views.ts';
 import { retirePoolComputer } from './retire.ts';
-import { CLAIM_TIMEOUT_MS, POOL_OWNER } from './pools.ts';
+import { CLAIM_TIMEOUT_MS, POOL_OWNER, REFILL_DELAY_MS } from './pools.ts';
 import { poolConvergeJob } from './jobs.ts';
 
 /**
@@ -37,6 +38,13 @@ const SWAP_KEYS = [
   'echo swapped',
 ].join('\n');
 
+/** A pool computer marked `claim` for one request, not yet the caller's. */
+interface Reserved {
+  computer: Computer;
+  /** How many of the request's repositories the pool computer has cloned already. */
+  cloned: number;
+}
+
 /**
  * Hands a ready computer of the pool that serves this request to `owner`, or answers undefined
  * (no pool serves it, none is ready, or the claim failed: the caller provisions from scratch).
@@ -46,9 +54,9 @@ const SWAP_KEYS = [
  * and `autoInstallDeps`, are the request's own steps, run on the claimed computer by the set-up job.
  * The claim itself: the row is taken with `FOR UPDATE SKIP LOCKED` and marked `claim` (still owned
  * by the pool, so no user sees it), the computer's key is replaced over SSH by a new one, then the
- * row becomes the caller's in one compare-and-set transaction. A failure
- * in between destroys the computer; a control plane killed in between leaves a `claim` past its
- * deadline, which the pool's convergence destroys.
+ * row becomes the caller's in one compare-and-set transaction. A failure in between destroys the
+ * computer; a control plane killed in between leaves a `claim` past its deadline, which the pool's
+ * convergence destroys.
  */
 export async function claimFromPool(
   deps: ComputersDeps,
@@ -57,7 +65,44 @@ export async function claimFromPool(
   input: CreateComputerInput,
   sourced: SourcedInput,
   provider: string,
-): Promise<ReturnType<typeof computerView> | undefined> {
+): Promise<ComputerView | undefined> {
+  const reserved = await reserve(deps, principal, sourced, provider);
+  return reserved && complete(deps, principal, owner, input, sourced, reserved);
+}
+
+/**
+ * The warm part of a bulk creation: for each name in order, as long as the plan allows another
+ * computer and the pool has one ready, a computer is reserved (one after another, so the plan's
+ * count sees the ones before); then every reserved one is handed over at once. Answers the
+ * computers by name; the names left out (none ready, the plan's limit, a failed claim) are the
+ * bulk's to create from scratch, which reports a limit as it always did.
+ */
+export async function claimForBulk(
+  deps: ComputersDeps,
+  principal: Principal,
+  owner: Owner,
+  input: Pick<BulkCreateInput, 'repos' | 'autoInstallDeps'>,
+  provider: string,
+  names: string[],
+): Promise<Map<string, ComputerView>> {
+  const sourced: SourcedInput = { provider, repos: input.repos ?? [], autoInstallDeps: input.autoInstallDeps ?? false, isListed: true };
+  const reserved: [string, Reserved][] = [];
+  for (const name of names) {
+    const allowed = await assertMayAddComputer(deps.db, deps.clock, principal.organizationId, owner).then(
+      () => assertNameAndHostFree(deps.db, principal.organizationId, owner, name).then(() => true),
+      () => false,
+    );
+    const r = allowed ? await reserve(deps, principal, sourced, provider) : undefined;
+    if (!r) break;
+    reserved.push([name, r]);
+  }
+  const done = await Promise.all(
+    reserved.map(([name, r]) => complete(deps, principal, owner, { name }, sourced, r).catch(() => undefined)),
+  );
+  return new Map(reserved.flatMap(([name], i) => (done[i] ? [[name, done[i]] as const] : [])));
+}
+
+async function reserve(deps: ComputersDeps, principal: Principal, sourced: SourcedInput, provider: string): Promise<Reserved | undefined> {
   const source = sourced.source;
   if (source?.kind === 'computer') return undefined;
   const templateId = source?.templateId ?? null;
@@ -79,19 +124,34 @@ export async function claimFromPool(
       FOR UPDATE SKIP LOCKED)
     RETURNING id`;
   if (!claimed) return undefined;
-  const refill = () => deps.queue.send(poolConvergeJob, { organizationId: principal.organizationId }).catch(() => undefined);
-  const computer = await deps.db.computer.findUniqueOrThrow({ where: { id: claimed.id } });
+  return { computer: await deps.db.computer.findUniqueOrThrow({ where: { id: claimed.id } }), cloned: poolRepos.length };
+}
+
+async function complete(
+  deps: ComputersDeps,
+  principal: Principal,
+  owner: Owner,
+  input: Pick<CreateComputerInput, 'name' | 'hostId'>,
+  sourced: SourcedInput,
+  { computer, cloned }: Reserved,
+): Promise<ComputerView | undefined> {
+  // Not awaited, and a moment later: a burst of claims is not slowed by provisioning their
+  // replacements (pulumi up competes for the CPU of the process that answers the claims).
+  const refill = () =>
+    void deps.queue
+      .send(poolConvergeJob, { organizationId: principal.organizationId }, { startAfter: new Date(Date.now() + REFILL_DELAY_MS) })
+      .catch(() => undefined);
   const key = generateKeyPair(`agentplane-${computer.id}`);
   try {
     await swapKey(deps, computer, key);
   } catch {
     // The machine may hold either key now: it is no one's, and the pool replaces it.
-    await deps.db.$transaction((tx) => retirePoolComputer(tx, deps, computer.id, 'claim', now));
-    await refill();
+    await deps.db.$transaction((tx) => retirePoolComputer(tx, deps, computer.id, 'claim', deps.clock.now()));
+    refill();
     return undefined;
   }
   try {
-    return await handOver(deps, principal, owner, input, sourced, computer, key, poolRepos.length);
+    return await handOver(deps, principal, owner, input, sourced, computer, key, cloned);
   } catch (err) {
     // Still the pool's, with the new key on the machine: it stays in the pool with that key.
     await deps.db.computer.updateMany({
@@ -103,7 +163,7 @@ export async function claimFromPool(
     }
     throw err;
   } finally {
-    await refill();
+    refill();
   }
 }
 
@@ -125,12 +185,12 @@ async function handOver(
   deps: ComputersDeps,
   principal: Principal,
   owner: Owner,
-  input: CreateComputerInput,
+  input: Pick<CreateComputerInput, 'name' | 'hostId'>,
   sourced: SourcedInput,
   computer: Computer,
   key: { publicKey: string; privateKey: string },
   cloned: number,
-) {
+): Promise<ComputerView> {
   const now = deps.clock.now();
   const own = [
     ...sourced.repos.slice(cloned).map((url, i) => ({ id: STEP.clone(cloned + i + 1), name: `Cloning ${url}` })),

@@ -17,6 +17,9 @@ export const MAX_WARM_POOL_SIZE = 50;
 /** How long a claim may hold a pool computer (its key swap over SSH); past it the computer is destroyed. */
 export const CLAIM_TIMEOUT_MS = 30_000;
 
+/** How long after a claim its pool starts refilling (docs/api-decisions.md). */
+export const REFILL_DELAY_MS = 3_000;
+
 /** One warm pool: a provider's plain computers (`templateId` null), or a template's. */
 export interface PoolKey {
   provider: string;
