@@ -21,8 +21,7 @@ import { createApp } from '../src/app.ts';
 import { createEventHub } from '../src/modules/events/hub.ts';
 import { issueApiKey } from '../src/auth/issue-api-key.ts';
 import { loadConfig } from '../src/config.ts';
-import { jobsFor } from '../src/jobs/catalog.ts';
-import { createJobQueue } from '../src/jobs/queue.ts';
+import { startBackground } from '../src/background.ts';
 import { fixedClock } from '../src/lib/clock.ts';
 import { newId } from '../src/lib/ids.ts';
 import { createLogger } from '../src/lib/logger.ts';
@@ -33,7 +32,6 @@ import { seedAnalytics } from '../src/modules/analytics/seed.ts';
 import { startMachineAccess } from '../src/modules/computers/machine-access.ts';
 import { createProviderRegistry } from '../src/provisioning/providers/registry.ts';
 import { listenOnFreePort } from '../test/support/http.ts';
-import { managedJobDeps } from '../src/provisioning/provisioner.ts';
 
 const { values: args } = parseArgs({
   options: { users: { type: 'string', default: '1000' }, days: { type: 'string', default: '365' }, runs: { type: 'string', default: '7' } },
@@ -94,8 +92,8 @@ try {
 
   const dataDir = mkdtempSync(join(tmpdir(), 'agentplane-bench-'));
   const machines = await startMachineAccess({ dataDir, host: '127.0.0.1' }, prisma, log);
-  const queue = createJobQueue(db, { log, jobs: jobsFor({ prisma, clock, dataDir, ...machines, ...managedJobDeps(dataDir, machines.secrets), egress: createEgressGuard(parseEgressAllow(undefined)), events: loadConfig({}).events, webhooks: loadConfig({}).webhooks }) });
-  await queue.start();
+  const background = await startBackground({ db, config: loadConfig({ AGENTPLANE_DATA_DIR: dataDir }), log, clock, machines, work: false, schedules: false });
+  const { queue } = background;
   const { app } = createApp({
     config: loadConfig({}), prisma, reads: db.reads, authEpoch: db.authEpoch, log, clock, providers: createProviderRegistry([]), queue, machines, pendingMigrations: async () => [], egress: createEgressGuard(parseEgressAllow(undefined)),
     eventHub: createEventHub({ db: prisma, listen: db.listen, log }),
@@ -136,7 +134,7 @@ try {
     console.log(`  ${name.padEnd(28)} ${spread(times).padStart(20)}  ${(bytes / 1e6).toFixed(2).padStart(6)} MB  transfer alone ${ms(await transferFloor(bytes)).padStart(9)}`);
   }
   await api.close();
-  await queue.stop({ timeoutMs: 5_000 });
+  await background.stop(5_000);
   await machines.close();
 } finally {
   await stop();

@@ -21,8 +21,8 @@ import { createEventHub } from '../src/modules/events/hub.ts';
 import { issueApiKey } from '../src/auth/issue-api-key.ts';
 import { loadConfig } from '../src/config.ts';
 import { encodeOpaqueCursor } from '../src/http/pagination.ts';
-import { jobsFor } from '../src/jobs/catalog.ts';
-import { createJobQueue } from '../src/jobs/queue.ts';
+import { startBackground } from '../src/background.ts';
+import type { JobQueue } from '../src/jobs/queue.ts';
 import { systemClock } from '../src/lib/clock.ts';
 import { newId } from '../src/lib/ids.ts';
 import { createLogger } from '../src/lib/logger.ts';
@@ -39,7 +39,6 @@ import { runPersistedTurn, type TurnEnvironment } from '../src/modules/sessions/
 import { createModelClient, defaultTools, toolSpecs, type RuntimeMessage } from '../src/modules/sessions/runtime/index.ts';
 import { watchTurn } from '../src/modules/sessions/turn-watch.ts';
 import type { SshTarget } from '../src/provisioning/ssh/index.ts';
-import { managedJobDeps } from '../src/provisioning/provisioner.ts';
 
 const { values: args } = parseArgs({
   options: {
@@ -67,19 +66,19 @@ try {
   await prisma.membership.create({ data: { id: newId('mem'), organizationId: org.id, userId: user.id, role: 'user' } });
   const dataDir = mkdtempSync(join(tmpdir(), 'agentplane-bench-'));
   const machines = await startMachineAccess({ dataDir, host: '127.0.0.1' }, prisma, log);
-  const queue = createJobQueue(db, { log, jobs: jobsFor({ prisma, clock: systemClock, dataDir, ...machines, ...managedJobDeps(dataDir, machines.secrets), egress: createEgressGuard(parseEgressAllow(undefined)), events: loadConfig({}).events, webhooks: loadConfig({}).webhooks }) });
-  await queue.start();
+  const background = await startBackground({ db, config: loadConfig({ AGENTPLANE_DATA_DIR: dataDir }), log, clock: systemClock, machines, work: false, schedules: false });
+  const { queue } = background;
   if (ONLY.has('lists')) await messageLists(prisma, { organizationId: org.id, userId: user.id }, machines, queue);
   if (ONLY.has('overhead')) await toolCallOverhead(prisma, { organizationId: org.id, userId: user.id, machines });
   if (ONLY.has('context')) await contextFigures(prisma, { organizationId: org.id, userId: user.id, machines });
-  await queue.stop({ timeoutMs: 5_000 });
+  await background.stop(5_000);
   await machines.close();
 } finally {
   await stop();
 }
 
 /** Message-list latency over HTTP on a session of MESSAGES messages (figure 1 of issue #6). */
-async function messageLists(prisma: PrismaClient, ids: { organizationId: string; userId: string }, machines: MachineAccess, queue: ReturnType<typeof createJobQueue>) {
+async function messageLists(prisma: PrismaClient, ids: { organizationId: string; userId: string }, machines: MachineAccess, queue: JobQueue) {
   const org = { id: ids.organizationId };
   const user = { id: ids.userId };
   const key = await issueApiKey(prisma, { organizationId: org.id, owner: { userId: user.id }, name: 'bench', now: new Date() });

@@ -27,13 +27,11 @@ import { loadConfig } from '../src/config.ts';
 import { openDatabase } from '../src/db/client.ts';
 import { migrateDatabase } from '../src/db/migrations.ts';
 import { createEgressGuard } from '../src/egress/guard.ts';
-import { jobsFor } from '../src/jobs/catalog.ts';
-import { createJobQueue } from '../src/jobs/queue.ts';
+import { startBackground } from '../src/background.ts';
 import { systemClock } from '../src/lib/clock.ts';
 import { newId } from '../src/lib/ids.ts';
 import { createLogger } from '../src/lib/logger.ts';
 import { startMachineAccess } from '../src/modules/computers/machine-access.ts';
-import { managedJobDeps } from '../src/provisioning/provisioner.ts';
 import { createProviderRegistry } from '../src/provisioning/providers/registry.ts';
 import { listenOnFreePort } from '../test/support/http.ts';
 import { waitForRun } from '../test/support/wiki.ts';
@@ -82,9 +80,8 @@ async function startServer(dataDir: string) {
   const config = loadConfig({ AGENTPLANE_DATA_DIR: dataDir, AGENTPLANE_EGRESS_ALLOW: '127.0.0.0/8', AGENTPLANE_LOCAL_PROVIDER: 'false' });
   const machines = await startMachineAccess({ dataDir, host: '127.0.0.1' }, db.prisma, log);
   const egress = createEgressGuard(config.egress);
-  const queue = createJobQueue(db, { log, jobs: jobsFor({ prisma: db.prisma, clock: systemClock, dataDir, ...machines, ...managedJobDeps(dataDir, machines.secrets), egress, wiki: config.wiki, events: config.events, webhooks: config.webhooks }) });
-  await queue.start();
-  await queue.work();
+  const background = await startBackground({ db, config, log, clock: systemClock, machines, egress, work: true, schedules: false });
+  const { queue } = background;
   const providers = createProviderRegistry([]);
   const server = await listenOnFreePort(
     createApp({ config, prisma: db.prisma, reads: db.reads, authEpoch: db.authEpoch, log, clock: systemClock, providers, queue, machines, pendingMigrations: async () => [], egress, eventHub: createEventHub({ db: db.prisma, listen: db.listen, log }) }).app,
@@ -103,7 +100,7 @@ async function startServer(dataDir: string) {
     call,
     close: async () => {
       await server.close();
-      await queue.stop({ timeoutMs: 5_000 });
+      await background.stop(5_000);
       await machines.close();
       await db.close();
     },

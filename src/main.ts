@@ -1,15 +1,11 @@
 import { Command } from 'commander';
-import { createEgressGuard } from './egress/guard.ts';
+import { startBackground } from './background.ts';
 import { z } from 'zod';
 import { loadConfig, type Config } from './config.ts';
 import { openDatabase, type Database } from './db/client.ts';
 import { migrateDatabase } from './db/migrations.ts';
-import { jobsFor } from './jobs/catalog.ts';
 import { runAgentCommand, type AgentCommandOptions } from './machine-agent/command.ts';
 import { startMachineAccess } from './modules/computers/machine-access.ts';
-import { startWorker } from './jobs/worker.ts';
-import { startWebhookDispatcher } from './modules/webhooks/dispatcher.ts';
-import { createProvisioner } from './provisioning/provisioner.ts';
 import { systemClock } from './lib/clock.ts';
 import { createLogger, type Logger } from './lib/logger.ts';
 import { onStopRequest } from './lib/stop-request.ts';
@@ -110,23 +106,9 @@ program
     await migrateDatabase(db, log);
     // A worker holds no agent tunnels; with PostgreSQL it reaches them through the replicas that do.
     const machines = await startMachineAccess({ ...config, holdsTunnels: false }, db.prisma, log);
-    const provisioner = createProvisioner(config, machines.secrets);
-    const worker = await startWorker({
-      db,
-      log,
-      jobs: jobsFor({ prisma: db.prisma, clock: systemClock, dataDir: config.dataDir, ...machines, provisioner, managed: config.managed, egress: createEgressGuard(config.egress), events: config.events, webhooks: config.webhooks, wiki: config.wiki }),
-    });
-    const dispatcher = await startWebhookDispatcher({
-      db: db.prisma,
-      listen: db.listen,
-      queue: worker.queue,
-      clock: systemClock,
-      log,
-      endpointConcurrency: config.webhooks.endpointConcurrency,
-    });
+    const worker = await startBackground({ db, config, log, clock: systemClock, machines, work: true });
     log.info({ database: db.kind }, 'worker running');
     untilStopRequested(log, async () => {
-      await dispatcher.stop();
       await worker.stop(config.shutdownTimeoutMs);
       await machines.close();
       await db.close();

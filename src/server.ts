@@ -5,22 +5,15 @@ import { createApp } from './app.ts';
 import type { Config } from './config.ts';
 import { openDatabase, type Database } from './db/client.ts';
 import { listPendingMigrations, migrateDatabase } from './db/migrations.ts';
-import { jobsFor } from './jobs/catalog.ts';
-import { createJobQueue, type JobQueue } from './jobs/queue.ts';
+import { startBackground } from './background.ts';
+import type { JobQueue } from './jobs/queue.ts';
 import { systemClock } from './lib/clock.ts';
 import type { Logger } from './lib/logger.ts';
-import { scheduleAnalyticsRollup } from './modules/analytics/jobs.ts';
-import { scheduleMetricsSampling } from './modules/computers/jobs.ts';
 import { syncGitIntegrations } from './modules/integrations/seed.ts';
 import { startMachineAccess } from './modules/computers/machine-access.ts';
 import { bootstrapOrganization, hasAnyOrganization } from './modules/organization/bootstrap.ts';
 import { sealStoredCustomModelKeys } from './modules/organization/enterprise-controls.ts';
-import { scheduleSessionJobs } from './modules/sessions/jobs.ts';
-import { scheduleComputerReaper } from './modules/computers/managed/jobs.ts';
-import { schedulePoolConvergence } from './modules/computers/pool/jobs.ts';
 import { createEventHub } from './modules/events/hub.ts';
-import { scheduleEventJobs } from './modules/events/jobs.ts';
-import { startWebhookDispatcher } from './modules/webhooks/dispatcher.ts';
 import { createProvisioner } from './provisioning/provisioner.ts';
 import type { ProviderRegistry } from './provisioning/providers/registry.ts';
 import { attachRelay } from './relay/upgrade.ts';
@@ -42,7 +35,6 @@ export async function startServer(config: Config, log: Logger): Promise<RunningS
   const db = await openDatabase(config);
   await migrateDatabase(db, log);
   if (!(await hasAnyOrganization(db.prisma))) await firstStart(db, config);
-  // Every server sends jobs; with AGENTPLANE_WORKER=false it leaves running them to `agentplane worker`.
   const machines = await startMachineAccess({ ...config, holdsTunnels: true }, db.prisma, log);
   // The server's own address is known once it listens; AGENTPLANE_PUBLIC_URL names it behind a proxy.
   let listening: string | undefined;
@@ -52,34 +44,10 @@ export async function startServer(config: Config, log: Logger): Promise<RunningS
   const provisioner = createProvisioner(config, machines.secrets);
   const egress = createEgressGuard(config.egress);
   await logProviders(provisioner.providers, log);
-  const queue = createJobQueue(db, {
-    log,
-    jobs: jobsFor({
-      prisma: db.prisma,
-      clock: systemClock,
-      dataDir: config.dataDir,
-      ...machines,
-      provisioner,
-      managed: config.managed,
-      egress,
-      events: config.events,
-      webhooks: config.webhooks,
-      wiki: config.wiki,
-    }),
-  });
-  await queue.start();
-  await scheduleMetricsSampling(queue);
-  await scheduleSessionJobs(queue);
-  await scheduleComputerReaper(queue);
-  await schedulePoolConvergence(queue);
-  await scheduleEventJobs(queue);
-  // The nightly roll-up is a stored cron schedule; catching up covers days missed while stopped.
-  await scheduleAnalyticsRollup(queue, { catchUp: true });
-  if (config.runWorker) await queue.work();
-  // Webhook attempts are queued beside the worker, never by a request.
-  const dispatcher = config.runWorker
-    ? await startWebhookDispatcher({ db: db.prisma, listen: db.listen, queue, clock: systemClock, log, endpointConcurrency: config.webhooks.endpointConcurrency })
-    : undefined;
+  // Every replica sends jobs and registers the schedules; with AGENTPLANE_WORKER=false it leaves
+  // running them to `agentplane worker`. The analytics roll-up catches up on days missed while stopped.
+  const background = await startBackground({ db, config, log, clock: systemClock, machines, provisioner, egress, work: config.runWorker });
+  const { queue } = background;
   const eventHub = createEventHub({ db: db.prisma, listen: db.listen, log });
   await eventHub.start();
   const { app, relay } = createApp({
@@ -111,12 +79,11 @@ export async function startServer(config: Config, log: Logger): Promise<RunningS
       const closed = new Promise<void>((resolve) => server.close(() => resolve()));
       // Event streams never end by themselves: end them, and clients reconnect to another replica.
       await eventHub.close();
-      await dispatcher?.stop();
       // Keep-alive connections turn idle as their last response ends; close each as it does.
       const sweeper = setInterval(() => server.closeIdleConnections(), 50);
       const timer = setTimeout(() => server.closeAllConnections(), config.shutdownTimeoutMs);
       // Running job steps may use agents' tunnels: those stay up until the steps are done.
-      await queue.stop({ timeoutMs: Math.max(0, deadline - Date.now()) });
+      await background.stop(Math.max(0, deadline - Date.now()));
       // Upgraded connections (agents' tunnels, relay sessions) keep the server open until they end;
       // the agents reconnect to another replica.
       relay?.close();

@@ -10,8 +10,10 @@ export interface JobContext {
   signal: AbortSignal;
   log: Logger;
   /** Sends a follow-up job (e.g. inside the handler's own transaction with `tx`). */
-  send<P, I>(def: JobKind<P, I>, payload: I, opts?: SendOptions): Promise<string>;
+  send<P, I>(kind: JobKind<P, I>, payload: I, opts?: SendOptions): Promise<string>;
 }
+
+export type JobHandler<P> = (payload: P, ctx: JobContext) => Promise<void>;
 
 export interface JobSpec<P extends object, I> {
   /** Queue name: letters, digits, `_`, `-`, `.`, `/` (pg-boss's rule). */
@@ -36,17 +38,16 @@ export interface JobSpec<P extends object, I> {
    * computer); different keys run concurrently.
    */
   serializeBy?: (payload: P) => string;
-  handler: (payload: P, ctx: JobContext) => Promise<void>;
 }
 
-/**
- * What `send` and `work` need. Method syntax (bivariant parameters) lets definitions of different
- * payloads share one `JobDefinition[]`.
- */
-/** A job without its handler: enough to send one, so senders need not hold the handler's dependencies. */
-export type JobKind<P = unknown, I = P> = Omit<JobDefinition<P, I>, 'handler'>;
+/** What the process running the worker may set for a job from its configuration. */
+export type JobTuning = Partial<Pick<JobSpec<object, unknown>, 'concurrency' | 'expireInSeconds'>>;
 
-export interface JobDefinition<P = unknown, I = P> {
+/**
+ * A job's name, payload and policies: enough to send one, so senders need not hold the handler's
+ * dependencies. Method syntax (bivariant parameters) lets kinds of different payloads share a list.
+ */
+export interface JobKind<P = unknown, I = P> {
   readonly name: string;
   readonly payload: z.ZodType<P, I>;
   readonly retryLimit: number;
@@ -56,6 +57,16 @@ export interface JobDefinition<P = unknown, I = P> {
   readonly concurrency: number;
   readonly serialized: boolean;
   serializeBy(payload: P): string | undefined;
+}
+
+/** A kind as a module declares it: it can be sent, and bound to its handler for the worker. */
+export interface DeclaredJobKind<P = unknown, I = P> extends JobKind<P, I> {
+  /** The kind with its handler, for the worker's catalog (where the handler's dependencies are at hand). */
+  handledBy(handler: JobHandler<P>, tuning?: JobTuning): JobDefinition<P, I>;
+}
+
+/** A job kind and the handler that runs it: what a worker works. */
+export interface JobDefinition<P = unknown, I = P> extends JobKind<P, I> {
   handler(payload: P, ctx: JobContext): Promise<void>;
 }
 
@@ -65,44 +76,65 @@ const DEFAULT_HEARTBEAT_SECONDS = 30;
 // pg-boss's own queue-name rule, checked here so a bad name fails when the module loads.
 const NAME = /^[\w.\-/]+$/;
 
-export function defineJob<P extends object, I>(spec: JobSpec<P, I>): JobDefinition<P, I> {
-  return defineJobKind(spec).handledBy(spec.handler);
-}
-
 /**
- * A job's name, payload and policies, checked when the module loads; `handledBy` adds the
- * handler where its dependencies are at hand (the worker's job catalog).
+ * The one way to declare a background job: its name, zod payload and policies, checked when the
+ * module loads. Modules export kinds; the composition root's catalog binds handlers with `handledBy`.
  */
-export function defineJobKind<P extends object, I>(
-  spec: Omit<JobSpec<P, I>, 'handler'>,
-): JobKind<P, I> & { handledBy(handler: JobSpec<P, I>['handler']): JobDefinition<P, I> } {
-  const problems: string[] = [];
-  if (!NAME.test(spec.name)) problems.push('name may only hold letters, digits, "_", "-", "." and "/"');
-  if (!Number.isInteger(spec.retryLimit) || spec.retryLimit < 0) problems.push('retryLimit must be an integer >= 0');
+export function defineJobKind<P extends object, I>(spec: JobSpec<P, I>): DeclaredJobKind<P, I> {
   const retryDelay = spec.retryDelaySeconds ?? 0;
-  if (!Number.isInteger(retryDelay) || retryDelay < 0) problems.push('retryDelaySeconds must be an integer >= 0');
-  if (!Number.isInteger(spec.expireInSeconds) || spec.expireInSeconds < 1) {
-    problems.push('expireInSeconds must be an integer >= 1');
-  }
   const heartbeat = spec.heartbeatSeconds ?? DEFAULT_HEARTBEAT_SECONDS;
-  if (!Number.isInteger(heartbeat) || heartbeat < 10) {
-    problems.push('heartbeatSeconds must be an integer >= 10 (pg-boss minimum)');
-  }
-  const concurrency = spec.concurrency ?? 1;
-  if (!Number.isInteger(concurrency) || concurrency < 1) problems.push('concurrency must be an integer >= 1');
+  const problems = [
+    ...(NAME.test(spec.name) ? [] : ['name may only hold letters, digits, "_", "-", "." and "/"']),
+    ...(Number.isInteger(spec.retryLimit) && spec.retryLimit >= 0 ? [] : ['retryLimit must be an integer >= 0']),
+    ...(Number.isInteger(retryDelay) && retryDelay >= 0 ? [] : ['retryDelaySeconds must be an integer >= 0']),
+    ...(Number.isInteger(heartbeat) && heartbeat >= 10 ? [] : ['heartbeatSeconds must be an integer >= 10 (pg-boss minimum)']),
+    ...tuningProblems(spec),
+  ];
   if (problems.length) throw new Error(`job ${JSON.stringify(spec.name)}: ${problems.join('; ')}`);
 
   const { serializeBy } = spec;
-  const kind: JobKind<P, I> = {
+  const kind: DeclaredJobKind<P, I> = {
     name: spec.name,
     payload: spec.payload,
     retryLimit: spec.retryLimit,
     retryDelaySeconds: retryDelay,
     expireInSeconds: spec.expireInSeconds,
     heartbeatSeconds: heartbeat,
-    concurrency,
+    concurrency: spec.concurrency ?? 1,
     serialized: serializeBy !== undefined,
     serializeBy: (payload) => serializeBy?.(payload),
+    handledBy: (handler, tuning = {}) => {
+      const problems = tuningProblems(tuning);
+      if (problems.length) throw new Error(`job ${JSON.stringify(spec.name)}: ${problems.join('; ')}`);
+      const { handledBy: _, ...rest } = kind;
+      return { ...rest, ...definedOnly(tuning), handler };
+    },
   };
-  return { ...kind, handledBy: (handler) => ({ ...kind, handler }) };
+  return kind;
+}
+
+function tuningProblems(t: JobTuning): string[] {
+  const problems: string[] = [];
+  if (t.expireInSeconds !== undefined && !(Number.isInteger(t.expireInSeconds) && t.expireInSeconds >= 1)) {
+    problems.push('expireInSeconds must be an integer >= 1');
+  }
+  if (t.concurrency !== undefined && !(Number.isInteger(t.concurrency) && t.concurrency >= 1)) {
+    problems.push('concurrency must be an integer >= 1');
+  }
+  return problems;
+}
+
+function definedOnly(t: JobTuning): JobTuning {
+  return Object.fromEntries(Object.entries(t).filter(([, v]) => v !== undefined));
+}
+
+/** A cron schedule (UTC) of a job kind; the composition root registers every module's list. */
+export interface JobSchedule<P = unknown, I = P> {
+  kind: JobKind<P, I>;
+  cron: string;
+  payload: I;
+  /** `once`: one run for occurrences that came due while nothing was running (default: skip them). */
+  missed?: 'skip' | 'once';
+  /** Also send one run whenever the schedules are registered (a process starts): catch-up work. */
+  sendAtStart?: boolean;
 }

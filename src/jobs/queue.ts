@@ -36,11 +36,17 @@ export interface SendOptions {
 }
 
 export interface JobQueue {
-  /** The pg-boss instance, for tests and operational tooling. */
+  /** The pg-boss instance, for tests and operational tooling; application code goes through this interface. */
   readonly boss: PgBoss;
   /** Starts pg-boss (installing or migrating its schema) and creates or updates one queue per definition. */
   start(): Promise<void>;
-  send<P, I>(def: JobKind<P, I>, payload: I, opts?: SendOptions): Promise<string>;
+  send<P, I>(kind: JobKind<P, I>, payload: I, opts?: SendOptions): Promise<string>;
+  /**
+   * Sends `payload` to `kind` on a cron schedule (UTC), kept in pg-boss's schedule table: an
+   * upsert, so every replica may call it. `missed: 'once'` sends one run for occurrences that came
+   * due while nothing was running; the default skips them.
+   */
+  schedule<P, I>(kind: JobKind<P, I>, cron: string, payload: I, opts?: { missed?: 'skip' | 'once' }): Promise<void>;
   /** Starts workers for every definition in this process. */
   work(): Promise<void>;
   /**
@@ -179,6 +185,17 @@ export function createJobQueue(db: Database, opts: JobQueueOptions): JobQueue {
     sweepTimer.unref();
   }
 
+  /** The payload as the kind parses it, once the queue runs and a worker definition registers the kind. */
+  function accepted<P, I>(kind: JobKind<P, I>, payload: I): P {
+    if (!started || stopping) throw new Error('job queue is not running: call start() first, and not after stop()');
+    if (!defs.has(kind.name)) {
+      throw new Error(`job ${kind.name} is not registered with this job queue: add it to the job catalog (src/job-catalog.ts)`);
+    }
+    const parsed = kind.payload.safeParse(payload);
+    if (!parsed.success) throw new Error(`job ${kind.name}: invalid payload: ${z.prettifyError(parsed.error)}`);
+    return parsed.data;
+  }
+
   const api: JobQueue = {
     boss,
 
@@ -190,19 +207,14 @@ export function createJobQueue(db: Database, opts: JobQueueOptions): JobQueue {
     },
 
     async send(def, payload, sendOpts = {}) {
-      if (!started || stopping) throw new Error('job queue is not running: call start() first, and not after stop()');
-      if (!defs.has(def.name)) {
-        throw new Error(`job ${def.name} is not registered with this job queue: add it to createJobQueue's jobs`);
-      }
-      const parsed = def.payload.safeParse(payload);
-      if (!parsed.success) throw new Error(`job ${def.name}: invalid payload: ${z.prettifyError(parsed.error)}`);
+      const parsed = accepted(def, payload);
       if (sendOpts.id !== undefined && !UUID.test(sendOpts.id)) {
         throw new Error(`job ${def.name}: id must be a UUID, got ${JSON.stringify(sendOpts.id)}`);
       }
-      const singletonKey = def.serializeBy(parsed.data);
+      const singletonKey = def.serializeBy(parsed);
       if (def.serialized && !singletonKey) throw new Error(`job ${def.name}: serializeBy returned an empty key`);
-      // defineJob only accepts object payloads, which is what pg-boss stores.
-      const id = await boss.send(def.name, parsed.data as object, {
+      // defineJobKind only accepts object payloads, which is what pg-boss stores.
+      const id = await boss.send(def.name, parsed as object, {
         ...(sendOpts.tx ? { db: fromPrisma(sendOpts.tx) } : {}),
         ...(sendOpts.startAfter ? { startAfter: sendOpts.startAfter } : {}),
         ...(sendOpts.id ? { id: sendOpts.id } : {}),
@@ -213,6 +225,11 @@ export function createJobQueue(db: Database, opts: JobQueueOptions): JobQueue {
       // only a duplicate id lands here.
       if (sendOpts.id) return sendOpts.id;
       throw new Error(`job ${def.name}: pg-boss did not enqueue the job`);
+    },
+
+    async schedule(kind, cron, payload, scheduleOpts = {}) {
+      const parsed = accepted(kind, payload);
+      await boss.schedule(kind.name, cron, parsed as object, { tz: 'UTC', missed: scheduleOpts.missed ?? 'skip' });
     },
 
     async work() {

@@ -42,12 +42,3 @@ export function createProvisioner(
     }),
   };
 }
-
-/**
- * The managed half of the job catalog's dependencies for a data directory, with the default
- * settings (local provider included); for tools and tests that build a catalog without a config.
- */
-export function managedJobDeps(dataDir: string, secrets: Pick<SecretBox, 'derive'>, env: NodeJS.ProcessEnv = {}) {
-  const config = loadConfig({ ...env, AGENTPLANE_DATA_DIR: dataDir });
-  return { provisioner: createProvisioner(config, secrets), managed: config.managed };
-}

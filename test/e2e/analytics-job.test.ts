@@ -1,25 +1,21 @@
 import fs from 'node:fs';
-import { createEgressGuard } from '../../src/egress/guard.ts';
-import { parseEgressAllow } from '../../src/egress/policy.ts';
 import os from 'node:os';
 import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { loadConfig } from '../../src/config.ts';
-import { jobsFor } from '../../src/jobs/catalog.ts';
-import { createJobQueue, type JobQueue } from '../../src/jobs/queue.ts';
+import { registerSchedules, startBackground, type Background } from '../../src/background.ts';
 import { fixedClock } from '../../src/lib/clock.ts';
 import { createLogger } from '../../src/lib/logger.ts';
 import { recordEvents } from '../../src/modules/analytics/events.ts';
-import { ROLLUP_CRON, ROLLUP_JOB, scheduleAnalyticsRollup } from '../../src/modules/analytics/jobs.ts';
+import { analyticsRollupJob } from '../../src/modules/analytics/jobs.ts';
 import { startMachineAccess, type MachineAccess } from '../../src/modules/computers/machine-access.ts';
 import { createOrgFixture } from '../support/api.ts';
 import { BACKENDS, openTestDatabase } from '../support/test-db.ts';
-import { managedJobDeps } from '../../src/provisioning/provisioner.ts';
 
 describe.each(BACKENDS)('analytics roll-up job on %s', (backend) => {
   let db: Awaited<ReturnType<typeof openTestDatabase>>;
-  let queue: JobQueue;
+  let background: Background;
   let machines: MachineAccess;
   const clock = fixedClock(new Date('2026-02-10T00:20:00.000Z'));
 
@@ -29,17 +25,19 @@ describe.each(BACKENDS)('analytics roll-up job on %s', (backend) => {
     // The worker's whole job catalog, as a server runs it (computer jobs need the SSH side).
     const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'agentplane-analytics-job-'));
     machines = await startMachineAccess({ dataDir, host: '127.0.0.1' }, db.prisma, log);
-    queue = createJobQueue(db, {
+    background = await startBackground({
+      db,
+      config: loadConfig({ AGENTPLANE_DATA_DIR: dataDir }),
       log,
-      jobs: jobsFor({ prisma: db.prisma, clock, dataDir, ...machines, ...managedJobDeps(dataDir, machines.secrets), egress: createEgressGuard(parseEgressAllow(undefined)), events: loadConfig({}).events, webhooks: loadConfig({}).webhooks }),
-      maintenanceIntervalSeconds: 1,
-      pollingIntervalSeconds: 0.5,
+      clock,
+      machines,
+      work: true,
+      schedules: false,
+      queue: { maintenanceIntervalSeconds: 1, pollingIntervalSeconds: 0.5 },
     });
-    await queue.start();
-    await queue.work();
   });
   afterAll(async () => {
-    await queue?.stop({ timeoutMs: 5_000 });
+    await background?.stop(5_000);
     await machines?.close();
     await db?.dispose();
   });
@@ -50,8 +48,10 @@ describe.each(BACKENDS)('analytics roll-up job on %s', (backend) => {
     await recordEvents(db.prisma, [
       { organizationId: org.id, userId: org.members.user.userId, occurredAt: new Date('2026-02-05T10:00:00.000Z'), kind: 'session_started', client: 'web' },
     ]);
-    await scheduleAnalyticsRollup(queue, { catchUp: true });
-    expect(await queue.boss.getSchedules(ROLLUP_JOB)).toMatchObject([{ name: ROLLUP_JOB, cron: ROLLUP_CRON, timezone: 'UTC' }]);
+    await registerSchedules(background.queue);
+    expect(await background.queue.boss.getSchedules(analyticsRollupJob.name)).toMatchObject([
+      { name: analyticsRollupJob.name, cron: '15 0 * * *', timezone: 'UTC' },
+    ]);
 
     const deadline = Date.now() + 20_000;
     let days: { day: Date; dailyActive: number }[] = [];

@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { z } from 'zod';
-import { defineJob, type JobDefinition } from '../../src/jobs/job.ts';
+import { defineJobKind, type JobDefinition } from '../../src/jobs/job.ts';
 import { createJobQueue, failedQueueName, type JobQueue } from '../../src/jobs/queue.ts';
 import { createLogger } from '../../src/lib/logger.ts';
 import { BACKENDS, openTestDatabase } from '../support/test-db.ts';
@@ -19,56 +19,52 @@ describe.each(BACKENDS)('job queue on %s', (backend) => {
   let queue: JobQueue;
 
   const received = new Map<string, { payload: unknown; attempt: number }>();
-  const echo = defineJob({
+  const echo = defineJobKind({
     name: 'test.echo',
     payload: z.object({ text: z.string().min(1), count: z.number().int().default(1) }),
     retryLimit: 2,
     expireInSeconds: 30,
-    handler: async (payload, ctx) => {
-      received.set(ctx.jobId, { payload, attempt: ctx.attempt });
-    },
+  }).handledBy(async (payload, ctx) => {
+    received.set(ctx.jobId, { payload, attempt: ctx.attempt });
   });
 
   const flakyAttempts = new Map<string, number[]>();
-  const flaky = defineJob({
+  const flaky = defineJobKind({
     name: 'test.flaky',
     payload: z.object({}),
     retryLimit: 2,
     expireInSeconds: 30,
-    handler: async (_payload, ctx) => {
-      flakyAttempts.set(ctx.jobId, [...(flakyAttempts.get(ctx.jobId) ?? []), ctx.attempt]);
-      throw new Error(`boom on attempt ${ctx.attempt}`);
-    },
+  }).handledBy(async (_payload, ctx) => {
+    flakyAttempts.set(ctx.jobId, [...(flakyAttempts.get(ctx.jobId) ?? []), ctx.attempt]);
+    throw new Error(`boom on attempt ${ctx.attempt}`);
   });
 
   type Span = { key: string; seq: number; start: number; end: number };
   const spans: Span[] = [];
-  const serial = defineJob({
+  const serial = defineJobKind({
     name: 'test.serial',
     payload: z.object({ key: z.string(), seq: z.number().int() }),
     retryLimit: 0,
     expireInSeconds: 30,
     concurrency: 4,
     serializeBy: (p) => `computer/${p.key}`,
-    handler: async (p) => {
-      const start = performance.now();
-      await sleep(250);
-      spans.push({ key: p.key, seq: p.seq, start, end: performance.now() });
-    },
+  }).handledBy(async (p) => {
+    const start = performance.now();
+    await sleep(250);
+    spans.push({ key: p.key, seq: p.seq, start, end: performance.now() });
   });
 
   const serialRuns: { key: string; fail: boolean }[] = [];
-  const serialFail = defineJob({
+  const serialFail = defineJobKind({
     name: 'test.serial-fail',
     payload: z.object({ key: z.string(), fail: z.boolean() }),
     retryLimit: 0,
     expireInSeconds: 30,
     concurrency: 2,
     serializeBy: (p) => p.key,
-    handler: async (p) => {
-      serialRuns.push(p);
-      if (p.fail) throw new Error('provisioning failed');
-    },
+  }).handledBy(async (p) => {
+    serialRuns.push(p);
+    if (p.fail) throw new Error('provisioning failed');
   });
 
   const jobs: JobDefinition[] = [echo, flaky, serial, serialFail];
@@ -109,6 +105,22 @@ describe.each(BACKENDS)('job queue on %s', (backend) => {
     expect(row.retryCount).toBe(0);
     expect(row.output).toMatchObject({ message: expect.stringMatching(/invalid payload[\s\S]*text/) });
     expect(received.has(id)).toBe(false);
+  });
+
+  it('schedules a registered kind in UTC with its payload validated; refuses a kind no worker registers', async () => {
+    await queue.schedule(echo, '*/5 * * * *', { text: 'tick' }, { missed: 'once' });
+    expect(await queue.boss.getSchedules(echo.name)).toMatchObject([
+      { name: echo.name, cron: '*/5 * * * *', timezone: 'UTC', data: { text: 'tick', count: 1 } },
+    ]);
+    // Scheduling again updates the one schedule (every replica registers its schedules at start).
+    await queue.schedule(echo, '*/10 * * * *', { text: 'tock' });
+    expect(await queue.boss.getSchedules(echo.name)).toMatchObject([{ cron: '*/10 * * * *', data: { text: 'tock' } }]);
+    await expect(queue.schedule(echo, '* * * * *', { text: '' })).rejects.toThrow(/invalid payload[\s\S]*text/);
+    const stranger = defineJobKind({ name: 'test.unregistered', payload: z.object({}), retryLimit: 0, expireInSeconds: 5 });
+    await expect(queue.schedule(stranger, '* * * * *', {})).rejects.toThrow(/not registered/);
+    await expect(queue.send(stranger, {})).rejects.toThrow(/not registered/);
+    expect(await queue.boss.getSchedules(stranger.name)).toEqual([]);
+    await queue.boss.unschedule(echo.name);
   });
 
   it('retries a throwing handler up to retryLimit, then fails the job', async () => {
@@ -197,22 +209,21 @@ describe.each(BACKENDS)('job queue on %s', (backend) => {
 
   it('lets a running handler finish within the stop timeout, then aborts and retries the rest', async () => {
     const events: string[] = [];
-    const slow = defineJob({
+    const slow = defineJobKind({
       name: 'test.slow',
       payload: z.object({ ms: z.number() }),
       retryLimit: 1,
       expireInSeconds: 60,
       concurrency: 2,
-      handler: async (p, ctx) => {
-        events.push(`start ${p.ms}`);
-        try {
-          await sleep(p.ms, undefined, { signal: ctx.signal });
-          events.push(`done ${p.ms}`);
-        } catch (err) {
-          events.push(`aborted ${p.ms}`);
-          throw err;
-        }
-      },
+    }).handledBy(async (p, ctx) => {
+      events.push(`start ${p.ms}`);
+      try {
+        await sleep(p.ms, undefined, { signal: ctx.signal });
+        events.push(`done ${p.ms}`);
+      } catch (err) {
+        events.push(`aborted ${p.ms}`);
+        throw err;
+      }
     });
     const own = createJobQueue(db, { log, jobs: [slow], ...TUNING });
     await own.start();

@@ -10,8 +10,8 @@ import { loadConfig } from '../../src/config.ts';
 import { openDatabase, type Database } from '../../src/db/client.ts';
 import type { ReadRows } from '../../src/db/reads.ts';
 import { systemClock, type Clock } from '../../src/lib/clock.ts';
-import { jobsFor } from '../../src/jobs/catalog.ts';
-import { createJobQueue, type JobQueue } from '../../src/jobs/queue.ts';
+import { startBackground } from '../../src/background.ts';
+import type { JobQueue } from '../../src/jobs/queue.ts';
 import { newId } from '../../src/lib/ids.ts';
 import { startMachineAccess, type MachineAccess } from '../../src/modules/computers/machine-access.ts';
 import { createLogger } from '../../src/lib/logger.ts';
@@ -19,7 +19,6 @@ import { createProvisioner } from '../../src/provisioning/provisioner.ts';
 import { attachRelay } from '../../src/relay/upgrade.ts';
 import { relayUrls } from '../../src/relay/urls.ts';
 import { createEventHub } from '../../src/modules/events/hub.ts';
-import { startWebhookDispatcher } from '../../src/modules/webhooks/dispatcher.ts';
 import { listenOnFreePort } from './http.ts';
 import { openTestDatabase, type Backend } from './test-db.ts';
 
@@ -130,17 +129,20 @@ export async function startTestApi(backend: Backend, opts: TestApiOptions = {}):
   const config = loadConfig({ AGENTPLANE_JWT_SECRET: JWT_SECRET, AGENTPLANE_DATA_DIR: dataDir, AGENTPLANE_LOCAL_PROVIDER: 'false', ...opts.env });
   const provisioner = createProvisioner(config, machines.secrets);
   const egress = createEgressGuard(config.egress);
-  const queue = createJobQueue(db, {
+  // Tests drive scheduled jobs themselves: no cron schedules here.
+  const background = await startBackground({
+    db,
+    config,
     log,
-    jobs: jobsFor({ prisma: db.prisma, clock, dataDir, ...machines, provisioner, managed: config.managed, egress, events: config.events, webhooks: config.webhooks, wiki: config.wiki }),
-    maintenanceIntervalSeconds: 1,
-    pollingIntervalSeconds: 0.5,
+    clock,
+    machines,
+    provisioner,
+    egress,
+    work: opts.worker ?? false,
+    schedules: false,
+    queue: { maintenanceIntervalSeconds: 1, pollingIntervalSeconds: 0.5 },
   });
-  await queue.start();
-  if (opts.worker) await queue.work();
-  const dispatcher = opts.worker
-    ? await startWebhookDispatcher({ db: db.prisma, listen: db.listen, queue, clock, log, endpointConcurrency: config.webhooks.endpointConcurrency })
-    : undefined;
+  const { queue } = background;
   let listening: string | undefined;
   const urls = relayUrls(() => listening);
   const serve = async (database: Database) => {
@@ -207,8 +209,7 @@ export async function startTestApi(backend: Backend, opts: TestApiOptions = {}):
       };
     },
     close: async () => {
-      await dispatcher?.stop();
-      await queue.stop({ timeoutMs: 5_000 });
+      await background.stop(5_000);
       await machines.close();
       await server.close();
       await db.dispose();

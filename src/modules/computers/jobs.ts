@@ -1,11 +1,10 @@
 import { z } from 'zod';
-import { defineJobKind, type JobDefinition } from '../../jobs/job.ts';
-import type { JobQueue } from '../../jobs/queue.ts';
+import { defineJobKind, type JobDefinition, type JobSchedule } from '../../jobs/job.ts';
 import type { ComputerJobDeps } from './job-deps.ts';
 import { runInstallRun } from './install-run.ts';
-import { managedComputerJobs } from './managed/jobs.ts';
+import { computersReapJob, managedComputerJobs } from './managed/jobs.ts';
 import { sampleAllComputers } from './metrics.ts';
-import { poolJobs } from './pool/jobs.ts';
+import { poolConvergeJob, poolJobs } from './pool/jobs.ts';
 import { runComputerSetup } from './setup.ts';
 
 /** Connect (agent machines), verify, clone each repository, then install dependencies if asked. */
@@ -38,7 +37,6 @@ export const metricsSampleJob = defineJobKind({
   retryLimit: 0,
   expireInSeconds: 240,
 });
-export const METRICS_CRON = '*/5 * * * *';
 
 export function computerJobs(deps: ComputerJobDeps): JobDefinition[] {
   return [
@@ -49,10 +47,11 @@ export function computerJobs(deps: ComputerJobDeps): JobDefinition[] {
     }),
     ...managedComputerJobs(deps),
     ...poolJobs(deps),
-  ] as JobDefinition[];
+  ];
 }
 
-/** Every replica may call this: the schedule is an upsert in pg-boss's table. */
-export async function scheduleMetricsSampling(queue: JobQueue): Promise<void> {
-  await queue.boss.schedule(metricsSampleJob.name, METRICS_CRON, {}, { tz: 'UTC' });
-}
+export const computerSchedules: JobSchedule[] = [
+  { kind: metricsSampleJob, cron: '*/5 * * * *', payload: {} },
+  { kind: computersReapJob, cron: '* * * * *', payload: {} },
+  { kind: poolConvergeJob, cron: '* * * * *', payload: { healthCheck: true } },
+];

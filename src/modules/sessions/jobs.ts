@@ -1,7 +1,6 @@
 import { z } from 'zod';
 import type { Db, PrismaClient } from '../../db/client.ts';
-import { defineJob, defineJobKind, type JobDefinition } from '../../jobs/job.ts';
-import type { JobQueue } from '../../jobs/queue.ts';
+import { defineJobKind, type JobDefinition, type JobSchedule } from '../../jobs/job.ts';
 import type { Clock } from '../../lib/clock.ts';
 import { reapStuckTurns } from './reaper.ts';
 import { runSessionTurn, type TurnRunnerDeps } from './turn-runner.ts';
@@ -23,12 +22,28 @@ export const sessionTurnJob = defineJobKind({
   serializeBy: (p) => p.sessionId,
 });
 
-export const SESSION_PURGE_JOB = 'sessions.purge';
-/** Hourly: deleted sessions go for good soon after their retention ends. */
-export const SESSION_PURGE_CRON = '7 * * * *';
+/** Removes deleted sessions past their retention. */
+export const sessionPurgeJob = defineJobKind({
+  name: 'sessions.purge',
+  payload: z.object({}),
+  retryLimit: 3,
+  retryDelaySeconds: 60,
+  expireInSeconds: 3600,
+});
 
-export const SESSION_REAP_JOB = 'sessions.reap';
-export const SESSION_REAP_CRON = '* * * * *';
+/** Ends or re-sends agent turns whose worker stopped. */
+export const sessionReapJob = defineJobKind({
+  name: 'sessions.reap',
+  payload: z.object({}),
+  retryLimit: 0,
+  expireInSeconds: 300,
+});
+
+export const sessionSchedules: JobSchedule[] = [
+  // Hourly: deleted sessions go for good soon after their retention ends.
+  { kind: sessionPurgeJob, cron: '7 * * * *', payload: {} },
+  { kind: sessionReapJob, cron: '* * * * *', payload: {} },
+];
 
 /**
  * Removes sessions whose retention after a soft delete has passed, with their messages and
@@ -42,32 +57,13 @@ export async function purgeExpiredSessions(deps: { db: Db; clock: Clock }): Prom
 export function sessionJobs(deps: TurnRunnerDeps & { db: PrismaClient }): JobDefinition[] {
   return [
     sessionTurnJob.handledBy((p, ctx) => runSessionTurn(deps, p.sessionId, ctx, ctx.attempt > sessionTurnJob.retryLimit)),
-    defineJob({
-      name: SESSION_PURGE_JOB,
-      payload: z.object({}),
-      retryLimit: 3,
-      retryDelaySeconds: 60,
-      expireInSeconds: 3600,
-      handler: async (_payload, ctx) => {
-        const purged = await purgeExpiredSessions(deps);
-        ctx.log.info({ purged }, 'purged deleted sessions past their retention');
-      },
+    sessionPurgeJob.handledBy(async (_payload, ctx) => {
+      const purged = await purgeExpiredSessions(deps);
+      ctx.log.info({ purged }, 'purged deleted sessions past their retention');
     }),
-    defineJob({
-      name: SESSION_REAP_JOB,
-      payload: z.object({}),
-      retryLimit: 0,
-      expireInSeconds: 300,
-      handler: async (_payload, ctx) => {
-        const reaped = await reapStuckTurns(deps, (sessionId) => ctx.send(sessionTurnJob, { sessionId }));
-        if (reaped.ended + reaped.resent > 0) ctx.log.warn(reaped, 'reaped agent turns whose worker stopped');
-      },
+    sessionReapJob.handledBy(async (_payload, ctx) => {
+      const reaped = await reapStuckTurns(deps, (sessionId) => ctx.send(sessionTurnJob, { sessionId }));
+      if (reaped.ended + reaped.resent > 0) ctx.log.warn(reaped, 'reaped agent turns whose worker stopped');
     }),
-  ] as JobDefinition[];
-}
-
-/** Registers the purge and reaper schedules (upserts: every replica may call it). */
-export async function scheduleSessionJobs(queue: JobQueue): Promise<void> {
-  await queue.boss.schedule(SESSION_PURGE_JOB, SESSION_PURGE_CRON, {}, { tz: 'UTC' });
-  await queue.boss.schedule(SESSION_REAP_JOB, SESSION_REAP_CRON, {}, { tz: 'UTC' });
+  ];
 }

@@ -47,5 +47,5 @@ export function webhookJobs(deps: { db: PrismaClient; clock: Clock; secrets: Sec
         );
       }
     }),
-  ] as JobDefinition[];
+  ];
 }

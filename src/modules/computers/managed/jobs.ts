@@ -1,7 +1,6 @@
 import { createHash } from 'node:crypto';
 import { z } from 'zod';
 import { defineJobKind, type JobDefinition } from '../../../jobs/job.ts';
-import type { JobQueue } from '../../../jobs/queue.ts';
 import type { ComputerJobDeps } from '../job-deps.ts';
 import { runPowerChange } from './power.ts';
 import { runProvision } from './provision.ts';
@@ -40,24 +39,21 @@ export const computersReapJob = defineJobKind({
   retryLimit: 0,
   expireInSeconds: 300,
 });
-export const REAP_CRON = '* * * * *';
 
 export function managedComputerJobs(deps: ComputerJobDeps): JobDefinition[] {
-  const stack = computerStackJob.handledBy(async (p, ctx) => {
-    if (p.operation === 'provision') return runProvision(deps, p.computerId, ctx);
-    if (p.operation === 'teardown') return runTeardown(deps, p.computerId, ctx);
-    return runPowerChange(deps, p.computerId, p.operation, ctx);
-  });
-  return [
+  const stack = computerStackJob.handledBy(
+    async (p, ctx) => {
+      if (p.operation === 'provision') return runProvision(deps, p.computerId, ctx);
+      if (p.operation === 'teardown') return runTeardown(deps, p.computerId, ctx);
+      return runPowerChange(deps, p.computerId, p.operation, ctx);
+    },
     // Bounded per process: bulk creation provisions this many computers in parallel.
-    { ...stack, concurrency: deps.managed.concurrency },
+    { concurrency: deps.managed.concurrency },
+  );
+  return [
+    stack,
     computersReapJob.handledBy(async (_p, ctx) => {
       await reapComputers(deps, ctx);
     }),
-  ] as JobDefinition[];
-}
-
-/** Every replica may call this: the schedule is an upsert in pg-boss's table. */
-export async function scheduleComputerReaper(queue: JobQueue): Promise<void> {
-  await queue.boss.schedule(computersReapJob.name, REAP_CRON, {}, { tz: 'UTC' });
+  ];
 }

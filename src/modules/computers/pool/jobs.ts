@@ -1,6 +1,5 @@
 import { z } from 'zod';
 import { defineJobKind, type JobDefinition } from '../../../jobs/job.ts';
-import type { JobQueue } from '../../../jobs/queue.ts';
 import type { ComputerJobDeps } from '../job-deps.ts';
 import { convergePools } from './converge.ts';
 
@@ -15,13 +14,8 @@ export const poolConvergeJob = defineJobKind({
   retryDelaySeconds: 5,
   expireInSeconds: 300,
 });
-export const POOL_CRON = '* * * * *';
 
+/** Its schedule (every minute, with health checks) is in computerSchedules. */
 export function poolJobs(deps: ComputerJobDeps): JobDefinition[] {
-  return [poolConvergeJob.handledBy((p, ctx) => convergePools(deps, ctx, p))] as JobDefinition[];
-}
-
-/** Every replica may call this: the schedule is an upsert in pg-boss's table. */
-export async function schedulePoolConvergence(queue: JobQueue): Promise<void> {
-  await queue.boss.schedule(poolConvergeJob.name, POOL_CRON, { healthCheck: true }, { tz: 'UTC' });
+  return [poolConvergeJob.handledBy((p, ctx) => convergePools(deps, ctx, p))];
 }
