@@ -53,5 +53,6 @@ export function computerJobs(deps: ComputerJobDeps): JobDefinition[] {
 export const computerSchedules: JobSchedule[] = [
   { kind: metricsSampleJob, cron: '*/5 * * * *', payload: {} },
   { kind: computersReapJob, cron: '* * * * *', payload: {} },
-  { kind: poolConvergeJob, cron: '* * * * *', payload: { healthCheck: true } },
+  // At start too: a restarted control plane brings its pools back to size at once.
+  { kind: poolConvergeJob, cron: '* * * * *', payload: { healthCheck: true }, sendAtStart: true },
 ];
