@@ -12,9 +12,9 @@ type CreateOne = (principal: Principal, owner: Owner, input: CreateComputerInput
 
 /**
  * Creates `quantity` managed computers named `<namePrefix>-<n>` with the lowest free suffixes:
- * first those a warm pool hands over (claimForBulk), then the rest one after another, then queues their provisioning together, so the first computers' Pulumi
- * runs do not slow the creation of the rest; they provision in parallel, bounded by the stack
- * job's concurrency. Fail-fast without rollback: the first failure stops the request, which still
+ * first those a warm pool hands over (claimForBulk), then the rest one after another, then
+ * queues their provisioning together, so the first computers' Pulumi runs do not slow the
+ * creation of the rest; they provision in parallel, bounded by the stack job's concurrency. Fail-fast without rollback: the first failure stops the request, which still
  * answers with what was created and the failure. A failure before any computer exists is the
  * failure's own status (400, 402, ...). A crash between storing and queueing is repaired by the
  * reaper, which queues provisioning that never started.
