@@ -1,7 +1,7 @@
 /**
  * Two figures of issue #6 and two of issue #23 (bench/sessions-context.ts), on PostgreSQL, run on demand:
  *
- *   node bench/sessions.ts [--messages 100000] [--runs 21] [--calls 50] [--only lists,overhead,context]
+ *   node bench/sessions.ts [--messages 100000] [--runs 21] [--calls 50] [--command true] [--only lists,overhead,context]
  *
  * 1. Message-list latency through HTTP on a session with 100,000 messages: the first page, a deep
  *    page (about 90% of the way back) and a role-filtered deep page, against two floors (an
@@ -9,6 +9,9 @@
  * 2. Control-plane overhead per tool call: a turn of `--calls` `run_command true` calls against the
  *    scripted model server and a real sshd, stored as the worker stores it, against the same model
  *    calls and commands made back to back with nothing stored (the baseline). Goal: under 15 ms.
+ *    Also measured in the same runs: the stored turn with run_command's output not streamed as
+ *    `session.tool_output`, so the line after it is what streaming adds. `--command` runs another
+ *    command than `true`, e.g. `seq 1 3000` (about 14 KB of output per call).
  */
 import { createEgressGuard } from '../src/egress/guard.ts';
 import { parseEgressAllow } from '../src/egress/policy.ts';
@@ -46,12 +49,14 @@ const { values: args } = parseArgs({
     runs: { type: 'string', default: '21' },
     calls: { type: 'string', default: '40' },
     only: { type: 'string', default: 'lists,overhead,context' },
+    command: { type: 'string', default: 'true' },
   },
 });
 const ONLY = new Set(args.only.split(','));
 const MESSAGES = Number(args.messages);
 const RUNS = Number(args.runs);
 const CALLS = Number(args.calls);
+const COMMAND = args.command;
 
 const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
 const p90 = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length * 0.9)]!;
@@ -168,7 +173,7 @@ async function toolCallOverhead(prisma: PrismaClient, ids: { organizationId: str
     const target: SshTarget = { host: sshd.host, port: sshd.port, username: sshd.username, privateKey: sshd.privateKey, hostKeyFingerprint: sshd.hostKeyFingerprint };
     const client = createModelClient({ id: 'bench', provider: 'openai-compatible', baseUrl: model.baseUrl, apiKey: model.apiKey });
     const script = () => {
-      for (let i = 0; i < CALLS; i++) model.enqueue({ toolCalls: [{ name: 'run_command', arguments: { command: 'true' } }] });
+      for (let i = 0; i < CALLS; i++) model.enqueue({ toolCalls: [{ name: 'run_command', arguments: { command: COMMAND } }] });
       model.enqueue({ text: 'done' });
     };
     const env: TurnEnvironment = { db: prisma, clock: systemClock, ssh: ids.machines.ssh, target, model: client, system: 'bench' };
@@ -181,12 +186,21 @@ async function toolCallOverhead(prisma: PrismaClient, ids: { organizationId: str
         messages.push({ role: 'assistant', content: completion.content });
         const call = completion.content.find((b) => b.type === 'tool_use');
         if (!call) break;
-        const res = await ids.machines.ssh.exec(target, 'true', { cwd: '/tmp', maxOutputBytes: 14_000, timeoutMs: 120_000 });
+        const res = await ids.machines.ssh.exec(target, COMMAND, { cwd: '/tmp', maxOutputBytes: 14_000, timeoutMs: 120_000 });
         messages.push({ role: 'tool', content: [{ type: 'tool_result', toolUseId: call.id, content: `[exit code ${res.exitCode}]`, isError: false }] });
       }
       return performance.now() - t0;
     };
-    const stored = async () => {
+    // The same tools with run_command's live output switched off (it never gets the onOutput
+    // callback): the stored turn without `session.tool_output`, measured in the same runs.
+    const unstreamed = defaultTools.map((t) => (t.name === 'run_command' ? { ...t, run: (...a: Parameters<typeof t.run>) => t.run(a[0], a[1], a[2], a[3], a[4]) } : t));
+    // CPU of this process (the turn, and the scripted model server alike in both variants): less
+    // disturbed than wall time by other work on a shared machine.
+    const cpu = new Map<readonly unknown[], number[]>([
+      [defaultTools, []],
+      [unstreamed, []],
+    ]);
+    const stored = async (tools = defaultTools) => {
       script();
       const now = new Date();
       const session = await prisma.session.create({
@@ -194,30 +208,45 @@ async function toolCallOverhead(prisma: PrismaClient, ids: { organizationId: str
       });
       const watch = watchTurn(prisma, systemClock, session.id, new AbortController().signal);
       const t0 = performance.now();
+      const c0 = process.cpuUsage();
       const result = await runPersistedTurn(env, session, { autonomyLevel: 'high' }, {
         history: [{ role: 'user', content: [{ type: 'text', text: 'go' }] }],
-        tools: defaultTools,
+        tools,
         signal: watch.signal,
       });
       const elapsed = performance.now() - t0;
+      const c1 = process.cpuUsage(c0);
+      cpu.get(tools)!.push((c1.user + c1.system) / 1000);
       watch.stop();
       if (result.stopReason !== 'end_turn' || result.steps !== CALLS + 1) throw new Error(`turn ended ${result.stopReason} after ${result.steps} calls`);
       return elapsed;
     };
     await bare();
     await stored();
+    await stored(unstreamed);
+    for (const runs of cpu.values()) runs.length = 0;
     const bareRuns: number[] = [];
     const storedRuns: number[] = [];
+    const unstreamedRuns: number[] = [];
     for (let i = 0; i < 5; i++) {
       bareRuns.push(await bare());
-      storedRuns.push(await stored());
+      // Alternating which variant goes first, so neither always follows the baseline.
+      if (i % 2 === 0) storedRuns.push(await stored());
+      unstreamedRuns.push(await stored(unstreamed));
+      if (i % 2 === 1) storedRuns.push(await stored());
     }
     const b = median(bareRuns);
     const st = median(storedRuns);
-    console.log(`\nper tool call, ${CALLS} run_command calls per turn, median of 5 (goal overhead < 15 ms)`);
+    const un = median(unstreamedRuns);
+    console.log(`\nper tool call, ${CALLS} run_command calls of \`${COMMAND}\` per turn, median of 5 (goal overhead < 15 ms)`);
     console.log(`  baseline: model call + command, nothing stored   ${ms(b / CALLS).padStart(10)} per call`);
     console.log(`  stored turn (runPersistedTurn + interrupt watch) ${ms(st / CALLS).padStart(10)} per call`);
     console.log(`  control-plane overhead                           ${ms((st - b) / CALLS).padStart(10)} per call`);
+    console.log(`  same, command output not streamed                ${ms((un - b) / CALLS).padStart(10)} per call`);
+    console.log(`  what streaming the output adds                   ${ms((st - un) / CALLS).padStart(10)} per call`);
+    const cpuStreamed = median(cpu.get(defaultTools)!) / CALLS;
+    const cpuUnstreamed = median(cpu.get(unstreamed)!) / CALLS;
+    console.log(`  CPU of this process, stored turn: streamed ${ms(cpuStreamed)}, not streamed ${ms(cpuUnstreamed)} per call (adds ${ms(cpuStreamed - cpuUnstreamed)})`);
   } finally {
     await model.close();
     await sshd.stop();

@@ -3,7 +3,7 @@ import { chmodSync, existsSync, mkdtempSync, readFileSync, rmSync } from 'node:f
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { computersReapJob, provisionJobId } from '../../src/modules/computers/managed/jobs.ts';
+import { computersReapJob, provisionJobId } from '../../src/modules/computers/managed/job-kinds.ts';
 import { cgroupLayout, readCgroup } from '../../src/provisioning/providers/local/cgroups.ts';
 import { localNames } from '../../src/provisioning/providers/local/names.ts';
 import { startTestApi, type TestApi } from '../support/api.ts';
@@ -279,6 +279,55 @@ describe.skipIf(skip)('managed computers on the local provider, through HTTP wit
       return step?.status === 'completed';
     }, PROVISION_MS, 250);
     expect(hostTraces(api.dataDir, created.body.id)).toEqual([]);
+  });
+
+  // A template's setup script sleeping this long: far longer than a teardown takes.
+  const SETUP_SLEEP_S = 60;
+  const stepOf = (computerId: string, id: string) => api.db.prisma.provisioningStep.findUnique({ where: { computerId_id: { computerId, id } } });
+  const jobsOf = async (computerId: string) =>
+    api.db.prisma.$queryRawUnsafe<{ name: string; state: string; data: { operation?: string } }[]>(
+      `SELECT name, state::text, data FROM pgboss.job WHERE data->>'computerId' = $1 ORDER BY created_on`,
+      computerId,
+    );
+
+  it('a teardown during a long set-up step runs at once, and the steps it skipped stay skipped', async () => {
+    const template = await api.call('POST', '/api/v0/computer-templates', {
+      as: api.acme.members.manager.apiKey,
+      body: { name: 'slow box', provider: 'local', setupScript: `sleep ${SETUP_SLEEP_S}\necho done > ~/slept\n`, autoInstallDeps: true },
+    });
+    expect(template.status).toBe(201);
+    const created = await api.call('POST', '/api/v0/computers', { as, body: { name: 'slow', source: { kind: 'template', templateId: template.body.id, isListed: true } } });
+    expect(created.status).toBe(201);
+    const id = created.body.id as string;
+    expect(created.body.provisioningSteps.map((s: { id: string }) => s.id)).toEqual(['create-infrastructure', 'connect', 'verify', 'setup-script', 'install-deps']);
+
+    await waitFor('the setup script to run', async () => (await stepOf(id, 'setup-script'))?.status === 'running', PROVISION_MS, 100);
+    // The stack job ended with `pulumi up`; the set-up runs as its own job.
+    const before = await jobsOf(id);
+    expect(before.filter((j) => j.name === 'computers.stack').map((j) => [j.data.operation, j.state])).toEqual([['provision', 'completed']]);
+    expect(before.filter((j) => j.name === 'computers.setup').map((j) => j.state)).toEqual(['active']);
+
+    const deleting = Date.now();
+    expect((await api.call('DELETE', `/api/v0/computers/${id}`, { as })).status).toBe(204);
+    await waitFor('the teardown to complete', async () => (await stepOf(id, 'teardown'))?.status === 'completed', PROVISION_MS, 100);
+    const tookMs = Date.now() - deleting;
+    // Before set-up left the stack lock, the teardown queued behind the whole script.
+    expect(tookMs).toBeLessThan((SETUP_SLEEP_S * 1000) / 2);
+    expect(hostTraces(api.dataDir, id)).toEqual([]);
+
+    // The set-up notices (its machine is gone) and stops without writing over the teardown's skips.
+    await waitFor('the set-up job to end', async () => (await jobsOf(id)).filter((j) => j.name === 'computers.setup').every((j) => j.state === 'completed'), 60_000, 250);
+    const steps = await api.db.prisma.provisioningStep.findMany({ where: { computerId: id }, orderBy: { position: 'asc' } });
+    expect(steps.map((s) => [s.id, s.status, s.error])).toEqual([
+      ['create-infrastructure', 'completed', null],
+      ['connect', 'completed', null],
+      ['verify', 'completed', null],
+      ['setup-script', 'skipped', 'the computer was deleted'],
+      ['install-deps', 'skipped', 'the computer was deleted'],
+      ['teardown', 'completed', null],
+    ]);
+    const stored = await api.db.prisma.computer.findUniqueOrThrow({ where: { id } });
+    expect(stored.operation).toBeNull();
   });
 
   it('deletes: credentials revoked, sessions archived, teardown visible, nothing left on the host', async () => {

@@ -3,7 +3,7 @@ import { chmodSync, existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, 
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { poolConvergeJob } from '../../src/modules/computers/pool/jobs.ts';
+import { poolConvergeJob } from '../../src/modules/computers/pool/job-kinds.ts';
 import { localNames } from '../../src/provisioning/providers/local/names.ts';
 import { createSshClient, SshError, type SshTarget } from '../../src/provisioning/ssh/index.ts';
 import { startTestApi, type TestApi } from '../support/api.ts';

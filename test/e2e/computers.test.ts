@@ -6,7 +6,8 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { recordEvents } from '../../src/modules/analytics/events.ts';
 import { syncGitIntegrations } from '../../src/modules/integrations/seed.ts';
-import { hexToUuid } from '../../src/provisioning/ssh/index.ts';
+import { computerSetupJob } from '../../src/modules/computers/job-kinds.ts';
+import { hexToUuid, SSH_RETRY } from '../../src/provisioning/ssh/index.ts';
 import { startTestApi, type TestApi } from '../support/api.ts';
 import { isRoot, sshdMissing, startSshd, TEST_USER, type TestSshd } from '../support/sshd.ts';
 import { BACKENDS } from '../support/test-db.ts';
@@ -412,6 +413,43 @@ describe.skipIf(skip).each(BACKENDS)('computers API on %s', (backend) => {
       } finally {
         await api.db.prisma.computer.updateMany({ where: { sshPort: sshd.port }, data: { hostKeyFingerprint: sshd.hostKeyFingerprint } });
       }
+    });
+
+    it('set-up fails at once on a host key mismatch, which is never transient, and skips the steps after it', async () => {
+      const as = api.acme.members.owner.apiKey;
+      const res = await register(as, { name: `pinned-${backend}`, hostId: crypto.randomUUID() });
+      expect(res.status).toBe(201);
+      const id = res.body.id as string;
+      const repo = fixtureRepo(`pinned-${backend}`, { 'README.md': '# pinned\n' });
+      // The machine now presents a key other than the one pinned: another machine, or someone in between.
+      await api.db.prisma.computer.update({
+        where: { id },
+        data: { hostKeyFingerprint: `SHA256:${Buffer.alloc(32, 7).toString('base64').replace(/=+$/, '')}`, repos: [`file://${repo}`] },
+      });
+      await api.db.prisma.provisioningStep.update({ where: { computerId_id: { computerId: id, id: 'verify' } }, data: { status: 'pending', startedAt: null, completedAt: null } });
+      await api.db.prisma.provisioningStep.createMany({
+        data: [
+          { computerId: id, id: 'clone-1', name: `Cloning file://${repo}`, status: 'pending', position: 2 },
+          { computerId: id, id: 'install-deps', name: 'Installing dependencies', status: 'pending', position: 3 },
+        ],
+      });
+      const started = Date.now();
+      await api.queue.send(computerSetupJob, { computerId: id });
+      const steps = await waitFor('the set-up to end', async () => {
+        const all = await api.db.prisma.provisioningStep.findMany({ where: { computerId: id }, orderBy: { position: 'asc' } });
+        return all.every((s) => s.status !== 'pending' && s.status !== 'running') && all;
+      }, 30_000, 100);
+      // A transient failure would be tried again for SSH_RETRY's two minutes; this one is not tried again at all.
+      expect(Date.now() - started).toBeLessThan(SSH_RETRY.budgetMs / 4);
+      expect(steps.map((s) => [s.id, s.status])).toEqual([
+        ['connect', 'completed'],
+        ['verify', 'failed'],
+        ['clone-1', 'skipped'],
+        ['install-deps', 'skipped'],
+      ]);
+      expect(steps[1]!.error).toMatch(/host key mismatch: expected SHA256:/);
+      expect(steps[2]!.error).toBe('the workspace could not be prepared');
+      expect((await api.call('DELETE', `/api/v0/computers/${id}`, { as })).status).toBe(204);
     });
 
     it('delete hides the computer, frees its name, and leaves the machine and its files intact', async () => {

@@ -1144,7 +1144,7 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** Streams a session's messages as they are created and updated (model text as it streams, tool calls and results), status, usage and interrupts. Without a resume point, a turn under way is replayed from its start. Resumes after the Last-Event-ID header (or `lastEventId`) within the retention window; an older id first receives `stream.events_dropped`. */
+        /** Streams a session's messages as they are created and updated (model text as it streams, tool calls, a running command's output in bounded chunks, and results), status, usage and interrupts. Without a resume point, a turn under way is replayed from its start. Resumes after the Last-Event-ID header (or `lastEventId`) within the retention window; an older id first receives `stream.events_dropped`. */
         get: operations["streamSessionEvents"];
         put?: never;
         post?: never;
@@ -2527,7 +2527,7 @@ export interface components {
         };
         /** @description One server-sent event, as JSON in its data field */
         StreamedEvent: {
-            /** @description Event id, for Last-Event-ID; absent on transient events (model text as it streams) */
+            /** @description Event id, for Last-Event-ID; absent on transient events, which are never stored or replayed: `session.delta` (model text as it streams, data `{type, text}`) and `session.tool_output` (a running command's output, data `{toolUseId, stream, seq, offset, text, truncated}`) */
             id?: string;
             type: string;
             organizationId: string;

@@ -12,6 +12,29 @@ type Message = components['schemas']['Message'];
 type Block = components['schemas']['ContentBlock'];
 type ToolResult = Extract<Block, { type: 'tool_result' }>;
 
+/** A running tool call's output as `session.tool_output` events bring it, until its result replaces it. */
+interface LiveOutput {
+  text: string;
+  /** Characters of each stream received so far: a chunk starting elsewhere means some were missed. */
+  received: Record<string, number>;
+  truncated: boolean;
+}
+type LiveOutputs = Record<string, LiveOutput>;
+
+/** Adds one `session.tool_output` chunk to the call's live output (docs/api-decisions.md has its shape). */
+function addOutput(outputs: LiveOutputs, d: Record<string, unknown>): LiveOutputs {
+  const id = d.toolUseId as string;
+  const stream = d.stream === 'stderr' ? 'stderr' : 'stdout';
+  const prev = outputs[id] ?? { text: '', received: {}, truncated: false };
+  const offset = typeof d.offset === 'number' ? d.offset : 0;
+  const gap = offset !== (prev.received[stream] ?? 0) ? '[…]\n' : '';
+  const text = d.text as string;
+  return {
+    ...outputs,
+    [id]: { text: prev.text + gap + text, received: { ...prev.received, [stream]: offset + text.length }, truncated: prev.truncated || d.truncated === true },
+  };
+}
+
 /** Pages of the transcript read at most (newest first, 100 each): a very long session shows its latest 1,000 messages. */
 const MAX_PAGES = 10;
 
@@ -38,6 +61,7 @@ export function SessionDetail({ id }: { id: string }) {
   const session = useResource(() => must(api.GET('/api/v0/sessions/{sessionId}', { params: { path: { sessionId: id } } })), [id]);
   const messages = useResource(() => allMessages(id), [id]);
   const [streaming, setStreaming] = useState<{ text: string; thinking: string }>({ text: '', thinking: '' });
+  const [outputs, setOutputs] = useState<LiveOutputs>({});
   const [mode, setMode] = useState<LiveMode>('connecting');
   const status = session.data?.status;
   const statusRef = useRef(status);
@@ -55,13 +79,23 @@ export function SessionDetail({ id }: { id: string }) {
           if (event.type === 'session.delta' && typeof d.text === 'string') {
             const key = d.type === 'thinking' ? 'thinking' : 'text';
             setStreaming((s) => ({ ...s, [key]: s[key] + (d.text as string) }));
+          } else if (event.type === 'session.tool_output' && typeof d.toolUseId === 'string' && typeof d.text === 'string') {
+            setOutputs((o) => addOutput(o, d));
           } else if ((event.type === 'session.message.created' || event.type === 'session.message.updated') && d.message) {
             const message = d.message as Message;
             if (message.role === 'assistant') setStreaming({ text: '', thinking: '' });
+            // A result replaces the call's live output.
+            if (message.role === 'tool') {
+              const done = message.content.flatMap((b) => (b.type === 'tool_result' ? [b.toolUseId] : []));
+              setOutputs((o) => Object.fromEntries(Object.entries(o).filter(([k]) => !done.includes(k))));
+            }
             messages.set((list) => [...(list ?? []).filter((m) => m.id !== message.id), message].sort(order));
           } else if (event.type === 'session.status' && typeof d.status === 'string') {
             session.set((s) => (s ? { ...s, status: d.status as typeof s.status } : s));
-            if (d.status === 'idle') setStreaming({ text: '', thinking: '' });
+            if (d.status === 'idle') {
+              setStreaming({ text: '', thinking: '' });
+              setOutputs({});
+            }
           } else {
             void session.reload();
           }
@@ -107,7 +141,7 @@ export function SessionDetail({ id }: { id: string }) {
     <section aria-labelledby="transcript-title">
       <h2 id="transcript-title">Transcript</h2>
       <${ErrorBox} error=${messages.error} />
-      <${Transcript} messages=${messages.data ?? []} streaming=${streaming} running=${busy} />
+      <${Transcript} messages=${messages.data ?? []} streaming=${streaming} outputs=${outputs} running=${busy} />
     </section>
     <form
       class="composer"
@@ -136,7 +170,17 @@ export function SessionDetail({ id }: { id: string }) {
   `;
 }
 
-function Transcript({ messages, streaming, running }: { messages: Message[]; streaming: { text: string; thinking: string }; running: boolean }) {
+function Transcript({
+  messages,
+  streaming,
+  outputs,
+  running,
+}: {
+  messages: Message[];
+  streaming: { text: string; thinking: string };
+  outputs: LiveOutputs;
+  running: boolean;
+}) {
   const results = new Map<string, ToolResult>();
   for (const m of messages) for (const b of m.content) if (b.type === 'tool_result') results.set(b.toolUseId, b);
   const shown = messages.filter((m) => m.role !== 'tool' && m.visibility !== 'llm_only');
@@ -148,7 +192,7 @@ function Transcript({ messages, streaming, running }: { messages: Message[]; str
       (m) => html`<li key=${m.id} class=${`message message-${m.role}${m.isError ? ' message-error' : ''}`} data-role=${m.role}>
         <div class="message-meta"><span>${m.role === 'user' ? 'You' : m.role === 'assistant' ? 'Agent' : m.role}</span> <time>${dateTime(m.createdAt)}</time></div>
         ${m.compaction ? html`<p class="muted">Earlier messages were summarised to fit the model's context.</p>` : null}
-        ${m.content.map((b, i) => html`<${BlockView} key=${i} block=${b} results=${results} />`)}
+        ${m.content.map((b, i) => html`<${BlockView} key=${i} block=${b} results=${results} outputs=${outputs} />`)}
       </li>`,
     )}
     ${streaming.text || streaming.thinking
@@ -168,7 +212,7 @@ function resultText(r: ToolResult): string {
   return (r.content ?? []).map((c) => (c.type === 'text' ? c.text : `[${c.type}]`)).join('\n');
 }
 
-function BlockView({ block, results }: { block: Block; results: Map<string, ToolResult> }) {
+function BlockView({ block, results, outputs }: { block: Block; results: Map<string, ToolResult>; outputs: LiveOutputs }) {
   switch (block.type) {
     case 'text':
       return html`<div class="text">${block.text}</div>`;
@@ -178,14 +222,21 @@ function BlockView({ block, results }: { block: Block; results: Map<string, Tool
       return html`<p class="muted">(redacted thinking)</p>`;
     case 'tool_use': {
       const result = results.get(block.id);
-      return html`<details class=${`tool${result?.isError ? ' tool-error' : ''}`} data-tool=${block.name}>
+      const live = result ? undefined : outputs[block.id];
+      return html`<details class=${`tool${result?.isError ? ' tool-error' : ''}`} data-tool=${block.name} open=${live ? true : undefined}>
         <summary>
           <span class="tool-name">${block.name}</span>
           ${result ? (result.isError ? html`<${Badge} value="failed" />` : html`<${Badge} value="completed" />`) : html`<${Badge} value="running" />`}
         </summary>
         <h3 class="sr-only">Input</h3>
         <pre>${JSON.stringify(block.input, null, 2)}</pre>
-        ${result ? html`<h3 class="sr-only">Output</h3><pre class="tool-output">${resultText(result)}</pre>` : null}
+        ${result
+          ? html`<h3 class="sr-only">Output</h3><pre class="tool-output">${resultText(result)}</pre>`
+          : live
+            ? html`<h3 class="sr-only">Output so far</h3><pre class="tool-output live" data-testid="tool-output-live">${live.text}${live.truncated
+                ? html`<span class="muted">\n[live output stops here; the result will show how it ends]</span>`
+                : null}</pre>`
+            : null}
       </details>`;
     }
     case 'tool_result':

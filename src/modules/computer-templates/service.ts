@@ -7,7 +7,7 @@ import { BadRequest, Conflict, NotFound } from '../../lib/errors.ts';
 import { newId } from '../../lib/ids.ts';
 import { PUBLIC_API_SOURCE, recordAudit } from '../audit/record.ts';
 import type { JobQueue } from '../../jobs/queue.ts';
-import { poolConvergeJob } from '../computers/pool/jobs.ts';
+import { poolConvergeJob } from '../computers/pool/job-kinds.ts';
 import { assertMaySizePools } from '../computers/pool/service.ts';
 import type { CreateTemplateInput, UpdateTemplateInput } from './schemas.ts';
 import { templateView } from './views.ts';

@@ -7,7 +7,7 @@ import { PUBLIC_API_SOURCE, recordAudit } from '../audit/record.ts';
 import { computerEvents } from './computer-events.ts';
 import type { Owner } from './access.ts';
 import type { ComputersDeps } from './deps.ts';
-import type { NewStep } from './steps.ts';
+import type { NewStep } from './steps/names.ts';
 import { computerView } from './views.ts';
 
 

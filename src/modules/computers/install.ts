@@ -3,14 +3,15 @@ import type { Computer } from '../../generated/prisma/client.ts';
 import type { JobQueue } from '../../jobs/queue.ts';
 import { BadRequest, Conflict } from '../../lib/errors.ts';
 import { newId, newUuid } from '../../lib/ids.ts';
-import { installRunJob } from './jobs.ts';
-import { settleProvisioning } from './managed/settle.ts';
-import { STEP } from './steps.ts';
+import { installRunJob } from './job-kinds.ts';
+import { settleProvisioning } from './settle.ts';
+import { STEP } from './steps/names.ts';
 
 /**
- * Starts an install session: the `install-deps` step goes to running and one durable install
- * run per cloned repository is queued, all in one transaction. A session already running is a
- * 409: the step row is locked and compared, so two concurrent requests cannot both start one.
+ * Starts an install session on request (`POST install-deps`): the `install-deps` step goes to
+ * running and one durable install run per cloned repository is queued, all in one transaction. A
+ * session already running is a 409: the step row is locked and compared, so two concurrent
+ * requests cannot both start one. (Set-up starts its session as a step: `queueInstallRuns`.)
  */
 export async function startInstallSession(
   tx: Db,
@@ -35,36 +36,32 @@ export async function startInstallSession(
       data: { ...running, computerId: computer.id, id: STEP.installDeps, name: 'Installing dependencies', position: (last._max.position ?? -1) + 1 },
     });
   }
+  await queueInstallRuns(tx, queue, computer, sessionId, now);
+  return sessionId;
+}
+
+/** One queued install run per cloned repository, of the session `sessionId`. */
+export async function queueInstallRuns(
+  tx: Db,
+  queue: Pick<JobQueue, 'send'>,
+  computer: Pick<Computer, 'id' | 'clonedRepoDirectories'>,
+  sessionId: string,
+  now: Date,
+): Promise<void> {
   for (const directory of computer.clonedRepoDirectories) {
     const runId = newId('inst');
     await tx.installRun.create({ data: { id: runId, computerId: computer.id, installSessionId: sessionId, directory, status: 'queued', createdAt: now } });
     await queue.send(installRunJob, { runId }, { tx });
   }
-  return sessionId;
 }
 
 /**
- * Called as each run ends: the last run of the session completes the step, or fails it naming
- * every repository that failed. The step row lock serializes runs finishing at the same time.
+ * Called as each run ends, in the transaction that ended it: the last run of the session
+ * completes the step, or fails it naming every repository that failed. The step row lock
+ * serializes runs finishing at the same time.
  */
-export async function finishInstallRun(
-  tx: Db,
-  run: { id: string; computerId: string; installSessionId: string },
-  result: { status: 'completed' | 'failed'; exitCode?: number; outputTail?: string; error?: string; plans?: unknown },
-  now: Date,
-): Promise<void> {
+export async function concludeInstallSession(tx: Db, run: { computerId: string; installSessionId: string }, now: Date): Promise<void> {
   await tx.$queryRaw`SELECT 1 FROM provisioning_steps WHERE computer_id = ${run.computerId} AND id = ${STEP.installDeps} FOR UPDATE`;
-  await tx.installRun.update({
-    where: { id: run.id },
-    data: {
-      status: result.status,
-      exitCode: result.exitCode,
-      outputTail: result.outputTail,
-      error: result.error,
-      plans: (result.plans ?? undefined) as never,
-      completedAt: now,
-    },
-  });
   const runs = await tx.installRun.findMany({ where: { computerId: run.computerId, installSessionId: run.installSessionId } });
   if (runs.some((r) => r.status === 'queued' || r.status === 'running')) return;
   const failed = runs.filter((r) => r.status === 'failed');

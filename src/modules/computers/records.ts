@@ -7,14 +7,14 @@ import { PUBLIC_API_SOURCE, recordAudit } from '../audit/record.ts';
 import { creatingOwner, ownerOf, reachableComputer } from './access.ts';
 import type { ComputersDeps } from './deps.ts';
 import { assertNameAndHostFree, hostTaken, insertComputer, nameTaken } from './insert.ts';
-import { computerSetupJob } from './jobs.ts';
+import { computerSetupJob } from './job-kinds.ts';
 import { BYOM } from './machines.ts';
 import { managedComputers } from './managed/records.ts';
 import { retireComputer } from './retire.ts';
 import { assertMayAddComputer } from './quota.ts';
 import { reachDirectly, reachThroughAgent, type Reachability } from './registration.ts';
 import type { CreateComputerInput, UpdateComputerInput } from './schemas.ts';
-import { byomSteps } from './steps.ts';
+import { byomSteps } from './steps/names.ts';
 import { computerView } from './views.ts';
 
 

@@ -1,6 +1,6 @@
 import type { Computer, ProvisioningStep } from '../../generated/prisma/client.ts';
 import type { RelayUrls } from '../../relay/urls.ts';
-import type { StoredSource } from './managed/source.ts';
+import type { StoredSource } from './source.ts';
 import type { ComputerView } from './schemas.ts';
 
 

@@ -67,11 +67,20 @@ export interface TransientEvent {
 }
 
 /**
- * Announces an event to the streams connected right now, without storing it (model text as it
- * streams): it is not resumable, and what it carried arrives again in the stored message.
+ * Announces events to the streams connected right now, without storing them (model text and
+ * command output as they stream): they are not resumable, and what they carried arrives again in
+ * the stored message. Several events are one statement (one round trip), heard in their order.
  */
-export async function publishTransient(db: Db, event: TransientEvent): Promise<void> {
-  const payload = JSON.stringify(event);
-  if (Buffer.byteLength(payload) > TRANSIENT_MAX_BYTES) throw new Error(`transient event ${event.type} exceeds ${TRANSIENT_MAX_BYTES} bytes`);
-  await db.$executeRaw`SELECT pg_notify(${EVENTS_CHANNEL}, ${payload})`;
+export async function publishTransient(db: Db, events: TransientEvent | TransientEvent[]): Promise<void> {
+  const payloads = (Array.isArray(events) ? events : [events]).map((event) => {
+    const payload = JSON.stringify(event);
+    if (Buffer.byteLength(payload) > TRANSIENT_MAX_BYTES) throw new Error(`transient event ${event.type} exceeds ${TRANSIENT_MAX_BYTES} bytes`);
+    return payload;
+  });
+  if (payloads.length === 1) await db.$executeRaw`SELECT pg_notify(${EVENTS_CHANNEL}, ${payloads[0]})`;
+  else if (payloads.length > 1) {
+    await db.$executeRaw`
+      SELECT pg_notify(${EVENTS_CHANNEL}, p)
+      FROM jsonb_array_elements_text(${JSON.stringify(payloads)}::jsonb) WITH ORDINALITY AS t(p, n) ORDER BY n`;
+  }
 }

@@ -20,7 +20,7 @@ export function eventRoutes(service: EventsService, opts: { sessionsOrgs: '*' | 
       method: 'get',
       path: '/api/v0/sessions/{sessionId}/events',
       operationId: 'streamSessionEvents',
-      summary: `Streams a session's messages as they are created and updated (model text as it streams, tool calls and results), status, usage and interrupts. Without a resume point, a turn under way is replayed from its start.${RESUME}`,
+      summary: `Streams a session's messages as they are created and updated (model text as it streams, tool calls, a running command's output in bounded chunks, and results), status, usage and interrupts. Without a resume point, a turn under way is replayed from its start.${RESUME}`,
       params: SessionIdParams,
       query: StreamQuery,
       responses: { 200: STREAM },

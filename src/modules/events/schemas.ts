@@ -30,7 +30,10 @@ export const OrganizationStreamQuery = StreamQuery.extend({
 /** The `data` of every server-sent event (its `event` field is the type, its `id` field the id). */
 export const StreamedEventSchema = z
   .object({
-    id: z.string().optional().meta({ description: 'Event id, for Last-Event-ID; absent on transient events (model text as it streams)' }),
+    id: z.string().optional().meta({
+      description:
+        'Event id, for Last-Event-ID; absent on transient events, which are never stored or replayed: `session.delta` (model text as it streams, data `{type, text}`) and `session.tool_output` (a running command\'s output, data `{toolUseId, stream, seq, offset, text, truncated}`)',
+    }),
     type: z.string(),
     organizationId: z.string(),
     sessionId: z.string().optional(),

@@ -32,7 +32,7 @@ export type ResourceEventType =
 export type EventType = OrganizationEventType | ResourceEventType;
 
 /** Transient events: sent to connected streams only, never stored, never resumed (docs/api-decisions.md). */
-export type TransientEventType = 'session.delta';
+export type TransientEventType = 'session.delta' | 'session.tool_output';
 
 /** Sent on a stream, never stored: the resume point is older than the retention window. */
 export const EVENTS_DROPPED = 'stream.events_dropped';

@@ -15,7 +15,7 @@ import {
   type TurnResult,
 } from './runtime/index.ts';
 import type { StoredSettings } from './settings.ts';
-import { sessionDeltas } from './session-events.ts';
+import { sessionDeltas, sessionToolOutput } from './session-events.ts';
 import { addActiveTime, addUsage, appendMessage } from './store.ts';
 import { turnEvents } from './turn-events.ts';
 
@@ -57,6 +57,7 @@ export async function runPersistedTurn(
   const { db, clock } = env;
   const started = Date.now();
   const deltas = sessionDeltas(db, session);
+  const toolOutput = sessionToolOutput(db, session);
   const result = await runTurn({
     model: env.model,
     tools: opts.tools,
@@ -69,8 +70,10 @@ export async function runPersistedTurn(
     signal: opts.signal,
     compaction: env.compaction === 'off' ? 'off' : env.compaction?.model,
     onDelta: (delta) => deltas.push(delta),
+    onToolOutput: (toolUseId, stream, text) => toolOutput.push(toolUseId, stream, text),
     onMessage: async (message) => {
       await deltas.flush();
+      await toolOutput.flush();
       emitted.push(message);
       const now = clock.now();
       const row = await db.$transaction(async (tx) => {

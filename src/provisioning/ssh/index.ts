@@ -19,4 +19,5 @@ export { hexToUuid } from './machine-id.ts';
 export type { PoolOptions, PoolStats } from './pool.ts';
 export type { FileOptions, RemoteStat } from './sftp.ts';
 export { shellQuote } from './command.ts';
+export { isTransientSshError, SSH_RETRY } from './retry.ts';
 export { DEFAULT_MAX_SESSIONS, DEFAULT_SSH_PORT, type SshTarget } from './target.ts';

@@ -6,7 +6,7 @@ import type { ComputersDeps } from '../deps.ts';
 import type { BulkCreateInput, ComputerView, CreateComputerInput } from '../schemas.ts';
 import { claimForBulk } from '../pool/claim.ts';
 import { usableProvider } from './provider-choice.ts';
-import { sendProvision } from './records.ts';
+import { sendProvision } from './job-kinds.ts';
 
 type CreateOne = (principal: Principal, owner: Owner, input: CreateComputerInput) => Promise<ComputerView>;
 

@@ -4,7 +4,7 @@ import { computerEvents } from '../computer-events.ts';
 import { targetFor } from '../machines.ts';
 import { programInput, providerOf } from './program-input.ts';
 import { SSH_WAIT_MS } from './settings.ts';
-import { waitForSsh } from './wait-for-ssh.ts';
+import { waitForSsh } from '../wait-for-ssh.ts';
 
 /**
  * Pause or resume: `pulumi up` with `running` flipped. A resume ends once SSH answers again. A

@@ -2,9 +2,9 @@ import type { JobContext } from '../../../jobs/job.ts';
 import type { ComputerJobDeps } from '../job-deps.ts';
 import { BYOM } from '../machines.ts';
 import { computerEvents } from '../computer-events.ts';
-import { skipPendingSteps, STEP } from '../steps.ts';
-import { computerStackJob } from './jobs.ts';
-import { sendProvision } from './records.ts';
+import { STEP } from '../steps/names.ts';
+import { skipPendingSteps } from '../steps/store.ts';
+import { computerStackJob, sendProvision } from './job-kinds.ts';
 import { deadline, POWER_TIMEOUT_MS, type Operation } from './settings.ts';
 import { NOT_POOL } from '../pool/pools.ts';
 

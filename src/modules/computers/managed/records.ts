@@ -1,6 +1,5 @@
 import type { Principal } from '../../../auth/principal.ts';
 import type { Db } from '../../../db/client.ts';
-import type { JobQueue } from '../../../jobs/queue.ts';
 import type { Computer } from '../../../generated/prisma/client.ts';
 import { BadRequest, Conflict, ServiceUnavailable } from '../../../lib/errors.ts';
 import { newId } from '../../../lib/ids.ts';
@@ -12,10 +11,10 @@ import { assertMayAddComputer } from '../quota.ts';
 import type { BulkCreateInput, CreateComputerInput } from '../schemas.ts';
 import { claimFromPool } from '../pool/claim.ts';
 import { bulkCreate } from './bulk.ts';
-import { managedSteps, STEP } from '../steps.ts';
-import { computerStackJob, provisionJobId } from './jobs.ts';
+import { managedSteps, STEP } from '../steps/names.ts';
+import { computerStackJob, sendProvision } from './job-kinds.ts';
 import { usableProvider } from './provider-choice.ts';
-import { applySource, setupScriptOf, sourceComputerOf } from './source.ts';
+import { applySource, setupScriptOf, sourceComputerOf } from '../source.ts';
 import { deadline, POWER_TIMEOUT_MS } from './settings.ts';
 import { waitForOperation } from './wait.ts';
 
@@ -112,11 +111,6 @@ export async function restartManaged(deps: Pick<ComputersDeps, 'db' | 'clock' | 
   if (!settled) throw new ServiceUnavailable(`Computer "${computer.name}" is still resuming; try again shortly`);
   if (settled.operationError) throw new ServiceUnavailable(`Computer "${computer.name}" could not be resumed: ${settled.operationError}`);
   return {};
-}
-
-/** Queues a computer's provisioning (once: the job id is deterministic). */
-export function sendProvision(queue: Pick<JobQueue, 'send'>, computerId: string, tx?: Db) {
-  return queue.send(computerStackJob, { computerId, operation: 'provision' }, { tx, id: provisionJobId(computerId) });
 }
 
 /**

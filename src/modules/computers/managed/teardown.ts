@@ -1,7 +1,8 @@
 import type { JobContext } from '../../../jobs/job.ts';
 import type { ComputerJobDeps } from '../job-deps.ts';
 import { computerEvents } from '../computer-events.ts';
-import { STEP, updateStep } from '../steps.ts';
+import { STEP } from '../steps/names.ts';
+import { moveStep } from '../steps/store.ts';
 import { programInput, providerOf } from './program-input.ts';
 
 /**
@@ -13,13 +14,14 @@ export async function runTeardown(deps: ComputerJobDeps, computerId: string, ctx
   const computer = await deps.db.computer.findFirst({ where: { id: computerId, deletedAt: { not: null }, operation: 'teardown' } });
   if (!computer) return;
   const now = () => deps.clock.now();
-  await updateStep(deps.db, computerId, STEP.teardown, { status: 'running', startedAt: now(), completedAt: null });
+  // A retried teardown starts its step again from where the last attempt left it.
+  await moveStep(deps.db, computerId, STEP.teardown, ['pending', 'running', 'failed'], { status: 'running', startedAt: now(), completedAt: null });
   try {
     // Without its provider the stack stays, and the teardown is retried until one is configured.
     await deps.provisioner.stacks.destroy(providerOf(deps.provisioner.providers, computer), programInput(computer), { signal: ctx.signal, log: ctx.log });
   } catch (err) {
     const message = err instanceof Error ? err.message : String(err);
-    await updateStep(deps.db, computerId, STEP.teardown, { status: 'failed', error: `attempt ${ctx.attempt}: ${message}`, completedAt: now() });
+    await moveStep(deps.db, computerId, STEP.teardown, ['running'], { status: 'failed', error: `attempt ${ctx.attempt}: ${message}`, completedAt: now() });
     await deps.db.computer.updateMany({ where: { id: computerId, operation: 'teardown' }, data: { operationError: message } });
     throw err;
   }
@@ -30,6 +32,6 @@ export async function runTeardown(deps: ComputerJobDeps, computerId: string, ctx
     });
     if (count) await computerEvents.tornDown(tx, computerId);
   });
-  await updateStep(deps.db, computerId, STEP.teardown, { status: 'completed', error: null, completedAt: now() });
+  await moveStep(deps.db, computerId, STEP.teardown, ['running'], { status: 'completed', error: null, completedAt: now() });
   ctx.log.info({ computerId }, 'computer torn down');
 }

@@ -7,17 +7,17 @@ import type { Owner } from '../access.ts';
 import { computerEvents } from '../computer-events.ts';
 import type { ComputersDeps } from '../deps.ts';
 import { assertNameAndHostFree } from '../insert.ts';
-import { computerSetupJob } from '../jobs.ts';
+import { computerSetupJob } from '../job-kinds.ts';
 import { targetFor } from '../machines.ts';
 import { deadline } from '../managed/settings.ts';
-import type { SourcedInput } from '../managed/source.ts';
+import type { SourcedInput } from '../source.ts';
 import { assertMayAddComputer } from '../quota.ts';
 import type { BulkCreateInput, ComputerView, CreateComputerInput } from '../schemas.ts';
-import { STEP } from '../steps.ts';
+import { STEP } from '../steps/names.ts';
 import { computerView } from '../views.ts';
 import { retirePoolComputer } from './retire.ts';
 import { CLAIM_TIMEOUT_MS, POOL_OWNER, REFILL_DELAY_MS } from './pools.ts';
-import { poolConvergeJob } from './jobs.ts';
+import { poolConvergeJob } from './job-kinds.ts';
 
 /**
  * The files sshd reads authorized keys from: the user's own, and the one the kubernetes image's

@@ -5,9 +5,9 @@ import { newId } from '../../../lib/ids.ts';
 import { generateKeyPair } from '../../../provisioning/ssh/index.ts';
 import type { ComputerJobDeps } from '../job-deps.ts';
 import { targetFor } from '../machines.ts';
-import { sendProvision } from '../managed/records.ts';
+import { sendProvision } from '../managed/job-kinds.ts';
 import { deadline } from '../managed/settings.ts';
-import { managedSteps } from '../steps.ts';
+import { managedSteps } from '../steps/names.ts';
 import { configuredPools, POOL_OWNER, poolKeyOf, type PoolSpec } from './pools.ts';
 import { retirePoolComputer } from './retire.ts';
 

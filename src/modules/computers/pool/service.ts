@@ -4,7 +4,7 @@ import { PUBLIC_API_SOURCE, recordAudit } from '../../audit/record.ts';
 import type { ComputersDeps } from '../deps.ts';
 import { BYOM } from '../machines.ts';
 import { keyOf } from './converge.ts';
-import { poolConvergeJob } from './jobs.ts';
+import { poolConvergeJob } from './job-kinds.ts';
 import { configuredPools, POOL_OWNER, poolKeyOf, providerDefaults, type PoolKey } from './pools.ts';
 import type { PoolView } from './schemas.ts';
 

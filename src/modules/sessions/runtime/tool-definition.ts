@@ -17,12 +17,20 @@ export interface ToolResult {
   effects?: ToolEffects;
 }
 
+/** Which of a command's output streams a piece of live output came from. */
+export type OutputStream = 'stdout' | 'stderr';
+
+/** Output as a tool produces it (a command's stdout and stderr), before its result exists; decoded text, in order per stream. */
+export type OnToolOutput = (stream: OutputStream, text: string) => void;
+
 export interface ToolContext {
   ssh: SshClient;
   target: SshTarget;
   /** Absolute working directory of the session on its computer. */
   cwd: string;
   signal?: AbortSignal;
+  /** Where a tool that streams (run_command) reports its output as it arrives; the result still carries it. */
+  onOutput?: OnToolOutput;
 }
 
 export interface AgentTool {
@@ -38,7 +46,7 @@ export interface AgentTool {
   /** JSON schema of the input for the model, derived from `inputSchema`. */
   jsonSchema: Record<string, unknown>;
   /** Validates `input` and runs the tool; never throws: failures are `isError` results. */
-  run(ssh: SshClient, target: SshTarget, cwd: string, input: unknown, signal?: AbortSignal): Promise<ToolResult>;
+  run(ssh: SshClient, target: SshTarget, cwd: string, input: unknown, signal?: AbortSignal, onOutput?: OnToolOutput): Promise<ToolResult>;
 }
 
 /** Longest tool output handed to the model; longer output keeps its head and says so. */
@@ -79,12 +87,12 @@ export function defineTool<S extends z.ZodType>(def: {
     concurrent: def.concurrent ?? false,
     inputSchema: def.input,
     jsonSchema,
-    async run(ssh, target, cwd, input, signal) {
+    async run(ssh, target, cwd, input, signal, onOutput) {
       const parsed = def.input.safeParse(input);
       if (!parsed.success) return { isError: true, output: `Invalid input for ${def.name}:\n${z.prettifyError(parsed.error)}` };
       if (signal?.aborted) return { isError: true, output: describeError(undefined, signal) };
       try {
-        const result = await def.execute({ ssh, target, cwd, signal }, parsed.data);
+        const result = await def.execute({ ssh, target, cwd, signal, onOutput }, parsed.data);
         return { ...result, output: capOutput(result.output) };
       } catch (err) {
         return { isError: true, output: describeError(err, signal) };

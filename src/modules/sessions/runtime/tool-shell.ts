@@ -1,5 +1,6 @@
+import { StringDecoder } from 'node:string_decoder';
 import { z } from 'zod';
-import { defineTool } from './tool-definition.ts';
+import { defineTool, type OutputStream } from './tool-definition.ts';
 
 const DEFAULT_TIMEOUT_MS = 120_000;
 const MAX_TIMEOUT_MS = 600_000;
@@ -16,13 +17,23 @@ export const runCommandTool = defineTool({
     command: z.string().min(1).describe('The shell command line (POSIX sh syntax).'),
     timeoutMs: z.number().int().positive().max(MAX_TIMEOUT_MS).optional().describe(`Kill the command after this many milliseconds (default ${DEFAULT_TIMEOUT_MS}).`),
   }),
-  async execute({ ssh, target, cwd, signal }, input) {
-    const res = await ssh.exec(target, input.command, {
-      cwd,
-      timeoutMs: input.timeoutMs ?? DEFAULT_TIMEOUT_MS,
-      signal,
-      maxOutputBytes: MAX_STREAM_BYTES,
-    });
+  async execute({ ssh, target, cwd, signal, onOutput }, input) {
+    // Live output is decoded per stream, so a character split across two SSH packets stays whole.
+    const live = onOutput && { stdout: new StringDecoder('utf8'), stderr: new StringDecoder('utf8') };
+    const forward = (stream: OutputStream) => (live ? (chunk: Buffer) => onOutput!(stream, live[stream].write(chunk)) : undefined);
+    let res;
+    try {
+      res = await ssh.exec(target, input.command, {
+        cwd,
+        timeoutMs: input.timeoutMs ?? DEFAULT_TIMEOUT_MS,
+        signal,
+        maxOutputBytes: MAX_STREAM_BYTES,
+        onStdout: forward('stdout'),
+        onStderr: forward('stderr'),
+      });
+    } finally {
+      if (live) for (const stream of ['stdout', 'stderr'] as const) onOutput!(stream, live[stream].end());
+    }
     const parts: string[] = [];
     if (res.stdout) parts.push(res.stdout.replace(/\n$/, ''));
     if (res.stderr) parts.push(`[stderr]\n${res.stderr.replace(/\n$/, '')}`);

@@ -5,7 +5,7 @@ import { contextLimits } from './context-limits.ts';
 import { overflowedPromptTokens } from './context-overflow.ts';
 import { ContextOverflow, ContextWindow, type Compaction } from './context-window.ts';
 import { addUsage, zeroUsage, type ModelClient, type ModelConfig, type ModelDelta, type Usage } from './model-client.ts';
-import type { AgentTool, ToolEffects } from './tool-definition.ts';
+import type { AgentTool, OutputStream, ToolEffects } from './tool-definition.ts';
 import { toolBatches } from './tool-batches.ts';
 import { TokenEstimator } from './token-estimate.ts';
 import { toolSpecs } from './tools.ts';
@@ -43,6 +43,8 @@ export interface TurnOptions {
   /** Usage of each model call, interrupted and compaction calls included, with the model that made it. */
   onUsage?(usage: Usage, model: ModelConfig): Promise<void> | void;
   onDelta?(delta: ModelDelta): void;
+  /** A running tool call's output as it arrives (run_command's stdout and stderr), before its result; not awaited. */
+  onToolOutput?(toolUseId: string, stream: OutputStream, text: string): void;
   /** Each tool call after it ran (or was refused), for analytics. */
   onToolCall?(call: { toolUse: ToolUseBlock; result: ToolResultBlock; effects?: ToolEffects; durationMs: number }): Promise<void> | void;
 }
@@ -165,6 +167,7 @@ async function runToolCall(
   const tool = byName.get(call.name);
   if (!tool) return result(`Unknown tool "${call.name}". Available tools: ${[...byName.keys()].join(', ')}.`, true);
   if (!runsWithoutApproval(opts.autonomyLevel, tool.kind)) return result(needsApprovalMessage(opts.autonomyLevel, tool.name), true);
-  const out = await tool.run(opts.ssh, opts.target, opts.cwd, call.input, opts.signal);
+  const onOutput = opts.onToolOutput && ((stream: OutputStream, text: string) => opts.onToolOutput!(call.id, stream, text));
+  const out = await tool.run(opts.ssh, opts.target, opts.cwd, call.input, opts.signal, onOutput);
   return result(out.output, out.isError, out.effects);
 }

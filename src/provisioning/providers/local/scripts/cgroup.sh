@@ -26,12 +26,15 @@ delete() {
     if [ -f "$d/freezer.state" ]; then echo THAWED >"$d/freezer.state"; fi
     if [ -f "$d/cgroup.freeze" ]; then echo 0 >"$d/cgroup.freeze"; fi
     if [ -f "$d/cgroup.kill" ]; then echo 1 >"$d/cgroup.kill"; fi
+    # A process killed just now (an SSH session closing as the teardown starts) may still hold
+    # the group for a moment after it left cgroup.procs: rmdir is tried again until it goes.
     tries=0
-    while [ -s "$d/cgroup.procs" ] && [ "$tries" -lt 50 ]; do
-      xargs -r kill -9 <"$d/cgroup.procs" 2>/dev/null || true
+    while [ "$tries" -lt 50 ]; do
+      if [ -s "$d/cgroup.procs" ]; then xargs -r kill -9 <"$d/cgroup.procs" 2>/dev/null || true; fi
+      if [ ! -s "$d/cgroup.procs" ] && rmdir "$d" 2>/dev/null; then break; fi
       sleep 0.1
       tries=$((tries + 1))
     done
-    rmdir "$d"
+    if [ -d "$d" ]; then rmdir "$d"; fi
   done
 }

@@ -1,6 +1,6 @@
-import type { Db } from '../../../db/client.ts';
-import { inTransaction } from '../../../db/transaction.ts';
-import { computerEvents } from '../computer-events.ts';
+import type { Db } from '../../db/client.ts';
+import { inTransaction } from '../../db/transaction.ts';
+import { computerEvents } from './computer-events.ts';
 
 /**
  * Ends provisioning once every step has finished: `active`, or `error` when a step failed (the

@@ -1,9 +1,9 @@
-import type { Principal } from '../../../auth/principal.ts';
-import type { Db } from '../../../db/client.ts';
-import { AppError, BadRequest, NotFound } from '../../../lib/errors.ts';
-import { liveTemplate } from '../../computer-templates/service.ts';
-import { reachableComputer } from '../access.ts';
-import type { CreateComputerInput } from '../schemas.ts';
+import type { Principal } from '../../auth/principal.ts';
+import type { Db } from '../../db/client.ts';
+import { AppError, BadRequest, NotFound } from '../../lib/errors.ts';
+import { liveTemplate } from '../computer-templates/service.ts';
+import { reachableComputer } from './access.ts';
+import type { CreateComputerInput } from './schemas.ts';
 
 type Source = NonNullable<CreateComputerInput['source']>;
 

@@ -5,23 +5,23 @@ import type { Computer } from '../../../generated/prisma/client.ts';
 import { shellQuote, type SshTarget } from '../../../provisioning/ssh/index.ts';
 import type { ComputerJobDeps } from '../job-deps.ts';
 import { targetFor } from '../machines.ts';
-import { WORKSPACE_DIR } from '../setup.ts';
+import { WORKSPACE_DIR } from './workspace.ts';
 
 const TAR_TIMEOUT_MS = 30 * 60_000;
 
 /**
  * Copies `~/workspace` of another computer into this one's, through the control plane: a tar
- * archive made on the source, downloaded, uploaded and unpacked on the target. Answers the
- * source's cloned directories as they are on the target.
+ * archive made on the source at `archive`, downloaded, uploaded there on the target and unpacked.
+ * Answers the source's cloned directories as they are on the target.
  */
 export async function copyWorkspace(
   deps: ComputerJobDeps,
   from: Computer,
   to: { target: SshTarget; home: string },
+  archive: string,
   signal: AbortSignal,
 ): Promise<string[]> {
   const source = await targetFor(deps, from);
-  const archive = `/tmp/agentplane-workspace-${from.id}-${Date.now()}.tgz`;
   const local = await mkdtemp(path.join(os.tmpdir(), 'agentplane-copy-'));
   try {
     const pack = await deps.ssh.exec(

@@ -1,8 +1,6 @@
-import type { Db } from '../../db/client.ts';
-import { inTransaction } from '../../db/transaction.ts';
-import { computerEvents } from './computer-events.ts';
+import type { StepStatus } from './runner.ts';
 
-export type StepStatus = 'pending' | 'running' | 'completed' | 'failed' | 'skipped';
+/** The ids and names of computers' provisioning steps, and the list each kind of computer starts with. */
 
 export const STEP = {
   infrastructure: 'create-infrastructure',
@@ -56,26 +54,4 @@ function workspaceSteps(opts: { repos: string[]; autoInstallDeps: boolean; setup
     ...(opts.setupScript ? [{ id: STEP.setupScript, name: "Running the template's setup script", status: 'pending' as const }] : []),
     ...(opts.autoInstallDeps ? [{ id: STEP.installDeps, name: 'Installing dependencies', status: 'pending' as const }] : []),
   ];
-}
-
-export async function updateStep(
-  db: Db,
-  computerId: string,
-  stepId: string,
-  patch: { status: StepStatus; error?: string | null; startedAt?: Date; completedAt?: Date | null; installSessionId?: string },
-): Promise<void> {
-  await inTransaction(db, async (tx) => {
-    const step = await tx.provisioningStep.update({ where: { computerId_id: { computerId, id: stepId } }, data: patch });
-    await computerEvents.steps(tx, [step]);
-  });
-}
-
-/** Skips every step still pending, saying why; published like any step change. */
-export async function skipPendingSteps(db: Db, computerId: string, reason: string): Promise<void> {
-  await inTransaction(db, async (tx) => {
-    const pending = await tx.provisioningStep.findMany({ where: { computerId, status: 'pending' }, orderBy: { position: 'asc' } });
-    if (pending.length === 0) return;
-    await tx.provisioningStep.updateMany({ where: { computerId, id: { in: pending.map((s) => s.id) } }, data: { status: 'skipped', error: reason } });
-    await computerEvents.steps(tx, pending.map((s) => ({ ...s, status: 'skipped', error: reason })));
-  });
 }

@@ -1,0 +1,45 @@
+import { createHash } from 'node:crypto';
+import { z } from 'zod';
+import type { Db } from '../../../db/client.ts';
+import { defineJobKind } from '../../../jobs/job.ts';
+import type { JobQueue } from '../../../jobs/queue.ts';
+import { OPERATIONS } from './settings.ts';
+
+/**
+ * Every Pulumi operation on a managed computer's stack: one queue, serialized by computer, so a
+ * stack never runs two operations at once. Only Pulumi runs under it: provisioning's set-up (SSH,
+ * clones, installs) is a job of its own, queued once the stack is up, so a pause or a teardown
+ * never waits behind it. A short heartbeat brings a killed worker's operation back quickly; the
+ * handler finds where the last run stopped (steps, idempotent `pulumi up`).
+ */
+export const computerStackJob = defineJobKind({
+  name: 'computers.stack',
+  payload: z.object({ computerId: z.string().min(1), operation: z.enum(OPERATIONS) }),
+  retryLimit: 3,
+  retryDelaySeconds: 10,
+  expireInSeconds: 3600,
+  heartbeatSeconds: 10,
+  serializeBy: (p) => p.computerId,
+});
+
+/**
+ * The job id of a computer's first provisioning: deterministic, so sending it again (the reaper,
+ * after a crash between storing a bulk's computers and queueing their jobs) enqueues nothing twice.
+ */
+export function provisionJobId(computerId: string): string {
+  const h = createHash('sha256').update(`${computerStackJob.name}:provision:${computerId}`).digest('hex');
+  return `${h.slice(0, 8)}-${h.slice(8, 12)}-4${h.slice(13, 16)}-8${h.slice(17, 20)}-${h.slice(20, 32)}`;
+}
+
+/** Queues a computer's provisioning (once: the job id is deterministic). */
+export function sendProvision(queue: Pick<JobQueue, 'send'>, computerId: string, tx?: Db) {
+  return queue.send(computerStackJob, { computerId, operation: 'provision' }, { tx, id: provisionJobId(computerId) });
+}
+
+/** Ends hung operations, re-queues unfinished teardowns, pauses idle computers. */
+export const computersReapJob = defineJobKind({
+  name: 'computers.reap',
+  payload: z.object({}),
+  retryLimit: 0,
+  expireInSeconds: 300,
+});
