@@ -10,6 +10,9 @@
  * - shell: bytes transferred (compressed, headers included) until the sign-in form is rendered,
  *   and the same for the signed-in computers page (its page module, the client and API answers).
  *   Goal: the shell under 300 KB.
+ * - a wiki page of text only (the wiki page module, marked and DOMPurify, from a cold cache after
+ *   the shell) and then one with a Mermaid diagram and a TypeScript block (what loading Mermaid and
+ *   highlight.js adds): what the lazy loading keeps out of the shell.
  * - time from navigation to the rendered computers table (its 50th row in the DOM, by the page's
  *   own clock; the wall clock from Playwright's goto, browser overhead included, beside it),
  *   with the credential in session storage
@@ -98,7 +101,25 @@ await db.prisma.computer.createMany({
   })),
 });
 
+const wikiRun = await fetch(`${api.url}/api/v0/wiki`, {
+  method: 'POST',
+  headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' },
+  body: JSON.stringify({
+    repoUrl: 'https://example.com/bench/app',
+    pages: [
+      { path: 'plain', title: 'Plain', markdown: '# Plain\n\nText only, with a [link](diagram.md) and a list:\n\n- one\n- two\n' },
+      {
+        path: 'diagram',
+        title: 'Diagram',
+        markdown: '# Diagram\n\n```mermaid\nflowchart LR\n  a["apps/api"] --> b["packages/ssh"]\n  b --> c["ssh2"]\n```\n\n```ts\nexport const answer: number = 42;\n```\n',
+      },
+    ],
+  }),
+}).then((r) => r.json() as Promise<{ wikiRunId: string }>);
+
 const shell: number[] = [];
+const wikiPlain: number[] = [];
+const wikiDiagram: number[] = [];
 const shellRequests: number[] = [];
 const signedIn: number[] = [];
 const cold: number[] = [];
@@ -150,6 +171,30 @@ for (let run = 0; run < RUNS; run++) {
     warmInPage.push(await timed.evaluate(() => (globalThis as unknown as { __rendered: number }).__rendered));
     await timed.context().close();
 
+    // The wiki: a text page after the shell (cold), then a page with a diagram and code.
+    const wiki = await browser.newPage();
+    await wiki.addInitScript((value) => sessionStorage.setItem('agentplane.credential', value), key);
+    await wiki.goto(`${api.url}/#/computers`);
+    await wiki.getByRole('link', { name: 'bench-49' }).waitFor();
+    wikiPlain.push(
+      (
+        await transferred(wiki, async () => {
+          await wiki.goto(`${api.url}/#/wiki/${wikiRun.wikiRunId}/plain`);
+          await wiki.getByTestId('wiki-markdown').locator('li').first().waitFor();
+        })
+      ).bytes,
+    );
+    wikiDiagram.push(
+      (
+        await transferred(wiki, async () => {
+          await wiki.getByRole('navigation', { name: 'Pages of the wiki' }).getByRole('link', { name: 'Diagram' }).click();
+          await wiki.locator('figure.diagram svg').waitFor({ timeout: 60_000 });
+          await wiki.locator('code.hljs').waitFor();
+        })
+      ).bytes,
+    );
+    await wiki.context().close();
+
     t0 = performance.now();
     const res = await fetch(`${api.url}/api/v0/computers?includeProvisioningSteps=true`, { headers: { authorization: `Bearer ${key}` } });
     await res.json();
@@ -167,6 +212,8 @@ const ms = (n: number) => `${n.toFixed(0)} ms`;
 console.log(`web console, ${RUNS} runs (medians), ${COMPUTERS} computers, Chromium ${process.env.AGENTPLANE_CHROMIUM ?? '/usr/bin/chromium'}`);
 console.log(`  first load, shell to the sign-in form   ${kb(median(shell)).padStart(10)} in ${median(shellRequests)} requests   goal < 300 KB`);
 console.log(`  sign-in to the computers table          ${kb(median(signedIn)).padStart(10)}`);
+console.log(`  wiki page, text only (after the shell)  ${kb(median(wikiPlain)).padStart(10)}   page module, marked, DOMPurify, API answers`);
+console.log(`  then a page with Mermaid + TS code      ${kb(median(wikiDiagram)).padStart(10)}   Mermaid's modules, highlight.js core and one grammar`);
 console.log(`  rendered computers page, cold cache     ${ms(median(coldInPage)).padStart(10)} from navigation start (page's clock), ${ms(median(cold))} wall clock from goto   goal < 1 s`);
 console.log(`  rendered computers page, reload (304s)  ${ms(median(warmInPage)).padStart(10)} from navigation start (page's clock), ${ms(median(warm))} wall clock from goto`);
 console.log(`  baseline: GET /api/v0/computers (Node)  ${ms(median(apiCall)).padStart(10)}`);

@@ -30,6 +30,14 @@ export const SECTIONS: Section[] = [
   { id: 'templates', label: 'Templates', group: 'Platform', probe: () => '/api/v0/computer-templates', load: () => import('./pages/templates.ts') },
   { id: 'sessions', label: 'Sessions', group: 'Platform', probe: () => '/api/v0/sessions?limit=1', load: () => import('./pages/sessions.ts') },
   {
+    id: 'automations',
+    label: 'CI automations',
+    group: 'Platform',
+    probe: () => '/api/v0/automations/ci/jobs?limit=1',
+    load: () => import('./pages/automations.ts'),
+  },
+  { id: 'wiki', label: 'Wiki', group: 'Platform', probe: () => '/api/v0/wiki?limit=1', load: () => import('./pages/wiki.ts') },
+  {
     id: 'service-accounts',
     label: 'Service accounts',
     group: 'Organization',

@@ -36,10 +36,10 @@ export function serveConsole(): RequestHandler {
   const load = createAssetCache((html) =>
     html.replace('<!--importmap-->', `<script type="importmap">${IMPORT_MAP_SCRIPT}</script>\n    ${preloads()}`),
   );
-  return (req, res, next) => {
+  return async (req, res, next) => {
     if (req.method !== 'GET' && req.method !== 'HEAD') return next();
     const file = fileFor(req.path);
-    const asset = file ? load(file) : undefined;
+    const asset = file ? await load(file) : undefined;
     if (!asset) return next();
     res.setHeader('Content-Type', asset.type);
     res.setHeader('ETag', asset.etag);

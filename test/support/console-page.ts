@@ -1,0 +1,51 @@
+import type { Page } from 'playwright-core';
+import { expect } from 'vitest';
+import { axeViolations, type launchChromium } from './browser.ts';
+
+type Browser = Awaited<ReturnType<typeof launchChromium>>;
+
+/** A new tab signed in to the console at `url` with `key` (as a person does it, on the sign-in form), then at `at`. */
+export async function signInConsole(browser: Browser, url: string, key: string, at: string, options: Parameters<Browser['newPage']>[0] = {}): Promise<Page> {
+  const page = await browser.newPage(options);
+  const failures: string[] = [];
+  page.on('requestfailed', (r) => failures.push(`${r.url()} ${r.failure()?.errorText}`));
+  page.on('response', (r) => r.status() >= 500 && failures.push(`${r.url()} ${r.status()}`));
+  page.on('pageerror', (e) => failures.push(e.message));
+  await page.goto(url);
+  // A tab's first page launches Chromium and has the server compress the console's files: slow on a busy machine.
+  try {
+    await page.getByLabel('API key or JWT access token').waitFor({ timeout: 45_000 });
+  } catch {
+    // Seen a few times on a loaded machine: the shell never rendered. Say what the page saw, and try once more.
+    console.warn(`the console's sign-in form did not show in 45 s; reloading. Page: ${(await page.locator('body').innerText().catch(() => '?')).slice(0, 200)}; failures: ${failures.join('; ') || 'none'}`);
+    await page.reload();
+    await page.getByLabel('API key or JWT access token').waitFor({ timeout: 45_000 });
+  }
+  await page.getByLabel('API key or JWT access token').fill(key);
+  await page.getByRole('button', { name: 'Sign in' }).click();
+  await page.getByRole('heading', { level: 1, name: 'Computers' }).waitFor();
+  await page.goto(`${url}/${at}`);
+  return page;
+}
+
+/** The four ways each page is checked: 1280 px and a phone, light and dark. */
+export const LAYOUTS = [
+  { name: '1280px-light', width: 1280, height: 800, dark: false },
+  { name: '1280px-dark', width: 1280, height: 800, dark: true },
+  { name: 'phone-light', width: 390, height: 844, dark: false },
+  { name: 'phone-dark', width: 390, height: 844, dark: true },
+];
+
+/** Puts the tab in `layout` (the console follows the system's colour scheme until the user picks one) and reloads it. */
+export async function useLayout(page: Page, layout: (typeof LAYOUTS)[number]) {
+  await page.setViewportSize({ width: layout.width, height: layout.height });
+  await page.emulateMedia({ colorScheme: layout.dark ? 'dark' : 'light' });
+  await page.reload();
+  await expect.poll(() => page.locator('html').getAttribute('data-theme'), { timeout: 30_000 }).toBe(layout.dark ? 'dark' : 'light');
+}
+
+/** No WCAG 2.1 A/AA violation axe-core finds on the page as it is. */
+export async function expectAccessible(page: Page, what: string) {
+  const violations = await axeViolations(page);
+  expect(violations, `${what}: ${JSON.stringify(violations, null, 1)}`).toEqual([]);
+}
