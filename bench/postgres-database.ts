@@ -8,7 +8,7 @@ import { startPostgres } from '../test/support/postgres-server.ts';
  * A private PostgreSQL cluster with one migrated database `name`, for benchmarks that measure
  * the production database. `stop` closes the database and removes the cluster.
  */
-export async function openBenchPostgres(name: string, log: Logger): Promise<{ db: Database; stop(): Promise<void> }> {
+export async function openBenchPostgres(name: string, log: Logger): Promise<{ db: Database; url: string; stop(): Promise<void> }> {
   const server = await startPostgres();
   if (!server) throw new Error('PostgreSQL is not installed (apt-get install postgresql)');
   try {
@@ -16,10 +16,12 @@ export async function openBenchPostgres(name: string, log: Logger): Promise<{ db
     await admin.connect();
     await admin.query(`CREATE DATABASE ${name}`);
     await admin.end();
-    const db = await openDatabase({ databaseUrl: server.url.replace(/\/postgres$/, `/${name}`), dataDir: '/tmp' });
+    const url = server.url.replace(/\/postgres$/, `/${name}`);
+    const db = await openDatabase({ databaseUrl: url, dataDir: '/tmp' });
     await migrateDatabase(db, log);
     return {
       db,
+      url,
       stop: async () => {
         await db.close();
         server.stop();

@@ -130,7 +130,7 @@ export function createApp(deps: AppDeps) {
         log: deps.log,
       }),
     ),
-    ...templateRoutes(createTemplatesService({ db: deps.prisma, clock: deps.clock })),
+    ...templateRoutes(createTemplatesService({ db: deps.prisma, clock: deps.clock, queue: deps.queue })),
     ...organizationRoutes(createOrganizationService({ db: deps.prisma, clock: deps.clock, secrets: deps.machines.secrets, egress: deps.egress })),
     ...analyticsRoutes(createAnalyticsService({ db: deps.prisma, clock: deps.clock })),
     ...readinessRoutes(

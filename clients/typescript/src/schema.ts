@@ -73,6 +73,40 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v0/computers/pool": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** The organization's warm pools: per provider and template, its size and its ready, provisioning and failed computers */
+        get: operations["listWarmPools"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v0/computers/pool/providers/{provider}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        /** Set the size of a provider's warm pool of computers made without a template (0: none) */
+        put: operations["setProviderWarmPool"];
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/v0/computers/ssh-public-key": {
         parameters: {
             query?: never;
@@ -1231,6 +1265,25 @@ export interface components {
                 missing: string[];
             }[];
         };
+        WarmPoolList: {
+            pools: {
+                provider: string;
+                /** @description The template whose computers the pool holds; absent: the provider's plain computers */
+                templateId?: string;
+                /** @description The size asked for (0: the pool drains) */
+                size: number;
+                /** @description Provisioned and waiting for a create request */
+                ready: number;
+                /** @description Being provisioned, or being handed to a caller right now */
+                provisioning: number;
+                /** @description Failed provisioning; destroyed and replaced at the next convergence */
+                failed: number;
+            }[];
+        };
+        ProviderWarmPool: {
+            provider: string;
+            warmPoolSize: number;
+        };
         Computer: {
             id: string;
             name: string;
@@ -1383,6 +1436,8 @@ export interface components {
             repos: string[];
             autoInstallDeps: boolean;
             setupScript?: string;
+            /** @description Computers made from it kept provisioned ahead (0: no warm pool) */
+            warmPoolSize: number;
             /** @description Unix ms */
             createdAt: number;
             /** @description Unix ms */
@@ -2673,6 +2728,119 @@ export interface operations {
             };
             /** @description Unauthorized */
             401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Internal Server Error */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    listWarmPools: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Warm pools */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["WarmPoolList"];
+                };
+            };
+            /** @description Unauthorized */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Forbidden */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Internal Server Error */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    setProviderWarmPool: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description A managed provider, e.g. local */
+                provider: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: {
+            content: {
+                "application/json": {
+                    /** @description Computers kept provisioned ahead, 0-50 (0: no warm pool) */
+                    warmPoolSize: number;
+                };
+            };
+        };
+        responses: {
+            /** @description The size set */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ProviderWarmPool"];
+                };
+            };
+            /** @description Bad Request */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Unauthorized */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Forbidden */
+            403: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -4304,6 +4472,8 @@ export interface operations {
                     autoInstallDeps?: boolean;
                     /** @description Run with bash in the home directory of each computer made from the template, after the clones */
                     setupScript?: string;
+                    /** @description Computers kept provisioned ahead, 0-50 (0: no warm pool) */
+                    warmPoolSize?: number;
                 };
             };
         };
@@ -4490,6 +4660,8 @@ export interface operations {
                     autoInstallDeps?: boolean;
                     /** @description Run with bash in the home directory of each computer made from the template, after the clones */
                     setupScript?: string | null;
+                    /** @description Computers kept provisioned ahead, 0-50 (0: no warm pool) */
+                    warmPoolSize?: number;
                 };
             };
         };

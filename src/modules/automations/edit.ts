@@ -11,6 +11,7 @@ import type { EditBody, EditResponse } from './schemas.ts';
 import { mergeSettings, type AutomationSettings } from './settings.ts';
 import { automationIdIn, renderWorkflow, updateWorkflow, type WorkflowSpec } from './workflow-file.ts';
 import type { z } from 'zod';
+import { NOT_POOL } from '../computers/pool/pools.ts';
 
 const PARALLEL = 8;
 type RepoResult = z.infer<typeof EditResponse>['sessions'][number];
@@ -82,7 +83,7 @@ export async function editAutomation(deps: AutomationsDeps, principal: Principal
   const { db, clock } = deps;
   const organizationId = principal.organizationId;
   if (body.computerId) {
-    const computer = await db.computer.findFirst({ where: { id: body.computerId, organizationId, deletedAt: null }, select: { id: true } });
+    const computer = await db.computer.findFirst({ where: { id: body.computerId, organizationId, deletedAt: null, ...NOT_POOL }, select: { id: true } });
     if (!computer) throw new BadRequest(`computerId: no computer ${body.computerId} in this organization`);
   }
   const forge = await orgForge(deps, organizationId);

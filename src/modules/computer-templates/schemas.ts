@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { WarmPoolSize } from '../computers/pool/schemas.ts';
 import { MAX_REPOS, RepoUrl } from '../computers/schemas.ts';
 
 const TemplateName = z.string().trim().min(1, 'name must not be empty').max(100, 'name must be at most 100 characters');
@@ -15,6 +16,7 @@ export const ComputerTemplateSchema = z
     repos: z.array(z.string()),
     autoInstallDeps: z.boolean(),
     setupScript: z.string().optional(),
+    warmPoolSize: z.number().meta({ description: 'Computers made from it kept provisioned ahead (0: no warm pool)' }),
     createdAt: z.number().meta({ description: 'Unix ms' }),
     updatedAt: z.number().meta({ description: 'Unix ms' }),
   })
@@ -27,6 +29,7 @@ export const CreateTemplateBody = z.strictObject({
   repos: z.array(RepoUrl).max(MAX_REPOS, `at most ${MAX_REPOS} repositories`).optional(),
   autoInstallDeps: z.boolean().optional(),
   setupScript: SetupScript.optional(),
+  warmPoolSize: WarmPoolSize.optional(),
 });
 export type CreateTemplateInput = z.infer<typeof CreateTemplateBody>;
 
@@ -36,6 +39,7 @@ export const UpdateTemplateBody = z.strictObject({
   repos: z.array(RepoUrl).max(MAX_REPOS, `at most ${MAX_REPOS} repositories`).optional(),
   autoInstallDeps: z.boolean().optional(),
   setupScript: SetupScript.nullable().optional(),
+  warmPoolSize: WarmPoolSize.optional(),
 });
 export type UpdateTemplateInput = z.infer<typeof UpdateTemplateBody>;
 

@@ -3,15 +3,20 @@ import type { Db, PrismaClient } from '../../db/client.ts';
 import { isUniqueViolation } from '../../db/errors.ts';
 import type { ComputerTemplate } from '../../generated/prisma/client.ts';
 import type { Clock } from '../../lib/clock.ts';
-import { Conflict, NotFound } from '../../lib/errors.ts';
+import { BadRequest, Conflict, NotFound } from '../../lib/errors.ts';
 import { newId } from '../../lib/ids.ts';
 import { PUBLIC_API_SOURCE, recordAudit } from '../audit/record.ts';
+import type { JobQueue } from '../../jobs/queue.ts';
+import { poolConvergeJob } from '../computers/pool/job-kinds.ts';
+import { assertMaySizePools } from '../computers/pool/service.ts';
 import type { CreateTemplateInput, UpdateTemplateInput } from './schemas.ts';
 import { templateView } from './views.ts';
 
 export interface TemplatesDeps {
   db: PrismaClient;
   clock: Clock;
+  /** Sends the warm pools' convergence when a template's pool changes (else the next minute's run does it). */
+  queue?: Pick<JobQueue, 'send'>;
 }
 
 const EVENT = 'computer_template_change';
@@ -26,7 +31,20 @@ export async function liveTemplate(db: Db, organizationId: string, templateId: s
 }
 
 /** Computer templates: per-organization recipes for managed computers (agentplane extension). */
-export function createTemplatesService({ db, clock }: TemplatesDeps) {
+export function createTemplatesService({ db, clock, queue }: TemplatesDeps) {
+  /**
+   * A template with a warm pool needs a provider, and only managers and owners size pools; the
+   * pool converges once the change commits (edits of its repositories or script included).
+   */
+  function checkPool(principal: Principal, input: { warmPoolSize?: number }, provider: string | null | undefined, size: number) {
+    if (input.warmPoolSize !== undefined) assertMaySizePools(principal);
+    if (size > 0 && !provider) throw new BadRequest('warmPoolSize needs the template\'s provider: a warm pool is provisioned ahead, on one provider');
+  }
+  const converge = (tx: Db, principal: Principal, t: ComputerTemplate, was?: ComputerTemplate) =>
+    t.warmPoolSize > 0 || (was?.warmPoolSize ?? 0) > 0
+      ? queue?.send(poolConvergeJob, { organizationId: principal.organizationId }, { tx })
+      : undefined;
+
   const audit = (tx: Db, principal: Principal, id: string, action: string, after?: ComputerTemplate) =>
     recordAudit(tx, {
       organizationId: principal.organizationId,
@@ -34,7 +52,7 @@ export function createTemplatesService({ db, clock }: TemplatesDeps) {
       source: PUBLIC_API_SOURCE,
       actor: principal,
       target: { templateId: id },
-      after: after ? { name: after.name, provider: after.provider, repos: after.repos } : null,
+      after: after ? { name: after.name, provider: after.provider, repos: after.repos, warmPoolSize: after.warmPoolSize } : null,
       payload: { action },
       at: clock.now(),
     });
@@ -62,6 +80,7 @@ export function createTemplatesService({ db, clock }: TemplatesDeps) {
     },
 
     async create(principal: Principal, input: CreateTemplateInput) {
+      checkPool(principal, input, input.provider, input.warmPoolSize ?? 0);
       const now = clock.now();
       const created = await write(input.name, () =>
         db.$transaction(async (tx) => {
@@ -75,12 +94,14 @@ export function createTemplatesService({ db, clock }: TemplatesDeps) {
               repos: input.repos ?? [],
               autoInstallDeps: input.autoInstallDeps ?? false,
               setupScript: input.setupScript,
+              warmPoolSize: input.warmPoolSize ?? 0,
               createdBy: principal.kind === 'user' ? principal.userId : principal.serviceAccountId,
               createdAt: now,
               updatedAt: now,
             },
           });
           await audit(tx, principal, t.id, 'created', t);
+          await converge(tx, principal, t);
           return t;
         }),
       );
@@ -90,6 +111,9 @@ export function createTemplatesService({ db, clock }: TemplatesDeps) {
     async update(principal: Principal, templateId: string, input: UpdateTemplateInput) {
       const updated = await write(input.name, () =>
         db.$transaction(async (tx) => {
+          const was = await tx.computerTemplate.findFirst({ where: { id: templateId, organizationId: principal.organizationId, deletedAt: null } });
+          if (!was) throw new NotFound(`Computer template ${templateId} not found`);
+          checkPool(principal, input, input.provider === undefined ? was.provider : input.provider, input.warmPoolSize ?? was.warmPoolSize);
           const { count } = await tx.computerTemplate.updateMany({
             where: { id: templateId, organizationId: principal.organizationId, deletedAt: null },
             data: { ...input, ...(input.name !== undefined ? { liveName: input.name } : {}), updatedAt: clock.now() },
@@ -97,6 +121,7 @@ export function createTemplatesService({ db, clock }: TemplatesDeps) {
           if (count === 0) throw new NotFound(`Computer template ${templateId} not found`);
           const t = await tx.computerTemplate.findUniqueOrThrow({ where: { id: templateId } });
           await audit(tx, principal, templateId, 'updated', t);
+          await converge(tx, principal, t, was);
           return t;
         }),
       );
@@ -113,6 +138,7 @@ export function createTemplatesService({ db, clock }: TemplatesDeps) {
         });
         if (count === 0) throw new NotFound(`Computer template ${templateId} not found`);
         await audit(tx, principal, templateId, 'deleted');
+        await queue?.send(poolConvergeJob, { organizationId: principal.organizationId }, { tx });
       });
     },
   };

@@ -9,6 +9,7 @@ export function templateView(t: ComputerTemplate): ComputerTemplateView {
     repos: t.repos,
     autoInstallDeps: t.autoInstallDeps,
     setupScript: t.setupScript ?? undefined,
+    warmPoolSize: t.warmPoolSize,
     createdAt: t.createdAt.getTime(),
     updatedAt: t.updatedAt.getTime(),
   };

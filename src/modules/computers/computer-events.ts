@@ -1,6 +1,7 @@
 import type { Db } from '../../db/client.ts';
 import type { ProvisioningStep } from '../../generated/prisma/client.ts';
 import { publish } from '../events/publish.ts';
+import { POOL_OWNER } from './pool/pools.ts';
 
 type Status = 'provisioning' | 'active' | 'error';
 
@@ -9,12 +10,19 @@ const STATUS_EVENT = { active: 'computer.active', error: 'computer.error' } as c
 
 /** The events a computer's changes publish, each in the transaction of the change it describes. */
 export const computerEvents = {
-  /** A new status: `computer.status` on its stream, and `computer.active` / `computer.error` for the organization. */
-  status: (db: Db, computerId: string, status: Status, detail: Record<string, unknown> = {}) =>
-    publish(db, [
+  /**
+   * A new status: `computer.status` on its stream, and `computer.active` / `computer.error` for the
+   * organization, unless a warm pool owns the computer (no one's yet: the organization hears of it
+   * when a claim makes it someone's).
+   */
+  status: async (db: Db, computerId: string, status: Status, detail: Record<string, unknown> = {}) => {
+    const announced =
+      status !== 'provisioning' && !(await db.computer.findFirst({ where: { id: computerId, ownerKind: POOL_OWNER.kind }, select: { id: true } }));
+    await publish(db, [
       { type: 'computer.status', computerId, data: { status, ...detail } },
-      ...(status === 'provisioning' ? [] : [{ type: STATUS_EVENT[status], computerId, data: { computerId, status, ...detail } }]),
-    ]),
+      ...(announced ? [{ type: STATUS_EVENT[status as 'active' | 'error'], computerId, data: { computerId, status, ...detail } }] : []),
+    ]);
+  },
 
   steps: (db: Db, steps: Pick<ProvisioningStep, 'computerId' | 'id' | 'name' | 'status' | 'error' | 'startedAt' | 'completedAt'>[]) =>
     publish(

@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import { defineJobKind, type JobSchedule } from '../../jobs/job.ts';
 import { computersReapJob } from './managed/job-kinds.ts';
+import { poolConvergeJob } from './pool/job-kinds.ts';
 
 /**
  * The set-up of a computer once it is reachable (connect, verify, copy, clone, setup script,
@@ -42,4 +43,6 @@ export const metricsSampleJob = defineJobKind({
 export const computerSchedules: JobSchedule[] = [
   { kind: metricsSampleJob, cron: '*/5 * * * *', payload: {} },
   { kind: computersReapJob, cron: '* * * * *', payload: {} },
+  // At start too: a restarted control plane brings its pools back to size at once.
+  { kind: poolConvergeJob, cron: '* * * * *', payload: { healthCheck: true }, sendAtStart: true },
 ];

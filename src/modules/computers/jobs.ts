@@ -4,6 +4,7 @@ import { computerSetupJob, installRunJob, metricsSampleJob } from './job-kinds.t
 import { runInstallRun } from './install-run.ts';
 import { managedComputerJobs } from './managed/jobs.ts';
 import { sampleAllComputers } from './metrics.ts';
+import { poolJobs } from './pool/jobs.ts';
 import { runComputerSetup } from './setup/run.ts';
 
 /** The computers module's handlers, bound to their kinds (job-kinds.ts, managed/job-kinds.ts). */
@@ -18,5 +19,6 @@ export function computerJobs(deps: ComputerJobDeps): JobDefinition[] {
       await sampleAllComputers(deps, ctx);
     }),
     ...managedComputerJobs(deps),
+    ...poolJobs(deps),
   ];
 }

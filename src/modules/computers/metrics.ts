@@ -7,6 +7,7 @@ import { sampleMetrics } from '../../provisioning/machine/index.ts';
 import type { ProviderRegistry } from '../../provisioning/providers/registry.ts';
 import type { ComputerJobDeps } from './job-deps.ts';
 import { BYOM, targetFor, type MachineDeps } from './machines.ts';
+import { NOT_POOL } from './pool/pools.ts';
 
 type SampleDeps = MachineDeps & { db: Db; clock: Clock; providers: ProviderRegistry };
 
@@ -49,7 +50,7 @@ export async function sampleComputer(deps: SampleDeps, computer: Computer, signa
 export async function sampleAllComputers(deps: ComputerJobDeps, ctx: JobContext): Promise<void> {
   const now = deps.clock.now();
   await deps.db.computerMetricSample.deleteMany({ where: { timestamp: { lt: new Date(now.getTime() - RETENTION_MS) } } });
-  const computers = await deps.db.computer.findMany({ where: { deletedAt: null, status: 'active' } });
+  const computers = await deps.db.computer.findMany({ where: { deletedAt: null, status: 'active', ...NOT_POOL } });
   let failed = 0;
   await eachConcurrently(
     computers,

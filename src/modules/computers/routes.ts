@@ -17,6 +17,7 @@ import {
   SshPublicKeyResponse,
   UpdateComputerBody,
 } from './schemas.ts';
+import { PoolListResponse, ProviderPoolBody, ProviderPoolParams, ProviderPoolResponse } from './pool/schemas.ts';
 import type { ComputersService } from './service.ts';
 
 const tags = ['Computers'];
@@ -34,6 +35,31 @@ export function computerRoutes(service: ComputersService): RouteSpec[] {
       responses: { 200: { description: 'Available providers', schema: ProvidersResponseSchema } },
       errors: [400, 401, 500],
       handler: async ({ query }) => ({ status: 200, body: await service.listProviders(query.includeUnavailable === 'true') }),
+    }),
+    defineRoute({
+      tags,
+      method: 'get',
+      path: '/api/v0/computers/pool',
+      operationId: 'listWarmPools',
+      summary: "The organization's warm pools: per provider and template, its size and its ready, provisioning and failed computers",
+      responses: { 200: { description: 'Warm pools', schema: PoolListResponse } },
+      errors: [401, 403, 500],
+      handler: async ({ principal }) => ({ status: 200, body: await service.listPools(principal) }),
+    }),
+    defineRoute({
+      tags,
+      method: 'put',
+      path: '/api/v0/computers/pool/providers/{provider}',
+      operationId: 'setProviderWarmPool',
+      summary: "Set the size of a provider's warm pool of computers made without a template (0: none)",
+      params: ProviderPoolParams,
+      body: ProviderPoolBody,
+      responses: { 200: { description: 'The size set', schema: ProviderPoolResponse } },
+      errors: [400, 401, 403, 500],
+      handler: async ({ principal, params, body }) => ({
+        status: 200,
+        body: await service.setProviderPoolSize(principal, params.provider, body.warmPoolSize),
+      }),
     }),
     defineRoute({
       tags,

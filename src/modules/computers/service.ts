@@ -1,5 +1,6 @@
 import type { ComputersDeps } from './deps.ts';
 import { computerOperations } from './operations.ts';
+import { poolOperations } from './pool/service.ts';
 import { computerRecords } from './records.ts';
 
 /** Computers: the rules of spec 4.2 and 3.2, free of HTTP. */
@@ -7,6 +8,7 @@ export function createComputersService(deps: ComputersDeps) {
   return {
     ...computerRecords(deps),
     ...computerOperations(deps),
+    ...poolOperations(deps),
     /** Managed providers whose prerequisites are present right now; with `includeUnavailable`, also the others and why. */
     async listProviders(includeUnavailable: boolean) {
       const status = await deps.providers.status();

@@ -6,6 +6,7 @@ import { STEP } from '../steps/names.ts';
 import { skipPendingSteps } from '../steps/store.ts';
 import { computerStackJob, sendProvision } from './job-kinds.ts';
 import { deadline, POWER_TIMEOUT_MS, type Operation } from './settings.ts';
+import { NOT_POOL } from '../pool/pools.ts';
 
 /**
  * Ends every operation whose deadline passed in a real state, re-checking each computer under a
@@ -78,6 +79,8 @@ async function pauseIdleComputers(deps: ComputerJobDeps, ctx: Pick<JobContext, '
       powerState: 'running',
       operation: null,
       providerType: { not: BYOM },
+      // A warm pool's computers stay running: resuming one on claim would take a `pulumi up`.
+      ...NOT_POOL,
       OR: [{ lastActiveAt: { lt: cutoff } }, { lastActiveAt: null, createdAt: { lt: cutoff } }],
     },
     select: { id: true },

@@ -9,6 +9,7 @@ import type { ComputersDeps } from '../deps.ts';
 import { assertNameAndHostFree, insertComputer } from '../insert.ts';
 import { assertMayAddComputer } from '../quota.ts';
 import type { BulkCreateInput, CreateComputerInput } from '../schemas.ts';
+import { claimFromPool } from '../pool/claim.ts';
 import { bulkCreate } from './bulk.ts';
 import { managedSteps, STEP } from '../steps/names.ts';
 import { computerStackJob, sendProvision } from './job-kinds.ts';
@@ -32,6 +33,8 @@ export function managedComputers(deps: ComputersDeps) {
     if (input.connection) throw new BadRequest('connection applies to byom machines; a managed computer is reached through its provider');
     await assertMayAddComputer(deps.db, deps.clock, principal.organizationId, owner);
     await assertNameAndHostFree(deps.db, principal.organizationId, owner, input.name, input.hostId);
+    const claimed = await claimFromPool(deps, principal, owner, input, sourced, provider.name);
+    if (claimed) return claimed;
     const id = newId('cmp');
     const key = generateKeyPair(`agentplane-${id}`);
     const { repos, autoInstallDeps } = sourced;
@@ -70,7 +73,7 @@ export function managedComputers(deps: ComputersDeps) {
   }
 
   return {
-    /** 201 `provisioning` at once; the stack job takes the computer to `active` or `error`. */
+    /** 201 `provisioning` at once (the stack job takes the computer to `active` or `error`), or a warm pool's computer. */
     create,
 
     bulkCreate: (principal: Principal, input: BulkCreateInput) =>

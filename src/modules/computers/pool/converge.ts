@@ -1,0 +1,146 @@
+import type { Db } from '../../../db/client.ts';
+import { Prisma, type Computer } from '../../../generated/prisma/client.ts';
+import type { JobContext } from '../../../jobs/job.ts';
+import { newId } from '../../../lib/ids.ts';
+import { generateKeyPair } from '../../../provisioning/ssh/index.ts';
+import type { ComputerJobDeps } from '../job-deps.ts';
+import { targetFor } from '../machines.ts';
+import { sendProvision } from '../managed/job-kinds.ts';
+import { deadline } from '../managed/settings.ts';
+import { managedSteps } from '../steps/names.ts';
+import { configuredPools, POOL_OWNER, poolKeyOf, type PoolSpec } from './pools.ts';
+import { retirePoolComputer } from './retire.ts';
+
+type Ctx = Pick<JobContext, 'send' | 'log' | 'signal'>;
+
+const HEALTH_TIMEOUT_MS = 10_000;
+// One advisory lock for every pool's fill and shrink: two convergences (two replicas, a cron run
+// and a refill after a claim) never both count a pool short and fill it twice.
+const POOL_LOCK = 0x706f6f6c;
+
+/**
+ * Brings every pool of the organization (or of every organization with a pool) to its size:
+ * claims past their deadline and failed computers are destroyed, computers provisioned for what a
+ * pool no longer is (template edited, size 0, template deleted) are destroyed, then each pool is
+ * filled with new computers or shrunk, newest first. With `healthCheck`, every ready computer must
+ * answer a command over SSH first; one that does not is destroyed and so replaced. Claimed
+ * computers are no longer the pool's and are never touched.
+ */
+export async function convergePools(deps: ComputerJobDeps, ctx: Ctx, opts: { organizationId?: string; healthCheck?: boolean }) {
+  const organizations = opts.organizationId ? [opts.organizationId] : await organizationsWithPools(deps.db);
+  for (const organizationId of organizations) await convergeOrganization(deps, ctx, organizationId, opts.healthCheck ?? false);
+}
+
+async function organizationsWithPools(db: Db): Promise<string[]> {
+  const rows = await db.$queryRaw<{ id: string }[]>`
+    SELECT id FROM organizations WHERE warm_pool_defaults <> '{}'::jsonb
+    UNION SELECT organization_id FROM computer_templates WHERE warm_pool_size > 0 AND deleted_at IS NULL
+    UNION SELECT organization_id FROM computers WHERE owner_kind = ${POOL_OWNER.kind} AND deleted_at IS NULL`;
+  return rows.map((r) => r.id);
+}
+
+async function convergeOrganization(deps: ComputerJobDeps, ctx: Ctx, organizationId: string, healthCheck: boolean) {
+  const queue = { send: ctx.send };
+  const retire = (c: Pick<Computer, 'id' | 'operation'>, why: string) => {
+    ctx.log.info({ computerId: c.id, organizationId }, `destroying a pool computer: ${why}`);
+    return deps.db.$transaction((tx) => retirePoolComputer(tx, { queue, managed: deps.managed }, c.id, c.operation, deps.clock.now()));
+  };
+  const specs = new Map((await configuredPools(deps.db, organizationId)).map((s) => [poolKeyOf(s), s]));
+  const now = deps.clock.now();
+  for (const c of await poolComputers(deps.db, organizationId)) {
+    if (c.operation === 'claim') {
+      if (c.operationDeadline && c.operationDeadline < now) await retire(c, 'its claim never finished');
+    } else if (c.status === 'error') {
+      await retire(c, 'provisioning failed');
+    } else if (!fits(deps, c, specs)) {
+      await retire(c, 'its pool changed');
+    } else if (healthCheck && c.status === 'active' && c.operation === null && !(await healthy(deps, c, ctx.signal))) {
+      await retire(c, 'it failed its health check');
+    }
+  }
+  await deps.db.$transaction(async (tx) => {
+    await tx.$executeRaw`SELECT pg_advisory_xact_lock(${POOL_LOCK}::bigint)`;
+    const live = (await poolComputers(tx, organizationId)).filter((c) => c.operation !== 'claim' && c.status !== 'error');
+    for (const spec of specs.values()) {
+      if (!deps.provisioner.providers.get(spec.provider)) {
+        ctx.log.warn({ organizationId, provider: spec.provider }, 'a warm pool names a provider this control plane lacks');
+        continue;
+      }
+      const mine = live.filter((c) => keyOf(c) === poolKeyOf(spec));
+      for (let n = mine.length; n < spec.size; n++) await addPoolComputer(tx, deps, queue, organizationId, spec);
+      // Provisioning ones go first (they serve no one yet), the newest first.
+      const surplus = [...mine]
+        .sort((a, b) => Number(a.status === 'active') - Number(b.status === 'active') || b.createdAt.getTime() - a.createdAt.getTime())
+        .slice(0, Math.max(0, mine.length - spec.size));
+      for (const c of surplus) await retirePoolComputer(tx, { queue, managed: deps.managed }, c.id, c.operation, deps.clock.now());
+    }
+  });
+}
+
+const poolComputers = (db: Db, organizationId: string) =>
+  db.computer.findMany({ where: { organizationId, ownerKind: POOL_OWNER.kind, deletedAt: null }, orderBy: { createdAt: 'asc' } });
+
+/** The pool a pool computer belongs to, from what it was provisioned with. */
+export function keyOf(c: Pick<Computer, 'providerType' | 'source'>): string {
+  const templateId = (c.source as { templateId?: string } | null)?.templateId ?? null;
+  return poolKeyOf({ provider: c.providerType, templateId });
+}
+
+/** Whether the computer is still what its pool provisions: same repositories, script and size. */
+function fits(deps: ComputerJobDeps, c: Computer, specs: Map<string, PoolSpec>): boolean {
+  const spec = specs.get(keyOf(c));
+  if (!spec) return false;
+  const script = (c.source as { setupScript?: string } | null)?.setupScript;
+  return (
+    script === spec.setupScript &&
+    c.repos.length === spec.repos.length &&
+    c.repos.every((r, i) => r === spec.repos[i]) &&
+    JSON.stringify(sorted(c.resources)) === JSON.stringify(sorted(deps.managed.resources))
+  );
+}
+
+const sorted = (o: unknown) => Object.fromEntries(Object.entries((o ?? {}) as Record<string, unknown>).sort(([a], [b]) => a.localeCompare(b)));
+
+async function healthy(deps: ComputerJobDeps, c: Computer, signal: AbortSignal): Promise<boolean> {
+  try {
+    const result = await deps.ssh.exec(await targetFor(deps, c), 'true', { signal, timeoutMs: HEALTH_TIMEOUT_MS });
+    return result.exitCode === 0;
+  } catch {
+    return false;
+  }
+}
+
+/** A new pool computer, provisioned like any managed computer by the stack job (then the set-up). */
+async function addPoolComputer(tx: Db, deps: ComputerJobDeps, queue: Pick<Ctx, 'send'>, organizationId: string, spec: PoolSpec) {
+  const id = newId('cmp');
+  const key = generateKeyPair(`agentplane-${id}`);
+  const now = deps.clock.now();
+  const steps = managedSteps({ repos: spec.repos, autoInstallDeps: false, setupScript: spec.setupScript !== undefined, copyWorkspace: false });
+  await tx.computer.create({
+    data: {
+      id,
+      organizationId,
+      ownerKind: POOL_OWNER.kind,
+      ownerId: POOL_OWNER.id,
+      name: `pool-${id}`,
+      liveName: `pool-${id}`,
+      providerType: spec.provider,
+      status: 'provisioning',
+      isListed: false,
+      repos: spec.repos,
+      autoInstallDeps: false,
+      source: spec.templateId
+        ? { kind: 'template', templateId: spec.templateId, ...(spec.setupScript ? { setupScript: spec.setupScript } : {}) }
+        : Prisma.DbNull,
+      sshPublicKey: key.publicKey,
+      sshKeyCiphertext: deps.secrets.seal(key.privateKey),
+      resources: { ...deps.managed.resources },
+      operation: 'provision',
+      operationDeadline: deadline(now, deps.managed.provisionTimeoutMs),
+      createdBy: POOL_OWNER.id,
+      createdAt: now,
+      provisioningSteps: { create: steps.map((s, position) => ({ ...s, position })) },
+    },
+  });
+  await sendProvision(queue, id, tx);
+}

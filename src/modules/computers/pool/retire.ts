@@ -1,0 +1,25 @@
+import type { Db } from '../../../db/client.ts';
+import type { ComputersDeps } from '../deps.ts';
+import { scheduleTeardown } from '../managed/records.ts';
+import { POOL_OWNER } from './pools.ts';
+
+/**
+ * Destroys a pool computer inside the caller's transaction, if it is still the pool's and in the
+ * operation the caller saw (`null` when idle, `provision`, or a `claim` given up): hidden, its key
+ * dropped, its teardown queued as for a deleted computer. Nothing is published: no one owned it.
+ */
+export async function retirePoolComputer(
+  tx: Db,
+  deps: Pick<ComputersDeps, 'queue' | 'managed'>,
+  computerId: string,
+  operation: string | null,
+  now: Date,
+): Promise<boolean> {
+  const { count } = await tx.computer.updateMany({
+    where: { id: computerId, ownerKind: POOL_OWNER.kind, deletedAt: null, operation },
+    data: { deletedAt: now, liveName: null, updatedAt: now },
+  });
+  if (count === 0) return false;
+  await scheduleTeardown(tx, deps, { id: computerId }, now);
+  return true;
+}
