@@ -2,7 +2,7 @@ import { existsSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from 'nod
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { computersReapJob } from '../../src/modules/computers/managed/jobs.ts';
+import { computersReapJob } from '../../src/modules/computers/managed/job-kinds.ts';
 import { targetFor } from '../../src/modules/computers/machines.ts';
 import { kubernetesPluginPath } from '../../src/provisioning/providers/kubernetes/index.ts';
 import { locatePulumiToolchain } from '../../src/provisioning/pulumi/toolchain.ts';
