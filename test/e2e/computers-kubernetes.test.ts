@@ -4,7 +4,9 @@ import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { computersReapJob } from '../../src/modules/computers/managed/job-kinds.ts';
 import { targetFor } from '../../src/modules/computers/machines.ts';
+import { poolConvergeJob } from '../../src/modules/computers/pool/job-kinds.ts';
 import { kubernetesPluginPath } from '../../src/provisioning/providers/kubernetes/index.ts';
+import { createSshClient, SshError } from '../../src/provisioning/ssh/index.ts';
 import { locatePulumiToolchain } from '../../src/provisioning/pulumi/toolchain.ts';
 import { startTestApi, type TestApi } from '../support/api.ts';
 import { kubeBinDir, sharedKubeCluster, type KubeCluster } from '../support/kube-cluster.ts';
@@ -71,9 +73,12 @@ describe.skipIf(missing)('managed computers on Kubernetes (API server + kwok), t
 
   afterAll(async () => {
     if (api) {
+      // A pool left sized by a failed test is drained too.
+      await api.db.prisma.organization.updateMany({ data: { warmPoolDefaults: {} } });
+      await api.queue.send(poolConvergeJob, { organizationId: api.acme.id });
       const live = await api.db.prisma.computer.findMany({ where: { deletedAt: null } });
       await Promise.all(live.map((c) => api.call('DELETE', `/api/v0/computers/${c.id}`, { as: api.acme.members.owner.apiKey })));
-      await waitFor('every teardown', async () => (await api.db.prisma.computer.count({ where: { operation: 'teardown' } })) === 0, PROVISION_MS, 250).catch(
+      await waitFor('every teardown', async () => (await api.db.prisma.computer.count({ where: { OR: [{ operation: 'teardown' }, { ownerKind: 'pool', deletedAt: null }] } })) === 0, PROVISION_MS, 250).catch(
         (err: unknown) => console.error(err),
       );
     }
@@ -189,6 +194,86 @@ describe.skipIf(missing)('managed computers on Kubernetes (API server + kwok), t
     let left: string[] = [];
     await waitFor(() => `nothing left of ${id}: ${left}`, async () => (left = await objects(id)).length === 0, 30_000, 200);
     expect(stackTraces(api.dataDir, id)).toEqual([]);
+  });
+
+  it("a warm pool: the claim is the caller's, active at the 201, and the caller's key outlives the pod being recreated", async () => {
+    const manager = api.acme.members.manager.apiKey;
+    const kubePool = async () => (await api.call('GET', '/api/v0/computers/pool', { as: manager })).body.pools.find((p: { provider: string }) => p.provider === 'kubernetes');
+    const poolReady = () =>
+      waitFor('the kubernetes pool to hold 1 ready computer', async () => {
+        const p = await kubePool();
+        return p && p.ready === 1 && p.provisioning === 0 && p.failed === 0 && p;
+      }, PROVISION_MS, 250);
+    const poolRows = () => api.db.prisma.computer.findMany({ where: { ownerKind: 'pool', deletedAt: null } });
+    const fresh = createSshClient();
+    /** Over a client of its own, so no connection the server pooled with another key answers. */
+    const login = async (computerId: string, privateKey: string) => {
+      const c = await api.db.prisma.computer.findUniqueOrThrow({ where: { id: computerId } });
+      const target = { host: c.sshHost!, port: c.sshPort!, username: c.remoteUser!, hostKeyFingerprint: c.hostKeyFingerprint!, privateKey };
+      return fresh.exec(target, 'whoami').then((r) => r.stdout.trim(), (err: unknown) => (err instanceof SshError ? err.kind : String(err)));
+    };
+    const secretKey = async (n: string) =>
+      Buffer.from((await cluster.get(`/api/v1/namespaces/${COMPUTERS_NS}/secrets/${n}-ssh`)).data.authorized_keys, 'base64').toString().trim();
+    const podsOf = async (computerId: string) =>
+      (await cluster.get(`/api/v1/namespaces/${COMPUTERS_NS}/pods?labelSelector=${encodeURIComponent(`${LABEL}=${computerId}`)}`)).items;
+    try {
+      const set = await api.call('PUT', '/api/v0/computers/pool/providers/kubernetes', { as: manager, body: { warmPoolSize: 1 } });
+      expect(set.status, JSON.stringify(set.body)).toBe(200);
+      expect(await poolReady()).toEqual({ provider: 'kubernetes', size: 1, ready: 1, provisioning: 0, failed: 0 });
+      const [pooled] = await poolRows();
+      const poolKey = api.machines.secrets.open(pooled!.sshKeyCiphertext!);
+      const warm = pooled!.id.replaceAll('_', '-');
+      expect(await secretKey(warm)).toBe(pooled!.sshPublicKey!.trim());
+
+      const started = performance.now();
+      const res = await api.call('POST', '/api/v0/computers', { as, body: { name: 'kube-warm', provider: 'kubernetes' } });
+      const ms = performance.now() - started;
+      expect(res.status, JSON.stringify(res.body)).toBe(201);
+      expect(res.body).toMatchObject({ id: pooled!.id, name: 'kube-warm', status: 'active', providerType: 'kubernetes', ownerPrincipalKind: 'human', ownerId: api.acme.members.user.userId });
+      console.log(`kubernetes pool claim: POST -> active in ${ms.toFixed(0)} ms`);
+      const claimed = await api.db.prisma.computer.findUniqueOrThrow({ where: { id: pooled!.id } });
+      expect(claimed).toMatchObject({ ownerKind: 'human', ownerId: api.acme.members.user.userId, operation: null });
+      expect(claimed.sshPublicKey).not.toBe(pooled!.sshPublicKey);
+      const callerKey = api.machines.secrets.open(claimed.sshKeyCiphertext!);
+      expect(await login(claimed.id, callerKey)).toBe('agent');
+      // Refused although the pod still mounts the pool's Secret: the claim rewrote the copy sshd reads.
+      expect(await login(claimed.id, poolKey)).toBe('auth_failed');
+      await poolReady();
+      const [refill] = await poolRows();
+      expect(refill!.id).not.toBe(claimed.id);
+
+      // Pause then restart: the pause's stack update writes the stored (caller's) key into the Secret, and
+      // the pod restarted on the same claim installs it from there.
+      const podBefore = (await podsOf(claimed.id))[0];
+      const claimBefore = await cluster.get(`/api/v1/namespaces/${COMPUTERS_NS}/persistentvolumeclaims/${warm}-home`);
+      await api.db.prisma.computer.update({ where: { id: claimed.id }, data: { lastActiveAt: new Date(Date.now() - 2 * 3600_000) } });
+      await api.queue.send(computersReapJob, {});
+      await waitFor('the claimed computer to pause', async () => (await get(claimed.id)).powerState === 'paused', PROVISION_MS, 250);
+      expect(await secretKey(warm)).toBe(claimed.sshPublicKey!.trim());
+      expect((await api.db.prisma.computer.findUniqueOrThrow({ where: { id: refill!.id } })).powerState).toBe('running');
+      const restart = await api.call('POST', `/api/v0/computers/${claimed.id}/restart`, { as });
+      expect(restart.status, JSON.stringify(restart.body)).toBe(200);
+      const podsAfter = await podsOf(claimed.id);
+      expect(podsAfter).toHaveLength(1);
+      expect(podsAfter[0].metadata.uid).not.toBe(podBefore.metadata.uid);
+      const claimAfter = await cluster.get(`/api/v1/namespaces/${COMPUTERS_NS}/persistentvolumeclaims/${warm}-home`);
+      expect(claimAfter.metadata.uid).toBe(claimBefore.metadata.uid);
+      expect(await login(claimed.id, callerKey)).toBe('agent');
+      expect(await login(claimed.id, poolKey)).toBe('auth_failed');
+
+      // Everything deleted: the claimed computer by its owner, the pool by size 0.
+      expect((await api.call('DELETE', `/api/v0/computers/${claimed.id}`, { as })).status).toBe(204);
+      expect((await api.call('PUT', '/api/v0/computers/pool/providers/kubernetes', { as: manager, body: { warmPoolSize: 0 } })).status).toBe(200);
+      await waitFor('every computer and teardown gone', async () => (await api.db.prisma.computer.count({ where: { OR: [{ deletedAt: null }, { operation: { not: null } }] } })) === 0, PROVISION_MS, 250);
+      expect((await kubePool()) ?? { ready: 0, provisioning: 0 }).toMatchObject({ ready: 0, provisioning: 0 });
+      for (const gone of [claimed.id, refill!.id]) {
+        let left: string[] = [];
+        await waitFor(() => `nothing left of ${gone}: ${left}`, async () => (left = await objects(gone)).length === 0, 30_000, 200);
+        expect(stackTraces(api.dataDir, gone)).toEqual([]);
+      }
+    } finally {
+      await fresh.close();
+    }
   });
 
   it('the Role is all the provider gets: another namespace is refused to its token', async () => {

@@ -9,6 +9,8 @@ import { toLoopback } from './kube-network.ts';
 import { REPO_ROOT } from './server-process.ts';
 
 const IMAGE_DIR = path.join(REPO_ROOT, 'images', 'computer');
+/** Where the image's computer-start.sh installs the Secret's keys for sshd (its AGENTPLANE_SSH_DIR default). */
+const IMAGE_SSH_DIR = '/var/lib/agentplane/ssh';
 
 /**
  * The kubelet's one job that matters to the kubernetes provider's tests, for computer pods kwok has
@@ -38,6 +40,7 @@ export function startTestKubelet(cluster: KubeCluster, namespace: string): TestK
   mkdirSync(path.join(root, 'etc'), { recursive: true });
   writeFileSync(path.join(root, 'etc', 'passwd'), `root:x:0:0:root:/root:/bin/bash\n${IMAGE.username}:*:${IMAGE.uid}:${IMAGE.uid}::${IMAGE.home}:/bin/bash\n`);
   writeFileSync(path.join(root, 'etc', 'group'), `root:x:0:\n${IMAGE.username}:x:${IMAGE.uid}:\n`);
+  mkdirSync(path.join(root, 'var-lib', path.relative('/var/lib', IMAGE_SSH_DIR)), { recursive: true });
   mkdirSync(path.join(root, 'sshd_config.d'), { recursive: true });
   copyFileSync(path.join(IMAGE_DIR, 'sshd_config'), path.join(root, 'sshd_config.d', 'agentplane.conf'));
   copyFileSync(path.join(IMAGE_DIR, 'computer-start.sh'), path.join(root, 'computer-start.sh'));
@@ -71,8 +74,11 @@ export function startTestKubelet(cluster: KubeCluster, namespace: string): TestK
     const home = homeOf(claim.spec.volumeName);
     const homes = path.join(dir, 'home');
     mkdirSync(homes, { recursive: true });
-    mkdirSync(path.join(homes, '.ssh-run'), { mode: 0o700 });
-    chownSync(path.join(homes, '.ssh-run'), spec.securityContext.runAsUser, fsGroup);
+    // The image's key directory (computer-start.sh's default, agent-owned in the Dockerfile), per pod
+    // as in a container's own filesystem: a warm pool's claim rewrites the key there too.
+    const sshRun = path.join(dir, 'ssh-run');
+    mkdirSync(sshRun, { mode: 0o700 });
+    chownSync(sshRun, spec.securityContext.runAsUser, fsGroup);
     if (!existsSync(home)) {
       mkdirSync(home, { recursive: true });
       chownSync(home, spec.securityContext.runAsUser, fsGroup);
@@ -86,13 +92,15 @@ export function startTestKubelet(cluster: KubeCluster, namespace: string): TestK
       // The image's passwd and group over the host's /etc as a read-only overlay layer: a bind mount on
       // /etc/passwd itself is bypassed as soon as useradd elsewhere on the host renames a new file there.
       `mount -t overlay overlay -o lowerdir=${root}/etc:/etc /etc`,
+      `mount -t overlay overlay -o lowerdir=${root}/var-lib:/var/lib /var/lib`,
+      `mount --bind ${sshRun} ${IMAGE_SSH_DIR}`,
       `mount --bind ${homes} /home`,
       `mkdir -p ${IMAGE.home}`,
       `mount --bind ${home} ${IMAGE.home}`,
       // Not exec: this root shell stays the namespace's init, keeping --kill-child's parent-death
       // signal (setpriv's change of user clears it), so its death takes sshd and its sessions along.
       `setpriv --reuid ${spec.securityContext.runAsUser} --regid ${spec.securityContext.runAsGroup} --clear-groups env -i PATH=/usr/local/bin:/usr/bin:/bin ` +
-        `HOME=${IMAGE.home} AGENTPLANE_SECRETS_DIR=${secretsDir} AGENTPLANE_SSH_DIR=/home/.ssh-run ` +
+        `HOME=${IMAGE.home} AGENTPLANE_SECRETS_DIR=${secretsDir} ` +
         `SSHD_CONFIG=${dir}/sshd_config /bin/sh ${root}/computer-start.sh`,
     ].join('\n');
     // Its own PID namespace too: stopping the pod ends every process in it, SSH sessions included,
