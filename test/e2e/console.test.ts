@@ -2,7 +2,8 @@ import { chmodSync } from 'node:fs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Page } from 'playwright-core';
 import { ALLOW_LOOPBACK, startTestApi, type TestApi } from '../support/api.ts';
-import { axeViolations, chromiumMissing, launchChromium, screenshot } from '../support/browser.ts';
+import { chromiumMissing, launchChromium, screenshot } from '../support/browser.ts';
+import { expectAccessible, signInConsole } from '../support/console-page.ts';
 import { hostTraces, localProviderMissing, removeLocalComputer } from '../support/local-computers.ts';
 import { machineMissing, startMachine, type TestMachine } from '../support/machine.ts';
 import { startModelServer, type ModelServer } from '../support/model-server.ts';
@@ -63,18 +64,8 @@ describe.skipIf(skip)('the web console in Chromium', { timeout: 180_000 }, () =>
   });
 
   /** A page signed in with `key`, showing the computers page. */
-  async function signedIn(key: string, options: Parameters<typeof browser.newPage>[0] = {}): Promise<Page> {
-    const page = await browser.newPage(options);
-    await page.goto(api.url);
-    await page.getByLabel('API key or JWT access token').fill(key);
-    await page.getByRole('button', { name: 'Sign in' }).click();
-    await page.getByRole('heading', { level: 1, name: 'Computers' }).waitFor();
-    return page;
-  }
-
-  async function expectAccessible(page: Page, what: string) {
-    const violations = await axeViolations(page);
-    expect(violations, `${what}: ${JSON.stringify(violations, null, 1)}`).toEqual([]);
+  function signedIn(key: string, options: Parameters<typeof browser.newPage>[0] = {}): Promise<Page> {
+    return signInConsole(browser, api.url, key, undefined, options);
   }
 
   it('is served at / beside the API: sign-in refuses a bad key with the API’s detail, then accepts a good one', async () => {

@@ -4,8 +4,8 @@ import { axeViolations, type launchChromium } from './browser.ts';
 
 type Browser = Awaited<ReturnType<typeof launchChromium>>;
 
-/** A new tab signed in to the console at `url` with `key` (as a person does it, on the sign-in form), then at `at`. */
-export async function signInConsole(browser: Browser, url: string, key: string, at: string, options: Parameters<Browser['newPage']>[0] = {}): Promise<Page> {
+/** A new tab signed in to the console at `url` with `key` (as a person does it, on the sign-in form), then at `at` when given. */
+export async function signInConsole(browser: Browser, url: string, key: string, at?: string, options: Parameters<Browser['newPage']>[0] = {}): Promise<Page> {
   const page = await browser.newPage(options);
   const failures: string[] = [];
   page.on('requestfailed', (r) => failures.push(`${r.url()} ${r.failure()?.errorText}`));
@@ -24,7 +24,7 @@ export async function signInConsole(browser: Browser, url: string, key: string, 
   await page.getByLabel('API key or JWT access token').fill(key);
   await page.getByRole('button', { name: 'Sign in' }).click();
   await page.getByRole('heading', { level: 1, name: 'Computers' }).waitFor();
-  await page.goto(`${url}/${at}`);
+  if (at !== undefined) await page.goto(`${url}/${at}`);
   return page;
 }
 
