@@ -108,12 +108,16 @@ function stripTypes(source: string): string {
 
 const gzip = promisify(zlib.gzip);
 const brotli = promisify(zlib.brotliCompress);
-/** Above this size brotli's best quality costs seconds of CPU (Mermaid's chunks: 5 MB); quality 9 is ~6x faster for ~9% more bytes. */
-const BEST_QUALITY_MAX_BYTES = 256 * 1024;
+/**
+ * Brotli's best quality only for small files (the console's own modules): above it quality 7 is
+ * ~40x faster for ~9% more bytes. Mermaid's 106 files (5.4 MB) cost 7.9 s of CPU at 11 and 0.7 s
+ * this way, and a page's first diagram waits for them: on a busy machine, for more than a minute.
+ */
+const BEST_QUALITY_MAX_BYTES = 32 * 1024;
 
 /** Compresses on libuv's thread pool: a large file's first request never stalls the API's event loop. */
 async function encode(type: string, body: Buffer): Promise<Asset> {
-  const quality = body.length <= BEST_QUALITY_MAX_BYTES ? 11 : 9;
+  const quality = body.length <= BEST_QUALITY_MAX_BYTES ? 11 : 7;
   const [gz, br] = await Promise.all([gzip(body, { level: 9 }), brotli(body, { params: { [zlib.constants.BROTLI_PARAM_QUALITY]: quality } })]);
   return { type, etag: `"${crypto.createHash('sha256').update(body).digest('base64url').slice(0, 27)}"`, identity: body, gzip: gz, br };
 }
