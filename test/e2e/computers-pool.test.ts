@@ -372,8 +372,9 @@ describe.skipIf(skip)('a control plane killed mid-claim', () => {
       const list = await call('GET', '/api/v0/computers?includeUnlisted=true&includeDeleted=true');
       expect(list.body.computers).toEqual([]);
       expect((await call('GET', '/api/v0/computers/name/victim')).status).toBe(404);
-      // Past the claim's deadline the convergence (cron) destroys it, or the reaper returns it to the
-      // pool and its health check keeps it: either way the pool is whole again, and claims work.
+      // Past the claim's deadline the convergence destroys it (the run at start saw the claim in
+      // flight and comes back at its deadline), or the reaper returns it to the pool and its health
+      // check keeps it: either way the pool is whole again, and claims work.
       await waitFor('the pool to be whole again', async () => (await pool())?.ready === 1, 150_000, 500);
       const again = await call('POST', '/api/v0/computers', { name: 'victim', provider: 'local' });
       expect(again.status).toBe(201);

@@ -9,20 +9,23 @@ import { sendProvision } from '../managed/job-kinds.ts';
 import { deadline } from '../managed/settings.ts';
 import { managedSteps } from '../steps/names.ts';
 import { configuredPools, POOL_OWNER, poolKeyOf, type PoolSpec } from './pools.ts';
+import { poolConvergeJob } from './job-kinds.ts';
 import { retirePoolComputer } from './retire.ts';
 
 type Ctx = Pick<JobContext, 'send' | 'log' | 'signal'>;
 
 const HEALTH_TIMEOUT_MS = 10_000;
+const CLAIM_RECHECK_SLACK_MS = 1_000;
 // One advisory lock for every pool's fill and shrink: two convergences (two replicas, a cron run
 // and a refill after a claim) never both count a pool short and fill it twice.
 const POOL_LOCK = 0x706f6f6c;
 
 /**
  * Brings every pool of the organization (or of every organization with a pool) to its size:
- * claims past their deadline and failed computers are destroyed, computers provisioned for what a
- * pool no longer is (template edited, size 0, template deleted) are destroyed, then each pool is
- * filled with new computers or shrunk, newest first. With `healthCheck`, every ready computer must
+ * claims past their deadline and failed computers are destroyed (a claim not yet past it is looked
+ * at again when it is), computers provisioned for what a pool no longer is (template edited, size
+ * 0, template deleted) are destroyed, then each pool is filled with new computers or shrunk,
+ * newest first. With `healthCheck`, every ready computer must
  * answer a command over SSH first; one that does not is destroyed and so replaced. Claimed
  * computers are no longer the pool's and are never touched.
  */
@@ -50,6 +53,9 @@ async function convergeOrganization(deps: ComputerJobDeps, ctx: Ctx, organizatio
   for (const c of await poolComputers(deps.db, organizationId)) {
     if (c.operation === 'claim') {
       if (c.operationDeadline && c.operationDeadline < now) await retire(c, 'its claim never finished');
+      // A claim still in flight may be one whose control plane died: look again once its deadline
+      // has passed, so the pool heals then rather than at the next minute's run.
+      else if (c.operationDeadline) await ctx.send(poolConvergeJob, { organizationId }, { startAfter: new Date(c.operationDeadline.getTime() + CLAIM_RECHECK_SLACK_MS) });
     } else if (c.status === 'error') {
       await retire(c, 'provisioning failed');
     } else if (!fits(deps, c, specs)) {
