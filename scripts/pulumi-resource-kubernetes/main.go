@@ -39,6 +39,7 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/types/known/emptypb"
+	"google.golang.org/protobuf/types/known/structpb"
 	"gopkg.in/yaml.v3"
 )
 
@@ -352,49 +353,44 @@ func at(obj map[string]any, path string) any {
 }
 
 func (s *server) Create(ctx context.Context, req *pulumirpc.CreateRequest) (*pulumirpc.CreateResponse, error) {
-	k, err := kindOf(req.GetUrn())
+	id, props, err := s.applyInputs(ctx, req.GetUrn(), req.GetProperties(), req.GetPreview(), req.GetTimeout())
 	if err != nil {
 		return nil, err
 	}
-	news, err := plugin.UnmarshalProperties(req.GetProperties(), opts)
-	if err != nil {
-		return nil, err
-	}
-	if req.GetPreview() || news.ContainsUnknowns() {
-		props, err := plugin.MarshalProperties(news, opts)
-		return &pulumirpc.CreateResponse{Properties: props}, err
-	}
-	id, live, err := s.apply(ctx, k, news, req.GetTimeout())
-	if err != nil {
-		return nil, failed(id, live, err)
-	}
-	props, err := plugin.MarshalProperties(live, opts)
-	return &pulumirpc.CreateResponse{Id: id, Properties: props}, err
+	return &pulumirpc.CreateResponse{Id: id, Properties: props}, nil
 }
 
 func (s *server) Update(ctx context.Context, req *pulumirpc.UpdateRequest) (*pulumirpc.UpdateResponse, error) {
-	k, err := kindOf(req.GetUrn())
+	_, props, err := s.applyInputs(ctx, req.GetUrn(), req.GetNews(), req.GetPreview(), req.GetTimeout())
 	if err != nil {
 		return nil, err
 	}
-	news, err := plugin.UnmarshalProperties(req.GetNews(), opts)
-	if err != nil {
-		return nil, err
-	}
-	if req.GetPreview() || news.ContainsUnknowns() {
-		props, err := plugin.MarshalProperties(news, opts)
-		return &pulumirpc.UpdateResponse{Properties: props}, err
-	}
-	id, live, err := s.apply(ctx, k, news, req.GetTimeout())
-	if err != nil {
-		return nil, failed(id, live, err)
-	}
-	props, err := plugin.MarshalProperties(live, opts)
-	return &pulumirpc.UpdateResponse{Properties: props}, err
+	return &pulumirpc.UpdateResponse{Properties: props}, nil
 }
 
-// failed records an object the API server holds but that never became ready, so the engine keeps
-// it in the stack (and a later destroy removes it) instead of forgetting it.
+// applyInputs is Create and Update alike: one server-side apply of the resource's inputs. A preview,
+// or inputs still unknown, answers the inputs as they are (no id) and touches nothing.
+func (s *server) applyInputs(ctx context.Context, urn string, inputs *structpb.Struct, preview bool, timeout float64) (string, *structpb.Struct, error) {
+	k, err := kindOf(urn)
+	if err != nil {
+		return "", nil, err
+	}
+	news, err := plugin.UnmarshalProperties(inputs, opts)
+	if err != nil {
+		return "", nil, err
+	}
+	if preview || news.ContainsUnknowns() {
+		props, err := plugin.MarshalProperties(news, opts)
+		return "", props, err
+	}
+	id, live, err := s.apply(ctx, k, news, timeout)
+	if err != nil {
+		return "", nil, failed(id, live, err)
+	}
+	props, err := plugin.MarshalProperties(live, opts)
+	return id, props, err
+}
+
 func failed(id string, live resource.PropertyMap, err error) error {
 	if id == "" || live == nil {
 		return err
