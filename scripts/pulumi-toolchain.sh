@@ -42,7 +42,30 @@ export GOFLAGS="${GOFLAGS:-} -buildvcs=false"
 
 cli_version() { PULUMI_SKIP_UPDATE_CHECK=true "$1" version 2>/dev/null || true; }
 
-if [[ "$(cli_version "$bin/pulumi")" == "v$version" ]]; then
+# zxcvbn-go (two forks of it, behind the "looks like a secret" warnings of `pulumi config set` and
+# `esc env set`) fills its word lists at program start: ~70 ms of the ~160 ms of CPU every CLI run
+# spends before doing anything, on every stack operation. In the CLI built here they are filled on
+# first use instead: the same lists and the same answers, for the commands that ask. Run in the
+# build's module directory with the module path; a module that is not in the build, or whose
+# source no longer has the expected shape, is left as it is (the build goes on without the patch).
+lazy_word_lists() {
+  local mod="$1" src dir
+  src="$(go list -m -f '{{.Dir}}' "$mod" 2>/dev/null)" || { log "$mod is not in the build; nothing to patch"; return 0; }
+  dir="patched/${mod//\//_}"
+  mkdir -p patched && cp -r "$src" "$dir" && chmod -R u+w "$dir"
+  [[ -f "$dir/go.mod" ]] || echo "module $mod" >"$dir/go.mod"
+  perl -0pi -e 's/import \(\n/import (\n\t"sync"\n/; s/\nfunc init\(\) \{/\n\/\/ Load fills Lists once, on first use (agentplane\x27s build of the Pulumi CLI).\nfunc Load() { loadOnce.Do(load) }\n\nvar loadOnce sync.Once\n\nfunc load() {/' "$dir/frequency/frequency.go"
+  perl -0pi -e 's/func init\(\) \{\n\tloadFrequencyList\(\)\n\}\n//; s/func loadFrequencyList\(\) \{\n/func loadFrequencyList() {\n\tfrequency.Load()\n/' "$dir/matching/matching.go"
+  if grep -q 'frequency.Load()' "$dir/matching/matching.go" && ! grep -q 'func init()' "$dir/frequency/frequency.go" "$dir/matching/matching.go"; then
+    go mod edit -replace="$mod=./$dir"
+  else
+    log "$mod's source has changed shape; building it unpatched"
+  fi
+}
+# What a CLI built here is made of; a cached one built by another recipe is built again.
+recipe="v$version $(declare -f lazy_word_lists | sha256sum | cut -c1-16)"
+
+if [[ "$(cli_version "$bin/pulumi")" == "v$version" && ( -L "$bin/pulumi" || "$(cat "$bin/.pulumi.recipe" 2>/dev/null)" == "$recipe" ) ]]; then
   log "pulumi v$version is in $bin"
 elif command -v pulumi >/dev/null && [[ "$(cli_version pulumi)" == "v$version" ]]; then
   log "linking pulumi v$version from PATH"
@@ -56,11 +79,14 @@ else
     # pulumi's own go.mod has this replace; a dependency's replaces do not apply, so repeat it.
     go mod edit -replace=github.com/atotto/clipboard=github.com/tgummerer/clipboard@v0.0.0-20241001131231-d02d263e614e
     go get "github.com/pulumi/pulumi/pkg/v3/cmd/pulumi@v$version" "github.com/pulumi/pulumi/sdk/v3@v$version"
+    lazy_word_lists github.com/nbutton23/zxcvbn-go
+    lazy_word_lists github.com/ccojocar/zxcvbn-go
     # Without the version stamp the Automation API cannot read the CLI version.
     go build -ldflags "-X github.com/pulumi/pulumi/sdk/v3/go/common/version.Version=v$version" \
       -o "$bin/pulumi.partial" github.com/pulumi/pulumi/pkg/v3/cmd/pulumi
   ) >&2
   mv -f "$bin/pulumi.partial" "$bin/pulumi"
+  echo "$recipe" >"$bin/.pulumi.recipe"
 fi
 
 # The upstream provider module (github.com/pulumi/pulumi-command/provider) has no release tags and
