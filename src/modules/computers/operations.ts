@@ -5,7 +5,7 @@ import { reachableComputer } from './access.ts';
 import type { ComputersDeps } from './deps.ts';
 import { startInstallSession } from './install.ts';
 import { BYOM, machineUnavailable, targetFor } from './machines.ts';
-import { restartManaged } from './managed/records.ts';
+import { restartManaged } from './create-managed.ts';
 import { RETENTION_MS, SAMPLE_INTERVAL_MS, sampleComputer } from './metrics.ts';
 import { organizationSshKey } from './org-ssh-key.ts';
 import { computerView } from './views.ts';

@@ -6,7 +6,7 @@ import { pauseAutomationsOn } from '../automations/pause.ts';
 import type { ComputersDeps } from './deps.ts';
 import { computerEvents } from './computer-events.ts';
 import { BYOM } from './machines.ts';
-import { scheduleTeardown } from './managed/records.ts';
+import { scheduleTeardown } from './create-managed.ts';
 
 export type RetireDeps = Pick<ComputersDeps, 'queue' | 'managed'>;
 
