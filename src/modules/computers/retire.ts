@@ -71,7 +71,7 @@ export async function retireServiceAccountComputers(
  */
 export async function scheduleTeardown(
   tx: Db,
-  deps: Pick<ComputersDeps, 'queue' | 'managed'>,
+  deps: RetireDeps,
   computer: Pick<Computer, 'id'>,
   now: Date,
 ): Promise<void> {
