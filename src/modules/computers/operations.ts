@@ -1,14 +1,20 @@
 import type { Principal } from '../../auth/principal.ts';
-import { BadRequest } from '../../lib/errors.ts';
+import type { Computer } from '../../generated/prisma/client.ts';
+import { BadRequest, Conflict, ServiceUnavailable } from '../../lib/errors.ts';
 import { writeGitCredentials } from '../../provisioning/machine/index.ts';
 import { reachableComputer } from './access.ts';
 import type { ComputersDeps } from './deps.ts';
 import { startInstallSession } from './install.ts';
 import { BYOM, machineUnavailable, targetFor } from './machines.ts';
-import { restartManaged } from './managed/records.ts';
+import { computerStackJob } from './managed/job-kinds.ts';
+import { deadline, POWER_TIMEOUT_MS } from './managed/settings.ts';
 import { RETENTION_MS, SAMPLE_INTERVAL_MS, sampleComputer } from './metrics.ts';
 import { organizationSshKey } from './org-ssh-key.ts';
 import { computerView } from './views.ts';
+import { waitForOperation } from './wait-for-operation.ts';
+
+// How long POST restart waits for the resume before answering 503 (the resume goes on).
+const RESTART_WAIT_MS = 120_000;
 
 /** What runs on the machine: dependencies, credentials, metrics, restart. */
 export function computerOperations(deps: ComputersDeps) {
@@ -102,4 +108,36 @@ export function computerOperations(deps: ComputersDeps) {
       return restartManaged(deps, computer);
     },
   };
+}
+
+/**
+ * Resumes a paused managed computer (one the caller may reach) and answers once it runs again; a
+ * running one is a no-op. A pause in flight is overtaken: the resume queues behind it on the
+ * computer's stack.
+ */
+async function restartManaged(deps: Pick<ComputersDeps, 'db' | 'clock' | 'queue'>, computer: Computer): Promise<Record<string, never>> {
+  const computerId = computer.id;
+  if (computer.status !== 'active') {
+    throw new Conflict(`Computer "${computer.name}" is ${computer.status}; restart resumes an active computer that was paused`);
+  }
+  const now = deps.clock.now();
+  if (computer.powerState === 'running' && computer.operation === null) {
+    await deps.db.computer.updateMany({ where: { id: computerId, operation: null }, data: { lastActiveAt: now } });
+    return {};
+  }
+  if (computer.operation !== 'resume') {
+    const started = await deps.db.$transaction(async (tx) => {
+      const { count } = await tx.computer.updateMany({
+        where: { id: computerId, deletedAt: null, operation: computer.operation },
+        data: { operation: 'resume', operationDeadline: deadline(now, POWER_TIMEOUT_MS), operationError: null, lastActiveAt: now },
+      });
+      if (count === 1) await deps.queue.send(computerStackJob, { computerId, operation: 'resume' }, { tx });
+      return count === 1;
+    });
+    if (!started) throw new Conflict(`Computer "${computer.name}" changed state meanwhile; try again`);
+  }
+  const settled = await waitForOperation(deps.db, computerId, 'resume', RESTART_WAIT_MS);
+  if (!settled) throw new ServiceUnavailable(`Computer "${computer.name}" is still resuming; try again shortly`);
+  if (settled.operationError) throw new ServiceUnavailable(`Computer "${computer.name}" could not be resumed: ${settled.operationError}`);
+  return {};
 }

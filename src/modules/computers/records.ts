@@ -9,7 +9,7 @@ import type { ComputersDeps } from './deps.ts';
 import { assertNameAndHostFree, hostTaken, insertComputer, nameTaken } from './insert.ts';
 import { computerSetupJob } from './job-kinds.ts';
 import { BYOM } from './machines.ts';
-import { managedComputers } from './managed/records.ts';
+import { managedComputers } from './create-managed.ts';
 import { retireComputer } from './retire.ts';
 import { assertMayAddComputer } from './quota.ts';
 import { reachDirectly, reachThroughAgent, type Reachability } from './registration.ts';

@@ -6,7 +6,9 @@ import { pauseAutomationsOn } from '../automations/pause.ts';
 import type { ComputersDeps } from './deps.ts';
 import { computerEvents } from './computer-events.ts';
 import { BYOM } from './machines.ts';
-import { scheduleTeardown } from './managed/records.ts';
+import { computerStackJob } from './managed/job-kinds.ts';
+import { deadline } from './managed/settings.ts';
+import { STEP } from './steps/names.ts';
 
 export type RetireDeps = Pick<ComputersDeps, 'queue' | 'managed'>;
 
@@ -60,4 +62,38 @@ export async function retireServiceAccountComputers(
   const retired: Computer[] = [];
   for (const computer of owned) if (await retireComputer(tx, deps, actor, computer, now)) retired.push(computer);
   return retired;
+}
+
+/**
+ * The managed half of DELETE, inside its transaction: the computer's key is dropped (its
+ * credential revoked), its sessions archived, and the teardown queued as a stack job with a
+ * visible `teardown` step. Failures are retried; the reaper re-queues a teardown past its deadline.
+ */
+export async function scheduleTeardown(
+  tx: Db,
+  deps: RetireDeps,
+  computer: Pick<Computer, 'id'>,
+  now: Date,
+): Promise<void> {
+  await tx.computer.update({
+    where: { id: computer.id },
+    data: {
+      sshKeyCiphertext: null,
+      operation: 'teardown',
+      operationDeadline: deadline(now, deps.managed.provisionTimeoutMs),
+      operationError: null,
+    },
+  });
+  await tx.session.updateMany({ where: { computerId: computer.id, archivedAt: null }, data: { archivedAt: now } });
+  await tx.provisioningStep.updateMany({
+    where: { computerId: computer.id, status: { in: ['pending', 'running'] } },
+    data: { status: 'skipped', error: 'the computer was deleted' },
+  });
+  const last = await tx.provisioningStep.aggregate({ where: { computerId: computer.id }, _max: { position: true } });
+  await tx.provisioningStep.upsert({
+    where: { computerId_id: { computerId: computer.id, id: STEP.teardown } },
+    create: { computerId: computer.id, id: STEP.teardown, name: 'Tearing down', status: 'pending', position: (last._max.position ?? -1) + 1 },
+    update: { status: 'pending', error: null },
+  });
+  await deps.queue.send(computerStackJob, { computerId: computer.id, operation: 'teardown' }, { tx });
 }

@@ -1,6 +1,6 @@
 import type { Db } from '../../../db/client.ts';
 import type { ComputersDeps } from '../deps.ts';
-import { scheduleTeardown } from '../managed/records.ts';
+import { scheduleTeardown } from '../retire.ts';
 import { POOL_OWNER } from './pools.ts';
 
 /**

@@ -1,7 +1,7 @@
-import { BadRequest } from '../../../lib/errors.ts';
-import type { ProviderRegistry } from '../../../provisioning/providers/registry.ts';
-import type { ManagedProvider } from '../../../provisioning/providers/types.ts';
-import { BYOM } from '../machines.ts';
+import { BadRequest } from '../../lib/errors.ts';
+import type { ProviderRegistry } from '../../provisioning/providers/registry.ts';
+import type { ManagedProvider } from '../../provisioning/providers/types.ts';
+import { BYOM } from './machines.ts';
 
 /** The managed provider a create request names, if it is usable here; 400 listing the choices otherwise. */
 export async function usableProvider(providers: ProviderRegistry, name: string | undefined): Promise<ManagedProvider> {

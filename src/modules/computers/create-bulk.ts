@@ -1,12 +1,12 @@
-import type { Principal } from '../../../auth/principal.ts';
-import type { Db } from '../../../db/client.ts';
-import { AppError } from '../../../lib/errors.ts';
-import { creatingOwner, type Owner } from '../access.ts';
-import type { ComputersDeps } from '../deps.ts';
-import type { BulkCreateInput, ComputerView, CreateComputerInput } from '../schemas.ts';
-import { claimForBulk } from '../pool/claim.ts';
+import type { Principal } from '../../auth/principal.ts';
+import type { Db } from '../../db/client.ts';
+import { AppError } from '../../lib/errors.ts';
+import { creatingOwner, type Owner } from './access.ts';
+import type { ComputersDeps } from './deps.ts';
+import type { BulkCreateInput, ComputerView, CreateComputerInput } from './schemas.ts';
+import { claimForBulk } from './pool/claim.ts';
 import { usableProvider } from './provider-choice.ts';
-import { sendProvision } from './job-kinds.ts';
+import { sendProvision } from './managed/job-kinds.ts';
 
 type CreateOne = (principal: Principal, owner: Owner, input: CreateComputerInput) => Promise<ComputerView>;
 
