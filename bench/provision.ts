@@ -152,7 +152,7 @@ async function main() {
       return { status: res.status, body: text ? JSON.parse(text) : undefined };
     },
   };
-  const events = await connectSse(`${server.url}/api/v0/events?types=computer.active,computer.error`, { token: server.firstStartKey });
+  const events = await connectSse(`${server.url}/api/v0/events?types=computer.active,computer.error`, { token: server.firstStartKey! });
   if (events.status !== 200) throw new Error(`the event stream answered ${events.status}`);
   const createOne = async (name: string): Promise<Timing> => {
     const sent = Date.now();
