@@ -3,7 +3,9 @@ import { chmodSync, existsSync, mkdtempSync, readFileSync, rmSync } from 'node:f
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { targetFor } from '../../src/modules/computers/machines.ts';
 import { computersReapJob, provisionJobId } from '../../src/modules/computers/managed/job-kinds.ts';
+import { requestPause } from '../../src/modules/computers/managed/reaper.ts';
 import { cgroupLayout, readCgroup } from '../../src/provisioning/providers/local/cgroups.ts';
 import { localNames } from '../../src/provisioning/providers/local/names.ts';
 import { startTestApi, type TestApi } from '../support/api.ts';
@@ -17,6 +19,23 @@ const skip = missing !== undefined && process.env.CI !== 'true';
 if (skip) console.warn(`skipping the local provider e2e tests: ${missing}`);
 
 const PROVISION_MS = 90_000;
+
+/**
+ * A repository whose dependency install (`npm install`, then `npm ci`) waits until the test
+ * creates ~/install-release on the machine, and takes the file, so each install waits for its own
+ * release; ~/install-waiting says it is waiting. It gives up by itself after 5 minutes.
+ */
+const SLOW_INSTALL_PACKAGE = JSON.stringify({
+  name: 'slow-install',
+  version: '1.0.0',
+  private: true,
+  scripts: {
+    preinstall:
+      'touch "$HOME/install-waiting"; end=$(($(date +%s) + 300)); ' +
+      'while [ ! -e "$HOME/install-release" ]; do [ "$(date +%s)" -lt "$end" ] || { echo never released; exit 3; }; sleep 0.2; done; ' +
+      'rm -f "$HOME/install-release" "$HOME/install-waiting"; echo released',
+  },
+});
 
 type Call = (method: string, path: string, body?: unknown) => Promise<{ status: number; body: any }>;
 const caller = (url: string, key: string): Call => async (method, p, body) => {
@@ -50,7 +69,7 @@ describe.skipIf(skip)('managed computers on the local provider, through HTTP wit
       worker: true,
       env: { AGENTPLANE_LOCAL_PROVIDER: 'true', AGENTPLANE_COMPUTER_CPUS: '0.5', AGENTPLANE_COMPUTER_MEMORY_MIB: '256' },
     });
-    git = await startGitDaemon({ app: { 'README.md': '# app\n' } });
+    git = await startGitDaemon({ app: { 'README.md': '# app\n' }, 'slow-install': { 'package.json': SLOW_INSTALL_PACKAGE } });
     // Computers' homes live under the data directory; their users must be able to reach them.
     chmodSync(api.dataDir, 0o711);
     as = api.acme.members.user.apiKey;
@@ -328,6 +347,104 @@ describe.skipIf(skip)('managed computers on the local provider, through HTTP wit
     ]);
     const stored = await api.db.prisma.computer.findUniqueOrThrow({ where: { id } });
     expect(stored.operation).toBeNull();
+  });
+
+  it('a pause and a resume during a long dependency install run at once, and the install still completes', async () => {
+    const created = await api.call('POST', '/api/v0/computers', { as, body: { name: 'installing', provider: 'local', repos: [git.url('slow-install')], autoInstallDeps: true } });
+    expect(created.status).toBe(201);
+    const id = created.body.id as string;
+    const home = path.join(api.dataDir, 'computers', id, 'home');
+    const onMachine = async (command: string) => {
+      const computer = await api.db.prisma.computer.findUniqueOrThrow({ where: { id } });
+      const res = await api.machines.ssh.exec(await targetFor({ ...api.machines, db: api.db.prisma }, computer), command);
+      expect(res.exitCode, res.stderr).toBe(0);
+    };
+    const installWaiting = async () => {
+      const step = await stepOf(id, 'install-deps');
+      const runs = await api.db.prisma.installRun.findMany({ where: { computerId: id, installSessionId: step?.installSessionId ?? '' } });
+      return step?.status === 'running' && runs.length === 1 && runs[0]!.status === 'running' && existsSync(path.join(home, 'install-waiting')) && runs[0]!;
+    };
+
+    // Set-up's install: the stack job ended with `pulumi up`, but the computer is still
+    // provisioning, so no pause starts (the compare-and-set finds an operation) and restart refuses.
+    await waitFor('the set-up install to wait', installWaiting, PROVISION_MS, 100);
+    expect((await jobsOf(id)).filter((j) => j.name === 'computers.stack').map((j) => [j.data.operation, j.state])).toEqual([['provision', 'completed']]);
+    expect(await requestPause(api.db.prisma, api.queue, id, new Date())).toBe(false);
+    expect(await api.db.prisma.computer.findUniqueOrThrow({ where: { id } })).toMatchObject({ status: 'provisioning', operation: 'provision', powerState: 'running' });
+    const early = await api.call('POST', `/api/v0/computers/${id}/restart`, { as });
+    expect(early.status).toBe(409);
+    expect(early.body.detail).toMatch(/provisioning/);
+    expect((await jobsOf(id)).filter((j) => j.name === 'computers.stack')).toHaveLength(1);
+    await onMachine('touch ~/install-release');
+    const ready = await settled(id);
+    expect(ready.status, JSON.stringify(ready.provisioningSteps)).toBe('active');
+    expect(ready.provisioningSteps.map((s: { id: string; status: string }) => [s.id, s.status])).toEqual([
+      ['create-infrastructure', 'completed'],
+      ['connect', 'completed'],
+      ['verify', 'completed'],
+      ['clone-1', 'completed'],
+      ['install-deps', 'completed'],
+    ]);
+
+    // An install on the active computer: a pause now runs at once, as the idle reaper queues it
+    // (whose policy skips computers with installs running), and freezes the install mid-way.
+    const install = await api.call('POST', `/api/v0/computers/${id}/install-deps`, { as });
+    expect(install.status).toBe(202);
+    expect(install.body.provisioningSteps.find((s: { id: string }) => s.id === 'install-deps').status).toBe('running');
+    const run = await waitFor('the install to wait', installWaiting, PROVISION_MS, 100);
+    const pausing = Date.now();
+    expect(await requestPause(api.db.prisma, api.queue, id, new Date())).toBe(true);
+    expect(await api.db.prisma.computer.findUniqueOrThrow({ where: { id } })).toMatchObject({ operation: 'pause', powerState: 'running' });
+    await waitFor('the computer to pause', async () => (await get(id)).powerState === 'paused', PROVISION_MS, 100);
+    const pauseMs = Date.now() - pausing;
+    expect((await cgroup(id)).frozen).toBe(true);
+    expect((await stepOf(id, 'install-deps'))?.status).toBe('running');
+    expect((await api.db.prisma.installRun.findUniqueOrThrow({ where: { id: run.id } })).status).toBe('running');
+    expect(await api.db.prisma.computer.findUniqueOrThrow({ where: { id } })).toMatchObject({ status: 'active', powerState: 'paused', operation: null, operationError: null });
+
+    const resuming = Date.now();
+    const restart = await api.call('POST', `/api/v0/computers/${id}/restart`, { as });
+    const resumeMs = Date.now() - resuming;
+    expect(restart.status, JSON.stringify(restart.body)).toBe(200);
+    expect(restart.body).toEqual({});
+    expect((await get(id)).powerState).toBe('running');
+    expect((await cgroup(id)).frozen).toBe(false);
+    console.log(`pause during an install: paused after ${pauseMs} ms, restart answered after ${resumeMs} ms`);
+    // Before set-up left the stack lock, nothing bounded these by less than the install.
+    expect(pauseMs).toBeLessThan(15_000);
+    expect(resumeMs).toBeLessThan(15_000);
+    expect((await stepOf(id, 'install-deps'))?.status).toBe('running');
+
+    // The install was frozen, not killed: released now, it completes.
+    await onMachine('touch ~/install-release');
+    await waitFor('the install to complete', async () => (await stepOf(id, 'install-deps'))?.status !== 'running', PROVISION_MS, 100);
+    const done = await get(id);
+    const steps = await api.db.prisma.provisioningStep.findMany({ where: { computerId: id }, orderBy: { position: 'asc' } });
+    expect(done.provisioningSteps.map((s: { id: string; status: string }) => [s.id, s.status])).toEqual(steps.map((s) => [s.id, s.status]));
+    expect(steps.map((s) => [s.id, s.status, s.error])).toEqual([
+      ['create-infrastructure', 'completed', null],
+      ['connect', 'completed', null],
+      ['verify', 'completed', null],
+      ['clone-1', 'completed', null],
+      ['install-deps', 'completed', null],
+    ]);
+    expect(done).toMatchObject({ status: 'active', powerState: 'running' });
+    const ran = await api.db.prisma.installRun.findUniqueOrThrow({ where: { id: run.id } });
+    expect(ran).toMatchObject({ status: 'completed', exitCode: 0, error: null });
+    expect(ran.outputTail).toContain('released');
+    expect(existsSync(path.join(home, 'install-waiting'))).toBe(false);
+    expect(await api.db.prisma.computer.findUniqueOrThrow({ where: { id } })).toMatchObject({ operation: null, operationDeadline: null, operationError: null });
+    const power = await api.db.prisma.event.findMany({ where: { computerId: id, type: 'computer.power' }, orderBy: { id: 'asc' } });
+    expect(power.map((e) => e.data)).toEqual([{ powerState: 'paused' }, { powerState: 'running' }]);
+    expect((await jobsOf(id)).filter((j) => j.name === 'computers.stack').map((j) => [j.data.operation, j.state])).toEqual([
+      ['provision', 'completed'],
+      ['pause', 'completed'],
+      ['resume', 'completed'],
+    ]);
+
+    expect((await api.call('DELETE', `/api/v0/computers/${id}`, { as })).status).toBe(204);
+    await torndown(id);
+    expect(hostTraces(api.dataDir, id)).toEqual([]);
   });
 
   it('deletes: credentials revoked, sessions archived, teardown visible, nothing left on the host', async () => {
