@@ -3,7 +3,9 @@ import { chmodSync, existsSync, mkdtempSync, readFileSync, rmSync } from 'node:f
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { targetFor } from '../../src/modules/computers/machines.ts';
 import { computersReapJob, provisionJobId } from '../../src/modules/computers/managed/job-kinds.ts';
+import { requestPause } from '../../src/modules/computers/managed/reaper.ts';
 import { cgroupLayout, readCgroup } from '../../src/provisioning/providers/local/cgroups.ts';
 import { localNames } from '../../src/provisioning/providers/local/names.ts';
 import { startTestApi, type TestApi } from '../support/api.ts';
@@ -18,6 +20,23 @@ if (skip) console.warn(`skipping the local provider e2e tests: ${missing}`);
 
 const PROVISION_MS = 90_000;
 
+/**
+ * A repository whose dependency install (`npm install`, then `npm ci`) waits until the test
+ * creates ~/install-release on the machine, and takes the file, so each install waits for its own
+ * release; ~/install-waiting holds the waiting script's pid. It gives up by itself after 5 minutes.
+ */
+const SLOW_INSTALL_PACKAGE = JSON.stringify({
+  name: 'slow-install',
+  version: '1.0.0',
+  private: true,
+  scripts: {
+    preinstall:
+      'echo $$ > "$HOME/install-waiting"; end=$(($(date +%s) + 300)); ' +
+      'while [ ! -e "$HOME/install-release" ]; do [ "$(date +%s)" -lt "$end" ] || { echo never released; exit 3; }; sleep 0.2; done; ' +
+      'rm -f "$HOME/install-release" "$HOME/install-waiting"; echo released',
+  },
+});
+
 type Call = (method: string, path: string, body?: unknown) => Promise<{ status: number; body: any }>;
 const caller = (url: string, key: string): Call => async (method, p, body) => {
   const res = await fetch(`${url}${p}`, {
@@ -28,6 +47,16 @@ const caller = (url: string, key: string): Call => async (method, p, body) => {
   const text = await res.text();
   return { status: res.status, body: text ? JSON.parse(text) : undefined };
 };
+
+/** A file's text, or '' when it does not exist (now). */
+function readIfPresent(file: string): string {
+  try {
+    return readFileSync(file, 'utf8');
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code === 'ENOENT' || (err as NodeJS.ErrnoException).code === 'ESRCH') return '';
+    throw err;
+  }
+}
 
 /** Waits until a deleted computer's teardown step completed, through the list's includeDeleted extension. */
 function tornDown(url: string, key: string, id: string) {
@@ -50,7 +79,7 @@ describe.skipIf(skip)('managed computers on the local provider, through HTTP wit
       worker: true,
       env: { AGENTPLANE_LOCAL_PROVIDER: 'true', AGENTPLANE_COMPUTER_CPUS: '0.5', AGENTPLANE_COMPUTER_MEMORY_MIB: '256' },
     });
-    git = await startGitDaemon({ app: { 'README.md': '# app\n' } });
+    git = await startGitDaemon({ app: { 'README.md': '# app\n' }, 'slow-install': { 'package.json': SLOW_INSTALL_PACKAGE } });
     // Computers' homes live under the data directory; their users must be able to reach them.
     chmodSync(api.dataDir, 0o711);
     as = api.acme.members.user.apiKey;
@@ -328,6 +357,135 @@ describe.skipIf(skip)('managed computers on the local provider, through HTTP wit
     ]);
     const stored = await api.db.prisma.computer.findUniqueOrThrow({ where: { id } });
     expect(stored.operation).toBeNull();
+  });
+
+  it('a pause and a resume during a long dependency install run at once; a pause that outlasts the connection reruns the install once', async () => {
+    const created = await api.call('POST', '/api/v0/computers', { as, body: { name: 'installing', provider: 'local', repos: [git.url('slow-install')], autoInstallDeps: true } });
+    expect(created.status).toBe(201);
+    const id = created.body.id as string;
+    const home = path.join(api.dataDir, 'computers', id, 'home');
+    const onMachine = async (command: string) => {
+      const computer = await api.db.prisma.computer.findUniqueOrThrow({ where: { id } });
+      const res = await api.machines.ssh.exec(await targetFor({ ...api.machines, db: api.db.prisma }, computer), command);
+      expect(res.exitCode, res.stderr).toBe(0);
+    };
+    const stored = () => api.db.prisma.computer.findUniqueOrThrow({ where: { id } });
+    const stackJobs = async () => (await jobsOf(id)).filter((j) => j.name === 'computers.stack').map((j) => [j.data.operation, j.state]);
+    /** The pid of the install's waiting script, once the session's one run is running and waiting. */
+    const waitingPid = async () => {
+      const step = await stepOf(id, 'install-deps');
+      const runs = await api.db.prisma.installRun.findMany({ where: { computerId: id, installSessionId: step?.installSessionId ?? '' } });
+      if (step?.status !== 'running' || runs.length !== 1 || runs[0]!.status !== 'running') return undefined;
+      const pid = Number(readIfPresent(path.join(home, 'install-waiting')).trim());
+      return pid > 0 ? { pid, run: runs[0]! } : undefined;
+    };
+    // A zombie is dead: only its parent has not collected it yet.
+    const alive = (pid: number) => !/^$|^\d+ \(.*\) Z/.test(readIfPresent(`/proc/${pid}/stat`));
+    const pause = async () => {
+      const started = Date.now();
+      // As the idle reaper queues it: its policy skips computers with installs running, so not through it.
+      expect(await requestPause(api.db.prisma, api.queue, id, new Date())).toBe(true);
+      expect(await stored()).toMatchObject({ operation: 'pause', powerState: 'running' });
+      await waitFor('the computer to pause', async () => (await get(id)).powerState === 'paused', PROVISION_MS, 100);
+      expect((await cgroup(id)).frozen).toBe(true);
+      expect(await stored()).toMatchObject({ status: 'active', powerState: 'paused', operation: null, operationError: null });
+      return Date.now() - started;
+    };
+    const restart = async () => {
+      const started = Date.now();
+      const res = await api.call('POST', `/api/v0/computers/${id}/restart`, { as });
+      expect(res.status, JSON.stringify(res.body)).toBe(200);
+      expect(res.body).toEqual({});
+      expect((await get(id)).powerState).toBe('running');
+      expect((await cgroup(id)).frozen).toBe(false);
+      return Date.now() - started;
+    };
+    const installedOnce = async (runId: string) => {
+      await waitFor('the install to complete', async () => (await stepOf(id, 'install-deps'))?.status !== 'running', PROVISION_MS, 100);
+      const ran = await api.db.prisma.installRun.findUniqueOrThrow({ where: { id: runId } });
+      expect(ran).toMatchObject({ status: 'completed', exitCode: 0, error: null });
+      expect(ran.outputTail?.match(/^released$/gm)).toEqual(['released']);
+      const steps = await api.db.prisma.provisioningStep.findMany({ where: { computerId: id }, orderBy: { position: 'asc' } });
+      expect(steps.map((s) => [s.id, s.status, s.error])).toEqual([
+        ['create-infrastructure', 'completed', null],
+        ['connect', 'completed', null],
+        ['verify', 'completed', null],
+        ['clone-1', 'completed', null],
+        ['install-deps', 'completed', null],
+      ]);
+      const view = await get(id);
+      expect(view).toMatchObject({ status: 'active', powerState: 'running' });
+      expect(view.provisioningSteps.map((s: { id: string; status: string }) => [s.id, s.status])).toEqual(steps.map((s) => [s.id, s.status]));
+      expect(await stored()).toMatchObject({ status: 'active', operation: null, operationDeadline: null, operationError: null });
+    };
+
+    // Set-up's install: the stack job ended with `pulumi up`, but the computer is still
+    // provisioning, so no pause starts (the compare-and-set finds an operation) and restart refuses.
+    const setup = await waitFor('the set-up install to wait', waitingPid, PROVISION_MS, 100);
+    expect(await stackJobs()).toEqual([['provision', 'completed']]);
+    expect(await requestPause(api.db.prisma, api.queue, id, new Date())).toBe(false);
+    expect(await stored()).toMatchObject({ status: 'provisioning', operation: 'provision', powerState: 'running' });
+    const early = await api.call('POST', `/api/v0/computers/${id}/restart`, { as });
+    expect(early.status).toBe(409);
+    expect(early.body.detail).toMatch(/is provisioning/);
+    expect(await stackJobs()).toEqual([['provision', 'completed']]);
+    await onMachine('touch ~/install-release');
+    await installedOnce(setup.run.id);
+
+    // An install on the active computer: a pause runs at once and freezes it mid-way; resumed
+    // before the connection's keepalives give up, the same install goes on and completes.
+    const install = await api.call('POST', `/api/v0/computers/${id}/install-deps`, { as });
+    expect(install.status).toBe(202);
+    expect(install.body.provisioningSteps.find((s: { id: string }) => s.id === 'install-deps').status).toBe('running');
+    const first = await waitFor('the install to wait', waitingPid, PROVISION_MS, 100);
+    const pauseMs = await pause();
+    expect(alive(first.pid)).toBe(true);
+    expect((await stepOf(id, 'install-deps'))?.status).toBe('running');
+    expect((await api.db.prisma.installRun.findUniqueOrThrow({ where: { id: first.run.id } })).status).toBe('running');
+    const resumeMs = await restart();
+    console.log(`pause during an install: paused after ${pauseMs} ms, restart answered after ${resumeMs} ms`);
+    // Both ended while the install waits for a release only the test gives: not queued behind it.
+    // The bounds allow for a busy 2-core machine (both take about a second on a quiet one).
+    expect(pauseMs).toBeLessThan(15_000);
+    expect(resumeMs).toBeLessThan(15_000);
+    expect((await waitingPid())?.pid).toBe(first.pid);
+    await onMachine('touch ~/install-release');
+    await installedOnce(first.run.id);
+
+    // Paused past the keepalives, the control plane drops the connection; at the resume the cut-off
+    // install is killed on the machine and the step's retry runs it again: one at a time, so the
+    // one release ends the one install still running.
+    expect((await api.call('POST', `/api/v0/computers/${id}/install-deps`, { as })).status).toBe(202);
+    const cut = await waitFor('the install to wait', waitingPid, PROVISION_MS, 100);
+    await pause();
+    const dropping = Date.now();
+    await waitFor('the control plane to drop its connection', () => inNamespace(id, 'ss -Htn state close-wait').trim() !== '', PROVISION_MS, 500);
+    const dropMs = Date.now() - dropping;
+    await restart();
+    const retried = await waitFor('the install to run again', async () => {
+      const now = await waitingPid();
+      return now && now.pid !== cut.pid && now;
+    }, PROVISION_MS, 100);
+    console.log(`a pause outlasting the connection: dropped after ${dropMs} ms paused`);
+    expect(retried.run.id).toBe(cut.run.id);
+    await waitFor('the cut-off install to be killed', () => !alive(cut.pid), 10_000, 100);
+    await onMachine('touch ~/install-release');
+    await installedOnce(cut.run.id);
+
+    const power = await api.db.prisma.event.findMany({ where: { computerId: id, type: 'computer.power' }, orderBy: { id: 'asc' } });
+    expect(power.map((e) => e.data)).toEqual([{ powerState: 'paused' }, { powerState: 'running' }, { powerState: 'paused' }, { powerState: 'running' }]);
+    expect(await stackJobs()).toEqual([
+      ['provision', 'completed'],
+      ['pause', 'completed'],
+      ['resume', 'completed'],
+      ['pause', 'completed'],
+      ['resume', 'completed'],
+    ]);
+    expect(await api.db.prisma.installRun.count({ where: { computerId: id } })).toBe(3);
+
+    expect((await api.call('DELETE', `/api/v0/computers/${id}`, { as })).status).toBe(204);
+    await torndown(id);
+    expect(hostTraces(api.dataDir, id)).toEqual([]);
   });
 
   it('deletes: credentials revoked, sessions archived, teardown visible, nothing left on the host', async () => {

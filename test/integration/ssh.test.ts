@@ -44,6 +44,12 @@ function uniqueSleep(): string {
   return `sleep 60.${randomBytes(4).readUInt32BE(0)}`;
 }
 
+function ppid(pid: number): number {
+  // Fields after the parenthesised command name: state, ppid, ...
+  const stat = fs.readFileSync(`/proc/${pid}/stat`, 'utf8');
+  return Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]);
+}
+
 async function remoteProcesses(ssh: SshClient, target: SshTarget, pattern: string): Promise<string> {
   // "[s]leep" matches "sleep" but not the shell running this very pgrep.
   const res = await ssh.exec(target, `pgrep -f -- '[${pattern[0]}]${pattern.slice(1)}' || true`);
@@ -199,6 +205,32 @@ describe.skipIf(skip)('SSH connection layer against a real sshd', () => {
         await client.close();
       }
     });
+
+    // What the server side sees when a client gives up on a connection (keepalives unanswered
+    // while the machine was paused, a network cut): its session process ends, closing the command's pipes.
+    for (const endWithConnection of [false, true]) {
+      it(`a connection lost mid-command ${endWithConnection ? 'kills the command with endWithConnection' : 'leaves a silent command running by default'}`, async () => {
+        const client = createSshClient();
+        const sleeper = uniqueSleep();
+        try {
+          let started!: () => void;
+          const running = new Promise<void>((r) => (started = r));
+          const call = client.exec(target, `echo started; ${sleeper}`, { endWithConnection, onStdout: () => started() });
+          await running;
+          const [pid] = execFileSync('pgrep', ['-f', '--', `^${sleeper}$`], { encoding: 'utf8' }).trim().split('\n').map(Number);
+          let session = pid!;
+          while (session > 1 && !/^sshd(-session)?: .*@notty/.test(fs.readFileSync(`/proc/${session}/cmdline`, 'utf8'))) session = ppid(session);
+          expect(session).toBeGreaterThan(1);
+          process.kill(session, 'SIGKILL');
+          await expectSshError(call, 'connection_lost');
+          await new Promise((r) => setTimeout(r, 300));
+          expect(await remoteProcesses(ssh, target, sleeper) !== '').toBe(!endWithConnection);
+        } finally {
+          await ssh.exec(target, `pkill -f -- '[${sleeper[0]}]${sleeper.slice(1)}' || true`);
+          await client.close();
+        }
+      });
+    }
 
     it('an already aborted signal fails without running anything', async () => {
       await expectSshError(ssh.exec(target, 'true', { signal: AbortSignal.abort() }), 'cancelled');

@@ -61,6 +61,8 @@ export async function runInstall(ssh: SshClient, target: SshTarget, plan: Instal
     env: NON_INTERACTIVE,
     signal: opts.signal,
     timeoutMs: opts.timeoutMs ?? 30 * 60_000,
+    // An install cut off from the control plane is run again by the step's retry: never two at once.
+    endWithConnection: true,
     maxOutputBytes: INSTALL_OUTPUT_TAIL_BYTES,
     onStdout: (chunk) => {
       tail.push(chunk);

@@ -15,6 +15,13 @@ export interface ExecOptions {
   timeoutMs?: number;
   /** Aborting kills the remote process and rejects with `cancelled`. */
   signal?: AbortSignal;
+  /**
+   * Also kill the remote process when the connection is lost (the watchdog's stdin lifeline, on
+   * any server). Without it a server that honours signals keeps running a command whose client
+   * went away: a long command that a retry runs again (an install, a setup script) would then run
+   * twice at once, for instance after a pause outlasted the connection's keepalives.
+   */
+  endWithConnection?: boolean;
   onStdout?: (chunk: Buffer) => void;
   onStderr?: (chunk: Buffer) => void;
   /** Bytes of stdout and of stderr kept in the result (the last ones). Default 4 MiB each. */
@@ -85,7 +92,8 @@ function run(
 ): Promise<ExecResult> {
   const host = target.host;
   const port = portOf(target);
-  const watchdog = remoteKill === 'watchdog' || (remoteKill === 'auto' && !serverHonoursSignals(conn.serverSoftware));
+  const signals = remoteKill === 'signal' || (remoteKill === 'auto' && serverHonoursSignals(conn.serverSoftware));
+  const watchdog = !signals || opts.endWithConnection === true;
   const stdin = opts.stdin === undefined ? undefined : Buffer.from(opts.stdin);
   const remoteCommand = watchdog ? withStdinWatchdog(script, stdin?.length ?? 0) : script;
   const limit = opts.maxOutputBytes ?? DEFAULT_MAX_OUTPUT;
@@ -113,7 +121,7 @@ function run(
       if (failure || done) return;
       failure = err;
       if (!channel) return;
-      if (!watchdog) sendSignal(channel, 'KILL');
+      if (signals) sendSignal(channel, 'KILL');
       channel.close();
       setTimeout(finish, 2_000).unref();
     };

@@ -1,3 +1,4 @@
+import type { PrismaClient } from '../../../db/client.ts';
 import type { JobContext } from '../../../jobs/job.ts';
 import type { ComputerJobDeps } from '../job-deps.ts';
 import { BYOM } from '../machines.ts';
@@ -101,13 +102,23 @@ async function pauseIdleComputers(deps: ComputerJobDeps, ctx: Pick<JobContext, '
   const busy = new Set([...sessions, ...installs].map((r) => r.computerId));
   for (const { id } of candidates) {
     if (busy.has(id)) continue;
-    await deps.db.$transaction(async (tx) => {
-      const { count } = await tx.computer.updateMany({
-        where: { id, operation: null, powerState: 'running', deletedAt: null },
-        data: { operation: 'pause', operationDeadline: deadline(now, POWER_TIMEOUT_MS), operationError: null },
-      });
-      if (count === 1) await ctx.send(computerStackJob, { computerId: id, operation: 'pause' }, { tx });
-    });
-    ctx.log.info({ computerId: id }, 'pausing an idle computer');
+    if (await requestPause(deps.db, ctx, id, now)) ctx.log.info({ computerId: id }, 'pausing an idle computer');
   }
+}
+
+/**
+ * Pauses a running computer that has no operation under way: the `pause` operation and its stack
+ * job, in one transaction (compare-and-set, so a computer still provisioning, already paused,
+ * busy with another operation or deleted is left alone). Answers whether the pause was queued.
+ * Whether to pause is the caller's policy (the idle reaper's above).
+ */
+export async function requestPause(db: PrismaClient, queue: Pick<JobContext, 'send'>, computerId: string, now: Date): Promise<boolean> {
+  return db.$transaction(async (tx) => {
+    const { count } = await tx.computer.updateMany({
+      where: { id: computerId, operation: null, powerState: 'running', deletedAt: null },
+      data: { operation: 'pause', operationDeadline: deadline(now, POWER_TIMEOUT_MS), operationError: null },
+    });
+    if (count === 1) await queue.send(computerStackJob, { computerId, operation: 'pause' }, { tx });
+    return count === 1;
+  });
 }

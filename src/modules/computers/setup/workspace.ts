@@ -15,7 +15,8 @@ export const SETUP_SCRIPT_TIMEOUT_MS = 30 * 60_000;
 
 /** A template's setup script, run by bash from the user's home; a non-zero exit fails with the output's end. */
 export async function runSetupScript(deps: Pick<ComputerJobDeps, 'ssh'>, target: SshTarget, script: string, signal: AbortSignal): Promise<void> {
-  const result = await deps.ssh.exec(target, 'cd "$HOME" && bash -se', { stdin: script, signal, timeoutMs: SETUP_SCRIPT_TIMEOUT_MS });
+  // A script cut off from the control plane is run again by the step's retry: never two at once.
+  const result = await deps.ssh.exec(target, 'cd "$HOME" && bash -se', { stdin: script, signal, timeoutMs: SETUP_SCRIPT_TIMEOUT_MS, endWithConnection: true });
   if (result.exitCode === 0) return;
   const tail = `${result.stdout}\n${result.stderr}`.trim().split('\n').slice(-10).join('\n');
   throw new Error(`the setup script ${result.exitCode === null ? 'was killed' : `exited with ${result.exitCode}`}: ${tail}`);
