@@ -134,6 +134,8 @@ export async function cloneRepo(ssh: SshClient, target: SshTarget, opts: CloneOp
     signal: opts.signal,
     timeoutMs: Math.max(1, deadline - Date.now()),
     maxOutputBytes: 64 * 1024,
+    // A clone cut off from the control plane is run again by the step's retry, into the same temporary directory.
+    endWithConnection: true,
   });
   const where = path.join(workspace, decision.name);
   if (res.exitCode !== 0) {

@@ -27,7 +27,8 @@ export async function copyWorkspace(
     const pack = await deps.ssh.exec(
       source,
       `cd "$HOME" && mkdir -p ${WORKSPACE_DIR} && printf '%s\\n' "$HOME" && tar -czf ${shellQuote(archive)} ${WORKSPACE_DIR}`,
-      { signal, timeoutMs: TAR_TIMEOUT_MS },
+      // Packing or unpacking cut off from the control plane is run again by the step's retry, on the same archive.
+      { signal, timeoutMs: TAR_TIMEOUT_MS, endWithConnection: true },
     );
     if (pack.exitCode !== 0) throw new Error(`packing the workspace of "${from.name}" failed: ${pack.stderr.trim()}`);
     const sourceHome = pack.stdout.trim();
@@ -38,6 +39,7 @@ export async function copyWorkspace(
     const unpack = await deps.ssh.exec(to.target, `cd "$HOME" && tar -xzf ${shellQuote(archive)}; status=$?; rm -f ${shellQuote(archive)}; exit $status`, {
       signal,
       timeoutMs: TAR_TIMEOUT_MS,
+      endWithConnection: true,
     });
     if (unpack.exitCode !== 0) throw new Error(`unpacking the workspace failed: ${unpack.stderr.trim()}`);
     return from.clonedRepoDirectories.filter((d) => d.startsWith(`${sourceHome}/`)).map((d) => `${to.home}${d.slice(sourceHome.length)}`);
