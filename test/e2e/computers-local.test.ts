@@ -225,6 +225,16 @@ describe.skipIf(skip)('managed computers on the local provider, through HTTP wit
     const refused = await api.call('POST', `/api/v0/computers/${computerId}/refresh`, { as });
     expect(refused.status).toBe(503);
     expect(refused.body.detail).toMatch(/paused.*restart/);
+    // An install is refused up front too, and starts nothing.
+    const [runsBefore, stepsBefore] = await Promise.all([
+      api.db.prisma.installRun.count({ where: { computerId } }),
+      api.db.prisma.provisioningStep.findMany({ where: { computerId }, orderBy: { position: 'asc' } }),
+    ]);
+    const install = await api.call('POST', `/api/v0/computers/${computerId}/install-deps`, { as });
+    expect(install.status).toBe(503);
+    expect(install.body.detail).toMatch(/paused.*restart/);
+    expect(await api.db.prisma.installRun.count({ where: { computerId } })).toBe(runsBefore);
+    expect(await api.db.prisma.provisioningStep.findMany({ where: { computerId }, orderBy: { position: 'asc' } })).toEqual(stepsBefore);
 
     const restart = await api.call('POST', `/api/v0/computers/${computerId}/restart`, { as });
     expect(restart.status).toBe(200);

@@ -55,10 +55,15 @@ export async function targetFor(deps: MachineDeps, computer: Computer): Promise<
 async function credentialOf(deps: MachineDeps, computer: Computer): Promise<string> {
   if (computer.providerType === BYOM) return (await organizationSshKey(deps.db, deps.secrets, computer.organizationId)).privateKey;
   if (!computer.sshKeyCiphertext) throw new ServiceUnavailable(`Computer "${computer.name}" was deleted; its key is revoked`);
+  requireRunning(computer);
+  return deps.secrets.open(computer.sshKeyCiphertext);
+}
+
+/** 503 for a paused computer: what needs its machine waits for a restart (its processes are frozen). */
+export function requireRunning(computer: Pick<Computer, 'id' | 'name' | 'powerState'>): void {
   if (computer.powerState === 'paused') {
     throw new ServiceUnavailable(`Computer "${computer.name}" is paused; resume it with POST /api/v0/computers/${computer.id}/restart`);
   }
-  return deps.secrets.open(computer.sshKeyCiphertext);
 }
 
 /** `targetFor` of a computer the principal may reach (404/403 otherwise), for other modules. */

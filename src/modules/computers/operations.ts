@@ -5,7 +5,7 @@ import { writeGitCredentials } from '../../provisioning/machine/index.ts';
 import { reachableComputer } from './access.ts';
 import type { ComputersDeps } from './deps.ts';
 import { startInstallSession } from './install.ts';
-import { BYOM, machineUnavailable, targetFor } from './machines.ts';
+import { BYOM, machineUnavailable, requireRunning, targetFor } from './machines.ts';
 import { computerStackJob } from './managed/job-kinds.ts';
 import { deadline, POWER_TIMEOUT_MS } from './managed/settings.ts';
 import { RETENTION_MS, SAMPLE_INTERVAL_MS, sampleComputer } from './metrics.ts';
@@ -45,6 +45,8 @@ export function computerOperations(deps: ComputersDeps) {
       if (computer.status !== 'active') {
         throw new BadRequest(`Computer "${computer.name}" is ${computer.status}; dependencies install on active computers`);
       }
+      // Refused here rather than failing the install run at once on a machine it cannot reach.
+      requireRunning(computer);
       await deps.db.$transaction((tx) => startInstallSession(tx, deps.queue, computer, deps.clock.now()));
       const steps = await deps.db.provisioningStep.findMany({ where: { computerId }, orderBy: { position: 'asc' } });
       return computerView({ ...computer, provisioningSteps: steps }, deps.relayUrls);

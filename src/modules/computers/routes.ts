@@ -164,7 +164,7 @@ export function computerRoutes(service: ComputersService): RouteSpec[] {
       summary: "Install dependencies in each of the computer's cloned repositories",
       params: ComputerIdParams,
       responses: { 202: { description: 'Installation started; the install-deps step is running', schema: ComputerSchema } },
-      errors: [400, 401, 403, 404, 409, 500],
+      errors: [400, 401, 403, 404, 409, 500, 503],
       handler: async ({ principal, params }) => ({ status: 202, body: await service.installDeps(principal, params.computerId) }),
     }),
     defineRoute({
