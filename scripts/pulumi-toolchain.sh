@@ -49,9 +49,12 @@ cli_version() { PULUMI_SKIP_UPDATE_CHECK=true "$1" version 2>/dev/null || true; 
 # build's module directory with the module path; a module that is not in the build, or whose
 # source no longer has the expected shape, is left as it is (the build goes on without the patch).
 lazy_word_lists() {
-  local mod="$1" src dir
-  src="$(go list -m -f '{{.Dir}}' "$mod" 2>/dev/null)" || { log "$mod is not in the build; nothing to patch"; return 0; }
-  dir="patched/${mod//\//_}"
+  local mod="$1" src="" dir="patched/${1//\//_}"
+  # Downloaded first: `go get` may have fetched only its go.mod.
+  if ! go mod download "$mod" 2>/dev/null || ! src="$(go list -m -f '{{.Dir}}' "$mod" 2>/dev/null)" || [[ ! -d "$src" ]]; then
+    log "$mod is not in the build; nothing to patch"
+    return 0
+  fi
   mkdir -p patched && cp -r "$src" "$dir" && chmod -R u+w "$dir"
   [[ -f "$dir/go.mod" ]] || echo "module $mod" >"$dir/go.mod"
   perl -0pi -e 's/import \(\n/import (\n\t"sync"\n/; s/\nfunc init\(\) \{/\n\/\/ Load fills Lists once, on first use (agentplane\x27s build of the Pulumi CLI).\nfunc Load() { loadOnce.Do(load) }\n\nvar loadOnce sync.Once\n\nfunc load() {/' "$dir/frequency/frequency.go"
