@@ -77,8 +77,10 @@ describe.skipIf(why)('computer image: sshd as the computer\'s user, keys from th
   async function startComputer(): Promise<void> {
     const script = [
       'set -e',
-      `mount --bind ${root}/etc/passwd /etc/passwd`,
-      `mount --bind ${root}/etc/group /etc/group`,
+      // The image's passwd and group over the host's /etc as a read-only overlay layer, as the test
+      // kubelet does: a bind mount on /etc/passwd itself is bypassed as soon as useradd elsewhere on
+      // the host (the local provider's tests) renames a new file there.
+      `mount -t overlay overlay -o lowerdir=${root}/etc:/etc /etc`,
       `mount --bind ${root}/home /home`,
       `exec setpriv --reuid ${IMAGE.uid} --regid ${IMAGE.uid} --clear-groups env -i PATH=/usr/local/bin:/usr/bin:/bin ` +
         `HOME=${IMAGE.home} AGENTPLANE_SECRETS_DIR=${root}/secrets AGENTPLANE_SSH_DIR=/home/.ssh-run ` +
