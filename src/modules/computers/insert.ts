@@ -30,6 +30,31 @@ type ComputerFields = Omit<
 > & { id: string; name: string };
 
 /**
+ * A computer becoming someone's, inside that transaction: the `created` audit record and its first
+ * status event. Stored anew (insertComputer) or handed over from a warm pool (pool/claim.ts).
+ */
+export async function recordComputerCreated(
+  tx: Db,
+  principal: Principal,
+  computerId: string,
+  status: 'active' | 'provisioning',
+  audit: Prisma.InputJsonValue,
+  at: Date,
+): Promise<void> {
+  await recordAudit(tx, {
+    organizationId: principal.organizationId,
+    eventType: 'computer_change',
+    source: PUBLIC_API_SOURCE,
+    actor: principal,
+    target: { computerId },
+    after: audit,
+    payload: { action: 'created' },
+    at,
+  });
+  await computerEvents.status(tx, computerId, status);
+}
+
+/**
  * Stores a new computer of `owner` with its steps and an audit record, and sends its first job,
  * in one transaction. A name or hostId taken meanwhile by a concurrent request is a 409.
  */
@@ -57,17 +82,7 @@ export async function insertComputer(
         data: { ...data, provisioningSteps: { create: steps.map((s, position) => ({ ...s, position })) } },
         include: { provisioningSteps: { orderBy: { position: 'asc' } } },
       });
-      await recordAudit(tx, {
-        organizationId: principal.organizationId,
-        eventType: 'computer_change',
-        source: PUBLIC_API_SOURCE,
-        actor: principal,
-        target: { computerId: fields.id },
-        after: opts.audit,
-        payload: { action: 'created' },
-        at: computer.createdAt,
-      });
-      await computerEvents.status(tx, computer.id, computer.status === 'active' ? 'active' : 'provisioning');
+      await recordComputerCreated(tx, principal, computer.id, computer.status === 'active' ? 'active' : 'provisioning', opts.audit, computer.createdAt);
       await opts.send?.(tx);
       return computer;
     });

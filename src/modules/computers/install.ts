@@ -6,6 +6,7 @@ import { newId, newUuid } from '../../lib/ids.ts';
 import { installRunJob } from './job-kinds.ts';
 import { settleProvisioning } from './settle.ts';
 import { STEP } from './steps/names.ts';
+import { nextStepPosition } from './steps/store.ts';
 
 /**
  * Starts an install session on request (`POST install-deps`): the `install-deps` step goes to
@@ -31,9 +32,8 @@ export async function startInstallSession(
   if (step) {
     await tx.provisioningStep.update({ where: { computerId_id: { computerId: computer.id, id: STEP.installDeps } }, data: running });
   } else {
-    const last = await tx.provisioningStep.aggregate({ where: { computerId: computer.id }, _max: { position: true } });
     await tx.provisioningStep.create({
-      data: { ...running, computerId: computer.id, id: STEP.installDeps, name: 'Installing dependencies', position: (last._max.position ?? -1) + 1 },
+      data: { ...running, computerId: computer.id, id: STEP.installDeps, name: 'Installing dependencies', position: await nextStepPosition(tx, computer.id) },
     });
   }
   await queueInstallRuns(tx, queue, computer, sessionId, now);

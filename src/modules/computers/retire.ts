@@ -9,6 +9,7 @@ import { BYOM } from './machines.ts';
 import { computerStackJob } from './managed/job-kinds.ts';
 import { deadline } from './managed/settings.ts';
 import { STEP } from './steps/names.ts';
+import { nextStepPosition } from './steps/store.ts';
 
 export type RetireDeps = Pick<ComputersDeps, 'queue' | 'managed'>;
 
@@ -89,10 +90,9 @@ export async function scheduleTeardown(
     where: { computerId: computer.id, status: { in: ['pending', 'running'] } },
     data: { status: 'skipped', error: 'the computer was deleted' },
   });
-  const last = await tx.provisioningStep.aggregate({ where: { computerId: computer.id }, _max: { position: true } });
   await tx.provisioningStep.upsert({
     where: { computerId_id: { computerId: computer.id, id: STEP.teardown } },
-    create: { computerId: computer.id, id: STEP.teardown, name: 'Tearing down', status: 'pending', position: (last._max.position ?? -1) + 1 },
+    create: { computerId: computer.id, id: STEP.teardown, name: 'Tearing down', status: 'pending', position: await nextStepPosition(tx, computer.id) },
     update: { status: 'pending', error: null },
   });
   await deps.queue.send(computerStackJob, { computerId: computer.id, operation: 'teardown' }, { tx });

@@ -2,11 +2,9 @@ import type { Principal } from '../../../auth/principal.ts';
 import { isUniqueViolation } from '../../../db/errors.ts';
 import type { Computer, Prisma } from '../../../generated/prisma/client.ts';
 import { generateKeyPair } from '../../../provisioning/ssh/index.ts';
-import { PUBLIC_API_SOURCE, recordAudit } from '../../audit/record.ts';
 import type { Owner } from '../access.ts';
-import { computerEvents } from '../computer-events.ts';
 import type { ComputersDeps } from '../deps.ts';
-import { assertNameAndHostFree } from '../insert.ts';
+import { assertNameAndHostFree, recordComputerCreated } from '../insert.ts';
 import { computerSetupJob } from '../job-kinds.ts';
 import { targetFor } from '../machines.ts';
 import { deadline } from '../managed/settings.ts';
@@ -14,6 +12,7 @@ import type { SourcedInput } from '../source.ts';
 import { assertMayAddComputer } from '../quota.ts';
 import type { BulkCreateInput, ComputerView, CreateComputerInput } from '../schemas.ts';
 import { STEP } from '../steps/names.ts';
+import { nextStepPosition } from '../steps/store.ts';
 import { computerView } from '../views.ts';
 import { retirePoolComputer } from './retire.ts';
 import { CLAIM_TIMEOUT_MS, POOL_OWNER, REFILL_DELAY_MS } from './pools.ts';
@@ -225,21 +224,17 @@ async function handOver(
     });
     if (count === 0) throw new Error(`pool computer ${computer.id} was taken back during its claim`);
     if (pending) {
-      const last = await tx.provisioningStep.aggregate({ where: { computerId: computer.id }, _max: { position: true } });
-      const base = (last._max.position ?? -1) + 1;
+      const base = await nextStepPosition(tx, computer.id);
       await tx.provisioningStep.createMany({ data: own.map((s, i) => ({ ...s, computerId: computer.id, status: 'pending', position: base + i })) });
     }
-    await recordAudit(tx, {
-      organizationId: principal.organizationId,
-      eventType: 'computer_change',
-      source: PUBLIC_API_SOURCE,
-      actor: principal,
-      target: { computerId: computer.id },
-      after: { name: input.name, providerType: computer.providerType, ownerId: owner.id, fromWarmPool: true },
-      payload: { action: 'created' },
-      at: now,
-    });
-    await computerEvents.status(tx, computer.id, pending ? 'provisioning' : 'active');
+    await recordComputerCreated(
+      tx,
+      principal,
+      computer.id,
+      pending ? 'provisioning' : 'active',
+      { name: input.name, providerType: computer.providerType, ownerId: owner.id, fromWarmPool: true },
+      now,
+    );
     if (pending) await deps.queue.send(computerSetupJob, { computerId: computer.id }, { tx });
     return tx.computer.findUniqueOrThrow({
       where: { id: computer.id },

@@ -45,6 +45,12 @@ export async function moveStep(
   }
 }
 
+/** Where a step appended to a computer's list goes: after its last one. */
+export async function nextStepPosition(tx: Db, computerId: string): Promise<number> {
+  const last = await tx.provisioningStep.aggregate({ where: { computerId }, _max: { position: true } });
+  return (last._max.position ?? -1) + 1;
+}
+
 /** Skips every step still pending, saying why; published like any step change. */
 export async function skipPendingSteps(db: Db, computerId: string, reason: string): Promise<void> {
   await inTransaction(db, async (tx) => {
