@@ -13,6 +13,12 @@ export function ErrorBox({ error, what }: { error?: ApiProblem; what?: string })
   </div>`;
 }
 
+/** A form's submit handler: the page stays (no browser navigation) and `action` runs. */
+export const submitted = (action: () => unknown) => (e: Event) => {
+  e.preventDefault();
+  void action();
+};
+
 export function Loading({ label = 'Loading…' }: { label?: string }) {
   return html`<p class="loading" role="status"><span class="spinner" aria-hidden="true"></span> ${label}</p>`;
 }

@@ -2,7 +2,7 @@ import { useMemo, useState } from 'preact/hooks';
 import type { components } from '../../../clients/typescript/src/index.ts';
 import { api, must, type ApiProblem } from '../api.ts';
 import { Chart, type Series } from '../components/chart.ts';
-import { Empty, ErrorBox, Loading, PageHeader } from '../components/ui.ts';
+import { Empty, ErrorBox, Loading, PageHeader, submitted } from '../components/ui.ts';
 import { isoDay, number } from '../format.ts';
 import { html } from '../html.ts';
 import { useAction, useResource } from '../resource.ts';
@@ -67,10 +67,9 @@ export default function AnalyticsPage() {
     <form
       class="filters"
       aria-label="Date range"
-      onSubmit=${(e: Event) => {
-        e.preventDefault();
+      onSubmit=${submitted(() => {
         if (!invalid) setRange(draft);
-      }}
+      })}
     >
       <label>First day <input type="date" min=${EPOCH} max=${last} value=${draft.start} onInput=${(e: Event) => setDraft({ ...draft, start: (e.target as HTMLInputElement).value })} /></label>
       <label>Last day <input type="date" min=${EPOCH} max=${last} value=${draft.end} onInput=${(e: Event) => setDraft({ ...draft, end: (e.target as HTMLInputElement).value })} /></label>

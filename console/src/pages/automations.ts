@@ -1,7 +1,7 @@
 import { useState } from 'preact/hooks';
 import type { components } from '../../../clients/typescript/src/index.ts';
 import { api, must } from '../api.ts';
-import { Badge, ConfirmButton, Empty, ErrorBox, Loading, Notice, PageHeader } from '../components/ui.ts';
+import { Badge, ConfirmButton, Empty, ErrorBox, Loading, Notice, PageHeader, submitted } from '../components/ui.ts';
 import { dateTime } from '../format.ts';
 import { html } from '../html.ts';
 import { useAction, useResource } from '../resource.ts';
@@ -96,10 +96,7 @@ function Connections({ integrations, onChange }: { integrations: ReturnType<type
       ? html`<form
           class="panel"
           aria-label="Connect a forge"
-          onSubmit=${(e: Event) => {
-            e.preventDefault();
-            void create.run();
-          }}
+          onSubmit=${submitted(() => create.run())}
         >
           <div class="grid">
             <label
@@ -238,10 +235,7 @@ function NewAutomation({ onDone }: { onDone: () => Promise<void> }) {
       ? html`<form
           class="panel"
           aria-label="New automation"
-          onSubmit=${(e: Event) => {
-            e.preventDefault();
-            void create.run();
-          }}
+          onSubmit=${submitted(() => create.run())}
         >
           <div class="grid">
             <label
@@ -394,10 +388,7 @@ function EditAutomation({ workflow, onDone }: { workflow: Workflow; onDone: (r: 
   });
   return html`<form
     aria-label=${`Edit ${workflow.workflowName}`}
-    onSubmit=${(e: Event) => {
-      e.preventDefault();
-      void save.run();
-    }}
+    onSubmit=${submitted(() => save.run())}
   >
     <${SettingsFields} settings=${settings} set=${setSettings} mode=${(workflow.templateId ?? 'custom') as ModeId} />
     <${ErrorBox} error=${save.error} what="Not changed" />

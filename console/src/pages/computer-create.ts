@@ -1,7 +1,7 @@
 import { useState } from 'preact/hooks';
 import type { components } from '../../../clients/typescript/src/index.ts';
 import { api, must } from '../api.ts';
-import { ErrorBox } from '../components/ui.ts';
+import { ErrorBox, submitted } from '../components/ui.ts';
 import { html } from '../html.ts';
 import { navigate, href } from '../router.ts';
 import { useAction, useResource } from '../resource.ts';
@@ -76,10 +76,7 @@ export function CreateComputer({ computers, onCreated }: { computers: Computer[]
   return html`<section class="panel" aria-labelledby="create-title">
     <h2 id="create-title">New computer</h2>
     <form
-      onSubmit=${(e: Event) => {
-        e.preventDefault();
-        void create.run();
-      }}
+      onSubmit=${submitted(() => create.run())}
     >
       <fieldset class="segmented">
         <legend>How</legend>

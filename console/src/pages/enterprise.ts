@@ -1,7 +1,7 @@
 import { useEffect, useState } from 'preact/hooks';
 import type { components } from '../../../clients/typescript/src/index.ts';
 import { api, must, type ApiProblem } from '../api.ts';
-import { Empty, ErrorBox, Loading, Notice, PageHeader } from '../components/ui.ts';
+import { Empty, ErrorBox, Loading, Notice, PageHeader, submitted } from '../components/ui.ts';
 import { dateTime } from '../format.ts';
 import { diffJson } from '../diff.ts';
 import { html } from '../html.ts';
@@ -73,10 +73,7 @@ export default function EnterprisePage() {
       ? html`<section class="panel" aria-labelledby="current-title">
           <h2 id="current-title">Current settings (revision ${current.data.revision})</h2>
           <form
-            onSubmit=${(e: Event) => {
-              e.preventDefault();
-              void save.run();
-            }}
+            onSubmit=${submitted(() => save.run())}
           >
             <label
               >Settings (JSON)

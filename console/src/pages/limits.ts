@@ -1,6 +1,6 @@
 import { useState } from 'preact/hooks';
 import { api, must } from '../api.ts';
-import { Empty, ErrorBox, Loading, Notice, PageHeader } from '../components/ui.ts';
+import { Empty, ErrorBox, Loading, Notice, PageHeader, submitted } from '../components/ui.ts';
 import { number } from '../format.ts';
 import { html } from '../html.ts';
 import { useAction, useResource } from '../resource.ts';
@@ -40,10 +40,7 @@ export default function LimitsPage() {
             <h2 id="global-title">Global limit per user</h2>
             <form
               class="row"
-              onSubmit=${(e: Event) => {
-                e.preventDefault();
-                void saveGlobal.run();
-              }}
+              onSubmit=${submitted(() => saveGlobal.run())}
             >
               <label
                 >Credits (at least ${number(MINIMUM)}; empty for no limit)
@@ -61,10 +58,7 @@ export default function LimitsPage() {
             <h2 id="overrides-title">Individual overrides</h2>
             <form
               class="row"
-              onSubmit=${(e: Event) => {
-                e.preventDefault();
-                void saveUser.run(override.email, parseLimit(override.limit));
-              }}
+              onSubmit=${submitted(() => saveUser.run(override.email, parseLimit(override.limit)))}
             >
               <label>Member's email <input type="email" required value=${override.email} onInput=${(e: Event) => setOverride({ ...override, email: (e.target as HTMLInputElement).value })} /></label>
               <label>Credits (empty removes the override) <input inputmode="numeric" value=${override.limit} onInput=${(e: Event) => setOverride({ ...override, limit: (e.target as HTMLInputElement).value })} /></label>

@@ -1,7 +1,7 @@
 import { useEffect, useState } from 'preact/hooks';
 import type { components } from '../../../clients/typescript/src/index.ts';
 import { api, ApiProblem, must } from '../api.ts';
-import { ConfirmButton, Empty, ErrorBox, Loading, Notice, PageHeader } from '../components/ui.ts';
+import { ConfirmButton, Empty, ErrorBox, Loading, Notice, PageHeader, submitted } from '../components/ui.ts';
 import { dateTime } from '../format.ts';
 import { html } from '../html.ts';
 import { useAction } from '../resource.ts';
@@ -50,10 +50,7 @@ export default function MembersPage() {
       <h2 id="invite-title">Invite</h2>
       <form
         class="row"
-        onSubmit=${(e: Event) => {
-          e.preventDefault();
-          void send.run();
-        }}
+        onSubmit=${submitted(() => send.run())}
       >
         <label>Email <input type="email" required value=${invite.email} onInput=${(e: Event) => setInvite({ ...invite, email: (e.target as HTMLInputElement).value })} /></label>
         <label

@@ -1,7 +1,7 @@
 import { useEffect, useState } from 'preact/hooks';
 import type { components } from '../../../clients/typescript/src/index.ts';
 import { api, must, type ApiProblem } from '../api.ts';
-import { Empty, ErrorBox, Loading, PageHeader } from '../components/ui.ts';
+import { Empty, ErrorBox, Loading, PageHeader, submitted } from '../components/ui.ts';
 import { dateTime } from '../format.ts';
 import { html } from '../html.ts';
 import { CRITERION_LEVELS, LEVEL_NAMES, maturityLevel } from '../readiness-levels.ts';
@@ -51,10 +51,9 @@ export default function ReadinessPage({ route }: PageProps) {
       class="filters"
       role="search"
       aria-label="Filter reports by repository"
-      onSubmit=${(e: Event) => {
-        e.preventDefault();
+      onSubmit=${submitted(() => {
         location.hash = filter ? `${href('readiness')}?repo=${encodeURIComponent(filter)}` : href('readiness');
-      }}
+      })}
     >
       <label>Repository URL <input type="url" value=${filter} placeholder="https://github.com/acme/app" onInput=${(e: Event) => setFilter((e.target as HTMLInputElement).value)} /></label>
       <button type="submit">Show its history</button>

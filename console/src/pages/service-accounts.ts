@@ -1,7 +1,7 @@
 import { useState } from 'preact/hooks';
 import type { components } from '../../../clients/typescript/src/index.ts';
 import { api, must } from '../api.ts';
-import { Badge, ConfirmButton, Empty, ErrorBox, Loading, Notice, OneTimeSecret, PageHeader } from '../components/ui.ts';
+import { Badge, ConfirmButton, Empty, ErrorBox, Loading, Notice, OneTimeSecret, PageHeader, submitted } from '../components/ui.ts';
 import { dateTime } from '../format.ts';
 import { html } from '../html.ts';
 import { href } from '../router.ts';
@@ -34,10 +34,7 @@ function ServiceAccountList() {
       ? html`<section class="panel" aria-labelledby="new-sa">
           <h2 id="new-sa">New service account</h2>
           <form
-            onSubmit=${(e: Event) => {
-              e.preventDefault();
-              void create.run();
-            }}
+            onSubmit=${submitted(() => create.run())}
           >
             <div class="grid">
               <label>Name (cannot be changed later) <input required value=${form.name} onInput=${(e: Event) => setForm({ ...form, name: value(e) })} /></label>
@@ -149,10 +146,7 @@ function ServiceAccountDetail({ id }: { id: string }) {
       <${ErrorBox} error=${keys.error ?? rotate.error ?? revoke.error} />
       <form
         class="row"
-        onSubmit=${(e: Event) => {
-          e.preventDefault();
-          void createKey.run();
-        }}
+        onSubmit=${submitted(() => createKey.run())}
       >
         <label>New key name <input required value=${keyName} onInput=${(e: Event) => setKeyName(value(e))} /></label>
         <button type="submit" class="primary" disabled=${createKey.busy}>Create key</button>

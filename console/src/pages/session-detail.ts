@@ -1,7 +1,7 @@
 import { useEffect, useRef, useState } from 'preact/hooks';
 import type { components } from '../../../clients/typescript/src/index.ts';
 import { api, must } from '../api.ts';
-import { Badge, ErrorBox, LiveIndicator, Loading, PageHeader } from '../components/ui.ts';
+import { Badge, ErrorBox, LiveIndicator, Loading, PageHeader, submitted } from '../components/ui.ts';
 import { dateTime, number } from '../format.ts';
 import { html } from '../html.ts';
 import { follow, type LiveMode } from '../live.ts';
@@ -145,10 +145,7 @@ export function SessionDetail({ id }: { id: string }) {
     </section>
     <form
       class="composer"
-      onSubmit=${(e: Event) => {
-        e.preventDefault();
-        void send.run();
-      }}
+      onSubmit=${submitted(() => send.run())}
     >
       <label for="message">Message</label>
       <textarea

@@ -1,7 +1,7 @@
 import { useEffect, useState } from 'preact/hooks';
 import type { components } from '../../../clients/typescript/src/index.ts';
 import { api, must, type ApiProblem } from '../api.ts';
-import { Badge, Empty, ErrorBox, Loading, PageHeader } from '../components/ui.ts';
+import { Badge, Empty, ErrorBox, Loading, PageHeader, submitted } from '../components/ui.ts';
 import { dateTime, number } from '../format.ts';
 import { html } from '../html.ts';
 import { href, navigate } from '../router.ts';
@@ -101,10 +101,7 @@ function CreateSession({ computerId }: { computerId: string }) {
   return html`<section class="panel" aria-labelledby="new-session-title">
     <h2 id="new-session-title">New session</h2>
     <form
-      onSubmit=${(e: Event) => {
-        e.preventDefault();
-        void create.run();
-      }}
+      onSubmit=${submitted(() => create.run())}
     >
       <div class="grid">
         <label

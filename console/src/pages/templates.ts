@@ -1,6 +1,6 @@
 import { useState } from 'preact/hooks';
 import { api, must } from '../api.ts';
-import { ConfirmButton, Empty, ErrorBox, Loading, PageHeader } from '../components/ui.ts';
+import { ConfirmButton, Empty, ErrorBox, Loading, PageHeader, submitted } from '../components/ui.ts';
 import { dateTime } from '../format.ts';
 import { html } from '../html.ts';
 import { useAction, useResource } from '../resource.ts';
@@ -40,10 +40,7 @@ export default function TemplatesPage() {
       ? html`<section class="panel" aria-labelledby="new-template">
           <h2 id="new-template">New template</h2>
           <form
-            onSubmit=${(e: Event) => {
-              e.preventDefault();
-              void create.run();
-            }}
+            onSubmit=${submitted(() => create.run())}
           >
             <div class="grid">
               <label>Name <input required value=${form.name} onInput=${(e: Event) => setForm({ ...form, name: value(e) })} /></label>

@@ -1,7 +1,7 @@
 import { useEffect, useRef, useState } from 'preact/hooks';
 import type { components } from '../../../clients/typescript/src/index.ts';
 import { api, ApiProblem, authorizedFetch, must } from '../api.ts';
-import { Badge, ConfirmButton, Empty, ErrorBox, Loading, Notice, PageHeader } from '../components/ui.ts';
+import { Badge, ConfirmButton, Empty, ErrorBox, Loading, Notice, PageHeader, submitted } from '../components/ui.ts';
 import { dateTime, duration, number } from '../format.ts';
 import { html } from '../html.ts';
 import { href, navigate } from '../router.ts';
@@ -131,10 +131,7 @@ function CreateRun({ initialRepo }: { initialRepo: string }) {
   return html`<section class="panel" aria-labelledby="new-wiki-run">
     <h2 id="new-wiki-run">New wiki run</h2>
     <form
-      onSubmit=${(e: Event) => {
-        e.preventDefault();
-        void create.run();
-      }}
+      onSubmit=${submitted(() => create.run())}
     >
       <div class="grid">
         <label class="wide"
@@ -328,10 +325,9 @@ function Search({ runId, query }: { runId: string; query: string }) {
       class="filters"
       role="search"
       aria-label="Search this wiki"
-      onSubmit=${(e: Event) => {
-        e.preventDefault();
+      onSubmit=${submitted(() => {
         navigate(text.trim() ? `${href('wiki', runId)}?q=${encodeURIComponent(text.trim())}` : href('wiki', runId));
-      }}
+      })}
     >
       <label>Search this wiki <input type="search" value=${text} placeholder="a word, an identifier, a phrase" onInput=${(e: Event) => setText((e.target as HTMLInputElement).value)} /></label>
       <button type="submit">Search</button>
