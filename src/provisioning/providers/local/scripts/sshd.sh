@@ -51,13 +51,15 @@ etc_args() {
     case "${f#/etc/}" in
       passwd | passwd- | group | group- | shadow | shadow- | gshadow | gshadow- | subuid | subuid- | subgid | subgid-) continue ;;
       hosts | hostname | machine-id | ssh | sudoers | sudoers.d | netns | *[[:space:]]*) continue ;;
+      # useradd's and vipw's locks and temporary copies, there only for a moment.
+      *.lock | .pwd.lock | *+ | *.tmp | *.edit) continue ;;
     esac
     if [ -L "$f" ]; then
       target=$(readlink "$f")
       case "$target" in *[[:space:]]*) continue ;; esac
       printf -- '--symlink %s %s ' "$target" "$f"
     else
-      printf -- '--ro-bind %s %s ' "$f" "$f"
+      printf -- '--ro-bind-try %s %s ' "$f" "$f"
     fi
   done
   for f in passwd group shadow hosts; do printf -- '--ro-bind %s/etc/%s /etc/%s ' "$DIR" "$f" "$f"; done
