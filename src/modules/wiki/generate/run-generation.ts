@@ -53,7 +53,7 @@ async function basePages(deps: GenerateJobDeps, row: Run): Promise<{ id: string;
   return { id: base.id, pages: new Map(pages.map((p) => [p.id, { ...p, sources: p.sources as unknown as CitedSource[] }])) };
 }
 
-function repoName(url: string): string {
+export function repoName(url: string): string {
   return url.replace(/\/+$/, '').replace(/\.git$/, '').split(/[/:]/).pop() || url;
 }
 
