@@ -14,7 +14,7 @@ import { CRITERIA } from '../../src/modules/readiness/catalogue.ts';
 import { cloneRepository, evaluateCheckout } from '../../src/modules/readiness/evaluator.ts';
 import type { EvaluateJobDeps } from '../../src/modules/readiness/jobs.ts';
 import { runEvaluation } from '../../src/modules/readiness/run-evaluation.ts';
-import { createSshScratchWorkspace } from '../../src/modules/readiness/ssh-workspace.ts';
+import { createSshScratchWorkspace } from '../../src/repos/ssh-workspace.ts';
 import { createOrgFixture, type OrgFixture } from '../support/api.ts';
 import { sshdMissing, startSshd, type TestSshd } from '../support/sshd.ts';
 import { BACKENDS, openTestDatabase } from '../support/test-db.ts';

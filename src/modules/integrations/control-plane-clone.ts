@@ -1,5 +1,5 @@
 import type { Db } from '../../db/client.ts';
-import { pinClone, type PinnedClone } from '../../egress/git.ts';
+import { pinClone, type PinnedClone } from '../../repos/pinned-clone.ts';
 import type { EgressGuard } from '../../egress/guard.ts';
 import type { SecretBox } from '../../lib/secret-box.ts';
 import { credentialForRepository, gitAuthConfig } from './connections.ts';

@@ -1,11 +1,11 @@
-import type { PinnedClone } from '../../egress/git.ts';
+import type { PinnedClone } from '../../repos/pinned-clone.ts';
 import { detectApps } from './apps.ts';
 import { CRITERIA } from './catalogue.ts';
 import type { Criterion, Score } from './criteria/index.ts';
 import { readGitState, type GitState } from './git-state.ts';
 import { openRepoContext } from './repo-context.ts';
 import { redactCredentials } from './repo-url.ts';
-import { sh, type RepoWorkspace } from './workspace.ts';
+import { sh, type RepoWorkspace } from '../../repos/workspace.ts';
 
 export interface EvaluationResult extends GitState {
   apps: Record<string, { description: string }>;

@@ -1,6 +1,6 @@
 import path from 'node:path/posix';
 import type { App } from './apps.ts';
-import { sh, type RepoWorkspace } from './workspace.ts';
+import { sh, type RepoWorkspace } from '../../repos/workspace.ts';
 
 /** Text files larger than this are not read: no criterion needs one. */
 const MAX_TEXT_BYTES = 1024 * 1024;

@@ -1,7 +1,5 @@
-export { cloneRepo, type CloneOptions, type CloneResult } from './clone.ts';
 export { detectInstallPlans } from './detect-installs.ts';
 export { InvalidMachineInput, MachineCommandFailed, ToolNotInstalled } from './errors.ts';
-export { writeGitCredentials, GIT_CREDENTIALS_FILE, type GitCredential } from './git-credentials.ts';
 export { installPlanSchema, packageManagers, planInstalls, type InstallPlan, type PackageManager } from './install-plan.ts';
 export { sampleMetrics } from './metrics.ts';
 export { parseMetricsOutput, type MetricsSample } from './metrics-parse.ts';

@@ -1,7 +1,7 @@
 import { writeFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
 import { createEgressGuard } from '../../../src/egress/guard.ts';
-import { pinClone } from '../../../src/egress/git.ts';
+import { pinClone } from '../../../src/repos/pinned-clone.ts';
 import { parseEgressAllow } from '../../../src/egress/policy.ts';
 import { controlPlaneClone } from '../../../src/modules/integrations/control-plane-clone.ts';
 import { repositoryHost } from '../../../src/modules/integrations/connections.ts';

@@ -2,12 +2,12 @@ import { execFile } from 'node:child_process';
 import fs from 'node:fs/promises';
 import path from 'node:path';
 import { promisify } from 'node:util';
-import type { PinnedClone } from '../../../egress/git.ts';
+import type { PinnedClone } from '../../../repos/pinned-clone.ts';
 import type { SshClient, SshTarget } from '../../../provisioning/ssh/index.ts';
 import { cloneRepository } from '../../readiness/evaluator.ts';
-import { createLocalScratchWorkspace } from '../../readiness/local-workspace.ts';
-import { createSshScratchWorkspace } from '../../readiness/ssh-workspace.ts';
-import { sh } from '../../readiness/workspace.ts';
+import { createLocalScratchWorkspace } from '../../../repos/local-workspace.ts';
+import { createSshScratchWorkspace } from '../../../repos/ssh-workspace.ts';
+import { sh } from '../../../repos/workspace.ts';
 import { parseTree, TREE_COMMAND } from '../survey/git-repo.ts';
 import { checkBounds, type SurveyBounds } from '../survey/survey.ts';
 

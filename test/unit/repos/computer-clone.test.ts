@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
-import { decideCloneTarget, parseProbe } from '../../src/provisioning/machine/clone.ts';
-import { InvalidMachineInput } from '../../src/provisioning/machine/errors.ts';
-import { directoryCandidates, parseRepoUrl, sameRepository } from '../../src/provisioning/machine/repo-url.ts';
+import { decideCloneTarget, parseProbe } from '../../../src/repos/computer-clone.ts';
+import { InvalidMachineInput } from '../../../src/provisioning/machine/errors.ts';
+import { directoryCandidates, parseRepoUrl, sameRepository } from '../../../src/provisioning/machine/repo-url.ts';
 
 describe('parseRepoUrl', () => {
   it.each([

@@ -1,8 +1,8 @@
 import path from 'node:path/posix';
-import { shellQuote, type SshClient, type SshTarget } from '../ssh/index.ts';
-import { MachineCommandFailed, tailOf } from './errors.ts';
-import { LOGIN_PATH, requireTool, throwIfToolMissing } from './remote-shell.ts';
-import { directoryCandidates, parseRepoUrl, sameRepository } from './repo-url.ts';
+import { shellQuote, type SshClient, type SshTarget } from '../provisioning/ssh/index.ts';
+import { MachineCommandFailed, tailOf } from '../provisioning/machine/errors.ts';
+import { LOGIN_PATH, requireTool, throwIfToolMissing } from '../provisioning/machine/remote-shell.ts';
+import { directoryCandidates, parseRepoUrl, sameRepository } from '../provisioning/machine/repo-url.ts';
 
 export interface CloneOptions {
   url: string;

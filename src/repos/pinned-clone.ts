@@ -1,5 +1,5 @@
 import net from 'node:net';
-import type { CheckedTarget } from './guard.ts';
+import type { CheckedTarget } from '../egress/guard.ts';
 
 /** How one `git clone` is held to the addresses its URL was checked at. */
 export interface PinnedClone {

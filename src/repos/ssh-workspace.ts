@@ -1,5 +1,5 @@
 import path from 'node:path/posix';
-import { SftpFailed, type SshClient, type SshTarget } from '../../provisioning/ssh/index.ts';
+import { SftpFailed, type SshClient, type SshTarget } from '../provisioning/ssh/index.ts';
 import { LIST_FILES_COMMAND, parseFileList, sh, type ExecOptions, type ScratchWorkspace } from './workspace.ts';
 
 const DEFAULT_TIMEOUT_MS = 10 * 60_000;
