@@ -10,7 +10,7 @@ import { CRITERIA } from './catalogue.ts';
 import type { ResolveComputerTarget } from './computer-target.ts';
 import { enqueueEvaluation } from './jobs.ts';
 import { maturityLevel } from './levels.ts';
-import { repoKey } from './repo-url.ts';
+import { repoKey } from '../../repos/policy.ts';
 import type { EvaluateBody, Evaluation, ListQuery, Report, ReportInput } from './schemas.ts';
 import { toEvaluation, toReport } from './views.ts';
 

@@ -3,5 +3,4 @@ export { InvalidMachineInput, MachineCommandFailed, ToolNotInstalled } from './e
 export { installPlanSchema, packageManagers, planInstalls, type InstallPlan, type PackageManager } from './install-plan.ts';
 export { sampleMetrics } from './metrics.ts';
 export { parseMetricsOutput, type MetricsSample } from './metrics-parse.ts';
-export { parseRepoUrl, type RepoUrl } from './repo-url.ts';
 export { runInstall, INSTALL_OUTPUT_TAIL_BYTES, type InstallResult, type RunInstallOptions } from './run-install.ts';

@@ -4,7 +4,7 @@ import path from 'node:path';
 import { promisify } from 'node:util';
 import type { PinnedClone } from '../../../repos/pinned-clone.ts';
 import type { SshClient, SshTarget } from '../../../provisioning/ssh/index.ts';
-import { cloneRepository } from '../../readiness/evaluator.ts';
+import { cloneRepository } from '../../../repos/clone.ts';
 import { createLocalScratchWorkspace } from '../../../repos/local-workspace.ts';
 import { createSshScratchWorkspace } from '../../../repos/ssh-workspace.ts';
 import { sh } from '../../../repos/workspace.ts';
