@@ -124,7 +124,7 @@ export function repoKey(raw: string): string | undefined {
 }
 
 /** Schemes the control plane clones from; anything else (file://, ext::, local paths) is refused. */
-export const CONTROL_PLANE_SCHEMES = ['https', 'http', 'ssh', 'git'];
+const CONTROL_PLANE_SCHEMES = ['https', 'http', 'ssh', 'git'];
 
 /** Why the control plane (readiness, wiki runs) will not clone `raw`, or undefined when it will. */
 export function controlPlaneCloneProblem(raw: string): string | undefined {

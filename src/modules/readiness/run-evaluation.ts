@@ -7,7 +7,7 @@ import { evaluateCheckout } from './evaluator.ts';
 import { cloneRepository } from '../../repos/clone.ts';
 import { CloneFailed } from '../../repos/errors.ts';
 import type { EvaluateJobDeps } from './jobs.ts';
-import { jobComputerTarget } from './computer-target.ts';
+import { jobComputerTarget } from '../../repos/computer-target.ts';
 import { createLocalScratchWorkspace } from '../../repos/local-workspace.ts';
 import { repoKey } from '../../repos/policy.ts';
 import { redactCredentials } from '../../repos/redact.ts';

@@ -20,9 +20,9 @@ export interface LocalClone {
 }
 
 /**
- * Clones with readiness's safe-clone rules (no prompts, network transports only, held to the
- * egress guard's checked addresses) as a bare repository: the survey reads objects, nothing is
- * checked out, no hook or filter of the repository runs.
+ * Clones with the scratch clone's safe rules (repos/clone.ts: no prompts, network transports
+ * only, held to the egress guard's checked addresses) as a bare repository: the survey reads
+ * objects, nothing is checked out, no hook or filter of the repository runs.
  */
 export async function cloneLocally(scratchRoot: string, source: { repoUrl: string; branch: string | null }, pinned: PinnedClone, signal: AbortSignal): Promise<LocalClone> {
   const ws = await createLocalScratchWorkspace(scratchRoot);

@@ -2,7 +2,7 @@ import { Prisma } from '../../../generated/prisma/client.ts';
 import { controlPlaneClone } from '../../integrations/control-plane-clone.ts';
 import type { JobContext } from '../../../jobs/job.ts';
 import { AppError } from '../../../lib/errors.ts';
-import { jobComputerTarget } from '../../readiness/computer-target.ts';
+import { jobComputerTarget } from '../../../repos/computer-target.ts';
 import { CloneFailed } from '../../../repos/errors.ts';
 import { repositoryName } from '../../../repos/policy.ts';
 import { redactCredentials } from '../../../repos/redact.ts';
