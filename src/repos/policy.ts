@@ -4,8 +4,8 @@ import { hostWithPort, parseRepoUrl, readRepoUrl, schemeOf } from './url.ts';
 
 /*
  * What each use accepts of a repository URL, all read by url.ts's one parser: the clone on a
- * computer, the control plane's clone, the key reports and wiki runs are stored under, and the
- * host a forge credential is looked up by.
+ * computer's workspace, the scratch clone of readiness evaluations and wiki runs, the key they
+ * are stored under, the host a forge credential is looked up by, and the name people read.
  */
 
 /** A repository to clone on a computer: the URL as `git clone` gets it, and what names it there. */
@@ -93,8 +93,8 @@ const CASE_INSENSITIVE_HOSTS = new Set(['github.com', 'gitlab.com', 'bitbucket.o
 const KEYED_SCP_HOST = /^[A-Za-z0-9.-]+$/;
 const KEYED_SCP_USER = /^[A-Za-z0-9._-]*$/;
 
-/** A URL the control plane keys or clones: no white space, a host unless file://. */
-function controlPlaneRead(raw: string) {
+/** A URL readiness evaluations and wiki runs accept (to key, to clone): no white space, a host unless file://. */
+function readForRuns(raw: string) {
   const value = raw.trim();
   if (!value || /\s/.test(value)) return undefined;
   const repo = readRepoUrl(value);
@@ -115,7 +115,7 @@ function controlPlaneRead(raw: string) {
  * must not change.
  */
 export function repoKey(raw: string): string | undefined {
-  const repo = controlPlaneRead(raw);
+  const repo = readForRuns(raw);
   if (!repo) return undefined;
   let path = repo.path.replace(/^\/+/, '').replace(/\/+$/, '').replace(/\.git$/, '').replace(/\/+$/, '');
   const host = hostWithPort(repo).replace(/:(443|80|22)$/, '');
@@ -123,16 +123,19 @@ export function repoKey(raw: string): string | undefined {
   return repo.scheme === 'file' ? `file/${path}` : `${host}/${path}`;
 }
 
-/** Schemes the control plane clones from; anything else (file://, ext::, local paths) is refused. */
-const CONTROL_PLANE_SCHEMES = ['https', 'http', 'ssh', 'git'];
+/** Schemes a scratch clone fetches over; anything else (file://, ext::, local paths) is refused. */
+const SCRATCH_CLONE_SCHEMES = ['https', 'http', 'ssh', 'git'];
 
-/** Why the control plane (readiness, wiki runs) will not clone `raw`, or undefined when it will. */
-export function controlPlaneCloneProblem(raw: string): string | undefined {
-  const repo = controlPlaneRead(raw);
+/**
+ * Why a scratch clone (clone.ts: readiness evaluations and wiki runs, on the control plane or on
+ * a computer) will not clone `raw`, or undefined when it will.
+ */
+export function scratchCloneProblem(raw: string): string | undefined {
+  const repo = readForRuns(raw);
   if (!repo || !repo.path.replace(/\//g, '')) {
     return 'is not a repository URL; pass e.g. https://github.com/acme/app.git or git@github.com:acme/app.git';
   }
-  if (!CONTROL_PLANE_SCHEMES.includes(repo.scheme)) {
+  if (!SCRATCH_CLONE_SCHEMES.includes(repo.scheme)) {
     return `uses ${repo.scheme}:, which the evaluator does not clone from; use an https, http, ssh or git URL`;
   }
   return undefined;

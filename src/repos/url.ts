@@ -39,7 +39,7 @@ export function schemeOf(url: string): string | undefined {
   return /^([a-z][a-z0-9+.-]*):\/\//i.exec(url)?.[1]?.toLowerCase();
 }
 
-/** `[user@]host:path`, git's scp-like syntax: group 1 the host, group 2 the path. */
+/** `[user@]host:path`, git's scp-like syntax: groups user, host and path. */
 const SCP_LIKE = /^(?:([^@/\s]+)@)?([^:/\s]+):(?!\/\/)(.+)$/;
 
 /**

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { controlPlaneCloneProblem, repoKey } from '../../../src/repos/policy.ts';
+import { repoKey, scratchCloneProblem } from '../../../src/repos/policy.ts';
 import { redactCredentials } from '../../../src/repos/redact.ts';
 
 describe('repository URLs', () => {
@@ -27,12 +27,12 @@ describe('repository URLs', () => {
   });
 
   it('clones only over network transports', () => {
-    expect(controlPlaneCloneProblem('https://github.com/acme/app')).toBeUndefined();
-    expect(controlPlaneCloneProblem('git@github.com:acme/app.git')).toBeUndefined();
-    expect(controlPlaneCloneProblem('file:///etc')).toMatch(/^uses file:/);
-    expect(controlPlaneCloneProblem('ext::sh -c touch% /tmp/pwned')).toMatch(/not a repository URL/);
-    expect(controlPlaneCloneProblem('/srv/repos/app.git')).toMatch(/not a repository URL/);
-    expect(controlPlaneCloneProblem('https://github.com/')).toMatch(/not a repository URL/);
+    expect(scratchCloneProblem('https://github.com/acme/app')).toBeUndefined();
+    expect(scratchCloneProblem('git@github.com:acme/app.git')).toBeUndefined();
+    expect(scratchCloneProblem('file:///etc')).toMatch(/^uses file:/);
+    expect(scratchCloneProblem('ext::sh -c touch% /tmp/pwned')).toMatch(/not a repository URL/);
+    expect(scratchCloneProblem('/srv/repos/app.git')).toMatch(/not a repository URL/);
+    expect(scratchCloneProblem('https://github.com/')).toMatch(/not a repository URL/);
   });
 
   it('removes credentials from text', () => {
