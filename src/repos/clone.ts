@@ -1,7 +1,8 @@
 import { CloneFailed } from './errors.ts';
 import type { PinnedClone } from './pinned-clone.ts';
 import { redactCredentials } from './redact.ts';
-import { sh, type RepoWorkspace } from './workspace.ts';
+import { shellQuote } from '../provisioning/ssh/index.ts';
+import type { RepoWorkspace } from './workspace.ts';
 
 const CHECKOUT_DIR = 'repo';
 const CLONE_TIMEOUT_MS = 15 * 60_000;
@@ -21,17 +22,17 @@ export async function cloneRepository(
   /** `bare`: objects only, no checkout (the wiki survey reads blobs, never a work tree). */
   opts: { bare?: boolean } = {},
 ): Promise<string> {
-  const branch = source.branch ? `--branch ${sh(source.branch)} --single-branch ` : '';
+  const branch = source.branch ? `--branch ${shellQuote(source.branch)} --single-branch ` : '';
   const ssh = ['ssh', '-o', 'BatchMode=yes', ...(pinned?.sshOptions ?? []).flatMap((o) => ['-o', o])].join(' ');
   const env = [
     'GIT_TERMINAL_PROMPT=0',
     'GIT_ALLOW_PROTOCOL=https:http:ssh:git',
     'GIT_LFS_SKIP_SMUDGE=1',
-    `GIT_SSH_COMMAND=${sh(ssh)}`,
+    `GIT_SSH_COMMAND=${shellQuote(ssh)}`,
   ].join(' ');
-  const config = (pinned?.config ?? []).map((c) => `-c ${sh(c)} `).join('');
+  const config = (pinned?.config ?? []).map((c) => `-c ${shellQuote(c)} `).join('');
   const url = pinned?.url ?? source.repoUrl;
-  const res = await ws.exec(`${env} git ${config}clone --quiet --no-tags ${opts.bare ? '--bare ' : ''}${branch}-- ${sh(url)} ${CHECKOUT_DIR}`, {
+  const res = await ws.exec(`${env} git ${config}clone --quiet --no-tags ${opts.bare ? '--bare ' : ''}${branch}-- ${shellQuote(url)} ${CHECKOUT_DIR}`, {
     timeoutMs: CLONE_TIMEOUT_MS,
     signal,
   });
