@@ -4,7 +4,7 @@ import { Prisma } from '../../generated/prisma/client.ts';
 import { encodeCursor, decodeCursor, pageQuery, toPage, type PageQuery } from '../../http/pagination.ts';
 import { BadRequest, Conflict, NotFound } from '../../lib/errors.ts';
 import { newUuid, randomToken } from '../../lib/ids.ts';
-import { repoKey } from '../readiness/repo-url.ts';
+import { repoKey } from '../../repos/policy.ts';
 import { knownModel } from '../sessions/models.ts';
 import { enterpriseSettingsOf } from '../sessions/settings.ts';
 import { assertCanCreate, assertCanManage, assertCanRead, assertWikiEnabled, creatorOf, missingCredentials, runNotFound } from './access.ts';
