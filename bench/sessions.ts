@@ -39,7 +39,7 @@ import { startSshd } from '../test/support/sshd.ts';
 import type { PrismaClient } from '../src/db/client.ts';
 import type { MachineAccess } from '../src/modules/computers/machine-access.ts';
 import { runPersistedTurn, type TurnEnvironment } from '../src/modules/sessions/persisted-turn.ts';
-import { createModelClient, defaultTools, toolSpecs, type RuntimeMessage } from '../src/modules/sessions/runtime/index.ts';
+import { createModelClient, defaultTools, toolSpecs, type RuntimeMessage } from '../src/agent/index.ts';
 import { watchTurn } from '../src/modules/sessions/turn-watch.ts';
 import type { SshTarget } from '../src/provisioning/ssh/index.ts';
 

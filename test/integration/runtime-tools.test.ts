@@ -11,7 +11,7 @@ import {
   searchTextTool,
   toolSpecs,
   writeFileTool,
-} from '../../src/modules/sessions/runtime/tools.ts';
+} from '../../src/agent/tools.ts';
 import { sshdMissing, startSshd, type TestSshd } from '../support/sshd.ts';
 import { waitFor } from '../support/wait.ts';
 

@@ -1,10 +1,10 @@
 import { randomBytes } from 'node:crypto';
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { createSshClient, type SshClient, type SshTarget } from '../../src/provisioning/ssh/index.ts';
-import type { RuntimeMessage } from '../../src/modules/sessions/runtime/content.ts';
-import { createModelClient, type ModelClient, type Usage } from '../../src/modules/sessions/runtime/model-client.ts';
-import { defaultTools } from '../../src/modules/sessions/runtime/tools.ts';
-import { runTurn, type TurnOptions } from '../../src/modules/sessions/runtime/turn.ts';
+import type { RuntimeMessage } from '../../src/agent/content.ts';
+import { createModelClient, type ModelClient, type Usage } from '../../src/agent/model-client.ts';
+import { defaultTools } from '../../src/agent/tools.ts';
+import { runTurn, type TurnOptions } from '../../src/agent/turn.ts';
 import { startModelServer, type ModelServer } from '../support/model-server.ts';
 import { sshdMissing, startSshd, type TestSshd } from '../support/sshd.ts';
 import { waitFor } from '../support/wait.ts';

@@ -13,7 +13,7 @@ import {
   type ModelPricing,
   type RuntimeMessage,
   type TurnResult,
-} from './runtime/index.ts';
+} from '../../agent/index.ts';
 import type { StoredSettings } from './settings.ts';
 import { sessionDeltas, sessionToolOutput } from './session-events.ts';
 import { addActiveTime, addUsage, appendMessage } from './store.ts';

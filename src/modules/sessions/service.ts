@@ -15,7 +15,7 @@ import { machineUnavailable, targetFor, type MachineDeps } from '../computers/ma
 import { reachableSession } from './access.ts';
 import { recordCheckpoints } from './checkpoints.ts';
 import { sessionTurnJob } from './jobs.ts';
-import { knownModel } from './models.ts';
+import { knownModel } from '../../agent/models.ts';
 import {
   DEFAULT_WAIT_MS,
   SessionSettingsInputSchema,

@@ -2,7 +2,7 @@ import { spawn } from 'node:child_process';
 import fs from 'node:fs/promises';
 import path from 'node:path';
 import type { ExecResult, SshClient } from '../../../provisioning/ssh/index.ts';
-import { readFileTool, globTool, listDirectoryTool, searchTextTool, type AgentTool } from '../../sessions/runtime/tools.ts';
+import { readFileTool, globTool, listDirectoryTool, searchTextTool, type AgentTool } from '../../../agent/tools.ts';
 
 const MAX_OUTPUT_BYTES = 4 * 1024 * 1024;
 

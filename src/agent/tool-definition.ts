@@ -1,6 +1,6 @@
 import path from 'node:path/posix';
 import { z } from 'zod';
-import { Cancelled, SshError, SshTimeout, type SshClient, type SshTarget } from '../../../provisioning/ssh/index.ts';
+import { Cancelled, SshError, SshTimeout, type SshClient, type SshTarget } from '../provisioning/ssh/index.ts';
 
 /** What autonomy levels gate: reading never changes the computer, writing changes files, shell can do anything. */
 export type ToolKind = 'read' | 'write' | 'shell';

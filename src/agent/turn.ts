@@ -1,4 +1,4 @@
-import type { SshClient, SshTarget } from '../../../provisioning/ssh/index.ts';
+import type { SshClient, SshTarget } from '../provisioning/ssh/index.ts';
 import { needsApprovalMessage, runsWithoutApproval, type AutonomyLevel } from './autonomy.ts';
 import type { RuntimeMessage, ToolResultBlock, ToolUseBlock } from './content.ts';
 import { contextLimits } from './context-limits.ts';

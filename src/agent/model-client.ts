@@ -1,4 +1,4 @@
-import { egressRefusalIn } from '../../../egress/guard.ts';
+import { egressRefusalIn } from '../egress/guard.ts';
 import type { ContentBlock, RuntimeMessage } from './content.ts';
 import { createAnthropicClient } from './anthropic-messages.ts';
 import { createOpenAiChatClient } from './openai-chat.ts';
