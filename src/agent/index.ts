@@ -1,5 +1,6 @@
 export * from './content.ts';
 export * from './model-client.ts';
+export * from './create-model-client.ts';
 export * from './tools.ts';
 export * from './autonomy.ts';
 export * from './turn.ts';

@@ -2,7 +2,8 @@ import OpenAI from 'openai';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { toAnthropicMessages } from '../../src/agent/anthropic-messages.ts';
 import { ContentBlockSchema, type RuntimeMessage } from '../../src/agent/content.ts';
-import { createModelClient, ModelCallFailed, type ModelDelta } from '../../src/agent/model-client.ts';
+import { createModelClient } from '../../src/agent/create-model-client.ts';
+import { ModelCallFailed, type ModelDelta } from '../../src/agent/model-client.ts';
 import { toChatMessages } from '../../src/agent/openai-chat.ts';
 import { startModelServer, type ModelServer } from '../support/model-server.ts';
 
