@@ -2,6 +2,7 @@ export * from './content.ts';
 export * from './model-client.ts';
 export * from './create-model-client.ts';
 export * from './tools.ts';
+export * from './tool-host.ts';
 export * from './autonomy.ts';
 export * from './turn.ts';
 export * from './pricing.ts';

@@ -5,6 +5,7 @@ import type { RuntimeMessage } from '../../src/agent/content.ts';
 import { createModelClient } from '../../src/agent/create-model-client.ts';
 import type { ModelClient, Usage } from '../../src/agent/model-client.ts';
 import { defaultTools } from '../../src/agent/tools.ts';
+import { sshToolHost } from '../../src/agent/ssh-tool-host.ts';
 import { runTurn, type TurnOptions } from '../../src/agent/turn.ts';
 import { startModelServer, type ModelServer } from '../support/model-server.ts';
 import { sshdMissing, startSshd, type TestSshd } from '../support/sshd.ts';
@@ -57,9 +58,7 @@ describe.skipIf(skip)('an agent turn against a scripted model and a real sshd co
     const promise = runTurn({
       model,
       tools: defaultTools,
-      ssh,
-      target,
-      cwd,
+      host: sshToolHost(ssh, target, cwd),
       autonomyLevel: 'high',
       history: [{ role: 'user', content: [{ type: 'text', text: 'Please do the thing.' }] }],
       system: SYSTEM,

@@ -11,6 +11,7 @@ import { resolveModel } from '../../agent/models.ts';
 import { runtimeHistory } from './context-history.ts';
 import { runPersistedTurn, type TurnEnvironment } from './persisted-turn.ts';
 import { createModelClient, zeroUsage, type ContentBlock, type TurnResult } from '../../agent/index.ts';
+import { sshToolHost } from '../../agent/ssh-tool-host.ts';
 import { sessionTools } from './session-tools.ts';
 import { enterpriseSettingsOf, type StoredSettings } from './settings.ts';
 import { sessionEvents, type TurnOutcome } from './session-events.ts';
@@ -168,8 +169,7 @@ async function environment(deps: TurnRunnerDeps, session: Session, settings: Sto
   return {
     db: deps.db,
     clock: deps.clock,
-    ssh: deps.machines.ssh,
-    target,
+    host: sshToolHost(deps.machines.ssh, target, session.cwd),
     model: createModelClient(resolved.config),
     pricing: resolved.pricing,
     compaction: compactionModel(settings, modelId, enterpriseSettings, deps),
