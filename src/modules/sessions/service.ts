@@ -25,7 +25,8 @@ import {
   type PostMessageInput,
   type SessionSettingsInput,
 } from './schemas.ts';
-import { enterpriseSettingsOf, mergeSettings, organizationDefaults, type StoredSettings } from './settings.ts';
+import { mergeSettings, organizationDefaults, type StoredSettings } from './settings.ts';
+import { enterpriseSettingsOf } from '../organization/enterprise-settings.ts';
 import { sessionEvents } from './session-events.ts';
 import { appendMessage } from './store.ts';
 import { messageView, sessionView, storedSettings } from './views.ts';

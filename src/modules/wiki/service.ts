@@ -6,7 +6,7 @@ import { BadRequest, Conflict, NotFound } from '../../lib/errors.ts';
 import { newUuid, randomToken } from '../../lib/ids.ts';
 import { repoKey } from '../readiness/repo-url.ts';
 import { knownModel } from '../../agent/models.ts';
-import { enterpriseSettingsOf } from '../sessions/settings.ts';
+import { enterpriseSettingsOf } from '../organization/enterprise-settings.ts';
 import { assertCanCreate, assertCanManage, assertCanRead, assertWikiEnabled, creatorOf, missingCredentials, runNotFound } from './access.ts';
 import { treeOrder } from './assemble.ts';
 import type { WikiDeps } from './deps.ts';
