@@ -5,8 +5,8 @@ import { encodeCursor, decodeCursor, pageQuery, toPage, type PageQuery } from '.
 import { BadRequest, Conflict, NotFound } from '../../lib/errors.ts';
 import { newUuid, randomToken } from '../../lib/ids.ts';
 import { repoKey } from '../../repos/policy.ts';
-import { knownModel } from '../sessions/models.ts';
-import { enterpriseSettingsOf } from '../sessions/settings.ts';
+import { knownModel } from '../../agent/models.ts';
+import { enterpriseSettingsOf } from '../organization/enterprise-settings.ts';
 import { assertCanCreate, assertCanManage, assertCanRead, assertWikiEnabled, creatorOf, missingCredentials, runNotFound } from './access.ts';
 import { treeOrder } from './assemble.ts';
 import type { WikiDeps } from './deps.ts';
