@@ -102,7 +102,7 @@ describe.skipIf(skip)('local computers are sandboxes', { timeout: 240_000 }, () 
     await server.stop('SIGTERM');
     const n = localComputerNames(dataDir, elder.id);
     expect(n.dir).toBe(path.join(dataDir, 'computers', elder.id));
-    process.kill(Number(readFileSync(path.join(n.dir, 'sshd', 'sandbox.pid'), 'utf8')), 'SIGKILL');
+    for (const pid of execFileSync('ip', ['netns', 'pids', n.netns], { encoding: 'utf8' }).split('\n').filter(Boolean)) process.kill(Number(pid), 'SIGKILL');
     rmSync(path.join(n.dir, 'sshd', 'sandbox.pid'));
     rmSync(path.join(n.dir, 'etc'), { recursive: true });
     const config = path.join(n.dir, 'sshd', 'sshd_config');
