@@ -182,7 +182,7 @@ describe.skipIf(skip)('local computers are sandboxes', { timeout: 240_000 }, () 
       'echo "environ=$(cat /proc/[0-9]*/environ 2>/dev/null | tr "\\0" "\\n" | grep -c "^AGENTPLANE_\\|^DATABASE_URL")"',
       `[ -e ${dataDir} ] && echo data_dir=visible || echo data_dir=absent`,
       `echo "database=$(grep -rl ${OWNER_EMAIL} / --exclude-dir=proc --exclude-dir=usr --exclude-dir=sys 2>/dev/null | grep -v "^$HOME" | head -n 1)"`,
-      `echo "pg_files=$(find / -path /proc -prune -o -name PG_VERSION -print 2>/dev/null | head -n 1)"`,
+      `echo "pg_files=$(find / \\( -path /proc -o -path /usr \\) -prune -o -name PG_VERSION -print 2>/dev/null | head -n 1)"`,
       // The host's files and users.
       `[ -e ${REPO_ROOT}/package.json ] && echo checkout=visible || echo checkout=absent`,
       'ls -A /root >/dev/null 2>&1 && echo root_home=visible || echo root_home=absent',
