@@ -1,5 +1,5 @@
 import YAML from 'yaml';
-import type { EventId, ModeId } from './modes.ts';
+import type { EventId } from './modes.ts';
 import type { Params } from './workflow-file.ts';
 
 /** What an automation's workflow is generated from; kept on the automation so an edit changes only what it names. */
@@ -30,5 +30,3 @@ export function mergeSettings(
     params: parseParams(changes.yamlParams) ?? stored.params,
   };
 }
-
-export const modeTitle = (mode: ModeId) => `agentplane ${mode}`;
