@@ -81,7 +81,6 @@ export const ReportSchema = z
 export type Report = z.infer<typeof ReportSchema>;
 
 export const ReportListSchema = z.strictObject({ reports: z.array(ReportSchema) }).meta({ id: 'ReadinessReportList' });
-export const ReportCreatedSchema = ReportSchema;
 
 export const ListQuerySchema = z.object({
   repoId: z
