@@ -16,7 +16,7 @@ type Method = 'get' | 'post' | 'put' | 'patch' | 'delete';
 /** `optional`: a credential is checked when one is sent, and the handler decides what anonymous callers get. */
 export type RouteAuth = boolean | 'optional';
 
-export interface RouteContext<P, Q, B, A extends RouteAuth> {
+interface RouteContext<P, Q, B, A extends RouteAuth> {
   params: P;
   query: Q;
   body: B;
@@ -36,7 +36,7 @@ export interface RouteContext<P, Q, B, A extends RouteAuth> {
   stillAuthorized(): Promise<boolean>;
 }
 
-export interface RouteResult {
+interface RouteResult {
   status: number;
   /** A value, checked against the status's schema before it is sent, or JSON text built to satisfy it. */
   body?: unknown;

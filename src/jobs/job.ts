@@ -13,7 +13,7 @@ export interface JobContext {
   send<P, I>(kind: JobKind<P, I>, payload: I, opts?: SendOptions): Promise<string>;
 }
 
-export type JobHandler<P> = (payload: P, ctx: JobContext) => Promise<void>;
+type JobHandler<P> = (payload: P, ctx: JobContext) => Promise<void>;
 
 export interface JobSpec<P extends object, I> {
   /** Queue name: letters, digits, `_`, `-`, `.`, `/` (pg-boss's rule). */
@@ -41,7 +41,7 @@ export interface JobSpec<P extends object, I> {
 }
 
 /** What the process running the worker may set for a job from its configuration. */
-export type JobTuning = Partial<Pick<JobSpec<object, unknown>, 'concurrency' | 'expireInSeconds'>>;
+type JobTuning = Partial<Pick<JobSpec<object, unknown>, 'concurrency' | 'expireInSeconds'>>;
 
 /**
  * A job's name, payload and policies: enough to send one, so senders need not hold the handler's

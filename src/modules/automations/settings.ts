@@ -11,7 +11,7 @@ export interface AutomationSettings {
 }
 
 /** `yamlParams` text as params (lists become comma-separated, as the workflow's env holds them). */
-export function parseParams(yamlParams: string | undefined): Params | undefined {
+function parseParams(yamlParams: string | undefined): Params | undefined {
   if (yamlParams === undefined) return undefined;
   const parsed = (YAML.parse(yamlParams) ?? {}) as Record<string, unknown>;
   return Object.fromEntries(Object.entries(parsed).map(([k, v]) => [k, Array.isArray(v) ? v.join(',') : String(v)])) as Params;

@@ -1,7 +1,7 @@
 import type { Level } from './criteria/index.ts';
 
 /** Share of a level's criteria that must pass for the next level to unlock. */
-export const UNLOCK_SHARE = 0.8;
+const UNLOCK_SHARE = 0.8;
 
 type Scores = Record<string, { numerator: number; denominator: number }>;
 

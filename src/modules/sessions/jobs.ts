@@ -23,7 +23,7 @@ export const sessionTurnJob = defineJobKind({
 });
 
 /** Removes deleted sessions past their retention. */
-export const sessionPurgeJob = defineJobKind({
+const sessionPurgeJob = defineJobKind({
   name: 'sessions.purge',
   payload: z.object({}),
   retryLimit: 3,
@@ -32,7 +32,7 @@ export const sessionPurgeJob = defineJobKind({
 });
 
 /** Ends or re-sends agent turns whose worker stopped. */
-export const sessionReapJob = defineJobKind({
+const sessionReapJob = defineJobKind({
   name: 'sessions.reap',
   payload: z.object({}),
   retryLimit: 0,

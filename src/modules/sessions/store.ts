@@ -75,7 +75,7 @@ export async function takeQueuedMessages(db: Db, sessionId: string, now: Date): 
   return taken;
 }
 
-export async function hasQueuedMessages(db: Db, sessionId: string): Promise<boolean> {
+async function hasQueuedMessages(db: Db, sessionId: string): Promise<boolean> {
   return (await db.sessionMessage.count({ where: { sessionId, queueStatus: 'queued' } })) > 0;
 }
 

@@ -10,7 +10,7 @@ import { runGeneration } from './generate/run-generation.ts';
  * these retries cover lost connections and killed workers, whose job comes back after the 10 s
  * heartbeat. The worker sets `expireInSeconds` from the configured run deadline.
  */
-export const wikiGenerateJob = defineJobKind({
+const wikiGenerateJob = defineJobKind({
   name: 'wiki.generate',
   payload: z.object({ wikiRunId: z.uuid() }),
   retryLimit: 2,

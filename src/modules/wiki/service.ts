@@ -20,7 +20,7 @@ import { uploadedPages } from './upload.ts';
 import { toWikiRun } from './views.ts';
 
 /** How long a video upload URL stays valid. */
-export const VIDEO_URL_TTL_MS = 15 * 60_000;
+const VIDEO_URL_TTL_MS = 15 * 60_000;
 
 const PUBLIC_TOKEN_LENGTH = 32;
 
