@@ -6,6 +6,8 @@ export interface JobContext {
   jobId: string;
   /** 1 on the first run; each later run (after a failure, an expiry, a lost heartbeat or a shutdown) adds one. */
   attempt: number;
+  /** No retry follows if this run fails (`attempt` is past the kind's `retryLimit`): the handler records the failure. */
+  lastAttempt: boolean;
   /** Aborted when the job expires, its claim is lost, or the worker shuts down past its grace period. */
   signal: AbortSignal;
   log: Logger;

@@ -36,7 +36,7 @@ export interface EvaluateJobDeps {
 
 export function readinessJobs(deps: EvaluateJobDeps): JobDefinition[] {
   return [
-    readinessEvaluateJob.handledBy((payload, ctx) => runEvaluation(deps, payload.evaluationId, { ...ctx, retryLimit: readinessEvaluateJob.retryLimit })),
+    readinessEvaluateJob.handledBy((payload, ctx) => runEvaluation(deps, payload.evaluationId, ctx)),
   ];
 }
 

@@ -56,7 +56,7 @@ export async function purgeExpiredSessions(deps: { db: Db; clock: Clock }): Prom
 
 export function sessionJobs(deps: TurnRunnerDeps & { db: PrismaClient }): JobDefinition[] {
   return [
-    sessionTurnJob.handledBy((p, ctx) => runSessionTurn(deps, p.sessionId, ctx, ctx.attempt > sessionTurnJob.retryLimit)),
+    sessionTurnJob.handledBy((p, ctx) => runSessionTurn(deps, p.sessionId, ctx)),
     sessionPurgeJob.handledBy(async (_payload, ctx) => {
       const purged = await purgeExpiredSessions(deps);
       ctx.log.info({ purged }, 'purged deleted sessions past their retention');

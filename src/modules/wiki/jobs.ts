@@ -22,7 +22,7 @@ const wikiGenerateJob = defineJobKind({
 
 export function wikiJobs(deps: GenerateJobDeps): JobDefinition[] {
   return [
-    wikiGenerateJob.handledBy((payload, ctx) => runGeneration(deps, payload.wikiRunId, { ...ctx, retryLimit: wikiGenerateJob.retryLimit }), {
+    wikiGenerateJob.handledBy((payload, ctx) => runGeneration(deps, payload.wikiRunId, ctx), {
       expireInSeconds: deps.settings.runTimeoutSeconds,
     }),
   ];
