@@ -24,9 +24,8 @@ import { openTestDatabase, type Backend } from './test-db.ts';
 
 export const JWT_SECRET = 'test-api-secret-test-api-secret-123456';
 export const ROLES: Role[] = ['owner', 'manager', 'user', 'guest'];
-export type CredentialKind = 'apiKey' | 'jwt';
 
-export interface Member {
+interface Member {
   userId: string;
   email: string;
   role: Role;

@@ -18,10 +18,10 @@ import { waitFor } from './wait.ts';
  * run directory global-setup.ts provides; the others find it there; global setup's teardown stops it.
  */
 
-export const KUBE_VERSION = process.env.AGENTPLANE_KUBE_VERSION ?? 'v1.33.13';
+const KUBE_VERSION = process.env.AGENTPLANE_KUBE_VERSION ?? 'v1.33.13';
 const BINARIES = ['etcd', 'kube-apiserver', 'kube-controller-manager', 'kube-scheduler', 'kwok', 'kwok.yaml', 'storage-class.yaml'];
 /** The simulated node's name. */
-export const KWOK_NODE = 'kwok-node-0';
+const KWOK_NODE = 'kwok-node-0';
 
 /**
  * Where scripts/kube-toolchain.sh left the cluster's parts; undefined (with the reason) when they
