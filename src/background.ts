@@ -27,18 +27,20 @@ export interface BackgroundOptions {
 }
 
 export interface Background {
-  /** The started queue: the process sends through it too, so one process runs one pg-boss. */
+  /** The queue: the process sends through it too, so one process runs one pg-boss. */
   queue: JobQueue;
+  /** Starts the queue, registers the schedules and, when this process works jobs, the worker and the webhook dispatcher. */
+  start(): Promise<void>;
   /** Graceful: running handlers get up to `timeoutMs` to finish, then are aborted and retried elsewhere. */
   stop(timeoutMs: number): Promise<void>;
 }
 
 /**
  * The job queue with the whole catalog, its schedules, and (when this process works jobs) the
- * worker and the webhook dispatcher: built the same way by `serve`, `agentplane worker`, the test
- * servers and the benches.
+ * worker and the webhook dispatcher: built by the composition root (src/compose.ts) for `serve`,
+ * `agentplane worker`, the test servers and the benches alike. Nothing runs before `start`.
  */
-export async function startBackground(opts: BackgroundOptions): Promise<Background> {
+export function createBackground(opts: BackgroundOptions): Background {
   const { db, config, log, clock, machines } = opts;
   const jobs = jobsFor({
     prisma: db.prisma,
@@ -55,16 +57,18 @@ export async function startBackground(opts: BackgroundOptions): Promise<Backgrou
     wiki: config.wiki,
   });
   const queue = createJobQueue(db, { log, ...opts.queue, jobs });
-  await queue.start();
-  if (opts.schedules ?? true) await registerSchedules(queue);
-  if (opts.work) await queue.work();
-  // Webhook attempts are queued beside the worker, never by a request.
-  const dispatcher = opts.work
-    ? await startWebhookDispatcher({ db: db.prisma, listen: db.listen, queue, clock, log, endpointConcurrency: config.webhooks.endpointConcurrency })
-    : undefined;
-  if (opts.work) log.info({ jobs: jobs.map((j) => j.name) }, 'worker started');
+  let dispatcher: { stop(): Promise<void> } | undefined;
   return {
     queue,
+    start: async () => {
+      await queue.start();
+      if (opts.schedules ?? true) await registerSchedules(queue);
+      if (!opts.work) return;
+      await queue.work();
+      // Webhook attempts are queued beside the worker, never by a request.
+      dispatcher = await startWebhookDispatcher({ db: db.prisma, listen: db.listen, queue, clock, log, endpointConcurrency: config.webhooks.endpointConcurrency });
+      log.info({ jobs: jobs.map((j) => j.name) }, 'worker started');
+    },
     stop: async (timeoutMs) => {
       await dispatcher?.stop();
       await queue.stop({ timeoutMs });
