@@ -15,10 +15,10 @@ import { ALLOW_LOOPBACK, JWT_SECRET, startTestApi, type TestApi } from '../suppo
 import { writeModelsFile } from '../support/models-file.ts';
 import { isRoot, sshdMissing, startSshd, TEST_USER, type TestSshd } from '../support/sshd.ts';
 import { BACKENDS } from '../support/test-db.ts';
+import { skipWithout } from '../support/parts.ts';
 
 const missing = sshdMissing();
-const skip = missing !== undefined && process.env.CI !== 'true';
-if (skip) console.warn(`skipping the sessions e2e tests: ${missing}`);
+const skip = skipWithout('the sessions e2e tests', missing);
 
 Object.assign(
   process.env,
