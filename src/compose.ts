@@ -44,8 +44,6 @@ export interface ComposeOverrides {
   schedules?: boolean;
   /** Queue timings (tests shorten them). */
   queueTimings?: BackgroundOptions['queue'];
-  /** An event hub started elsewhere; `stop` leaves it running. */
-  eventHub?: EventHub;
   /** Wraps the hot reads the app runs (`Database.reads`), e.g. to count them. */
   wrapReads?: (reads: ReadRows) => ReadRows;
   pendingMigrations?: () => Promise<string[]>;
@@ -135,7 +133,7 @@ export async function compose(opts: ComposeOptions & { role?: 'server' | 'worker
   };
   if (!serves) return worker;
 
-  const hub = o.eventHub ?? createEventHub({ db: db.prisma, listen: db.listen, log });
+  const hub = createEventHub({ db: db.prisma, listen: db.listen, log });
   // The server's own address is known once it listens; AGENTPLANE_PUBLIC_URL names it behind a proxy.
   let listening: string | undefined;
   const urls = o.relayUrls ?? relayUrls(() => config.relay.publicUrl ?? listening);
@@ -168,7 +166,7 @@ export async function compose(opts: ComposeOptions & { role?: 'server' | 'worker
       await syncGitIntegrations(db.prisma, machines.secrets, config.gitIntegrations);
       await sealStoredCustomModelKeys({ db: db.prisma, secrets: machines.secrets });
       await worker.start();
-      if (!o.eventHub) await hub.start();
+      await hub.start();
     },
     listen: async (port, host) => {
       server = await new Promise<Server>((resolve, reject) => {
@@ -186,7 +184,7 @@ export async function compose(opts: ComposeOptions & { role?: 'server' | 'worker
         const open = server;
         const closed = open && new Promise<void>((resolve) => open.close(() => resolve()));
         // Event streams never end by themselves: end them, and clients reconnect to another replica.
-        if (!o.eventHub) await hub.close();
+        await hub.close();
         // Keep-alive connections turn idle as their last response ends; close each as it does.
         const sweeper = open && setInterval(() => open.closeIdleConnections(), 50);
         const timer = open && setTimeout(() => open.closeAllConnections(), timeoutMs);
