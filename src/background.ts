@@ -1,23 +1,23 @@
 import type { Config } from './config.ts';
 import type { Database } from './db/client.ts';
-import { createEgressGuard, type EgressGuard } from './egress/guard.ts';
+import type { EgressGuard } from './egress/guard.ts';
 import { JOB_SCHEDULES, jobsFor } from './job-catalog.ts';
 import { createJobQueue, type JobQueue, type JobQueueOptions } from './jobs/queue.ts';
 import type { Clock } from './lib/clock.ts';
 import type { Logger } from './lib/logger.ts';
 import type { MachineAccess } from './modules/computers/machine-access.ts';
 import { startWebhookDispatcher } from './modules/webhooks/dispatcher.ts';
-import { createProvisioner, type Provisioner } from './provisioning/provisioner.ts';
+import type { Provisioner } from './provisioning/provisioner.ts';
 
 export interface BackgroundOptions {
   db: Database;
-  config: Pick<Config, 'dataDir' | 'pulumiHome' | 'managed' | 'kubernetes' | 'events' | 'webhooks' | 'wiki' | 'egress'>;
+  config: Pick<Config, 'dataDir' | 'managed' | 'events' | 'webhooks' | 'wiki'>;
   log: Logger;
   clock: Clock;
   machines: Pick<MachineAccess, 'ssh' | 'secrets' | 'gateway'>;
-  /** The process's own when it has one (the server shares it with the API); else made from `config`. */
-  provisioner?: Provisioner;
-  egress?: EgressGuard;
+  /** The process's own, shared with the API. */
+  provisioner: Provisioner;
+  egress: EgressGuard;
   /** Run job handlers and deliver webhooks in this process; without it, jobs are only sent. */
   work: boolean;
   /** Register the cron schedules and send their start-up runs (default true; tests that drive jobs themselves leave them out). */
@@ -49,9 +49,9 @@ export function createBackground(opts: BackgroundOptions): Background {
     ssh: machines.ssh,
     secrets: machines.secrets,
     gateway: machines.gateway,
-    provisioner: opts.provisioner ?? createProvisioner(config, machines.secrets),
+    provisioner: opts.provisioner,
     managed: config.managed,
-    egress: opts.egress ?? createEgressGuard(config.egress),
+    egress: opts.egress,
     events: config.events,
     webhooks: config.webhooks,
     wiki: config.wiki,
