@@ -97,7 +97,9 @@ export async function compose(opts: ComposeOptions & { role?: 'server' | 'worker
   const clock = o.clock ?? systemClock;
   // A worker holds no agent tunnels; with PostgreSQL it reaches them through the replicas that do.
   const machines = o.machines ?? (await startMachineAccess({ ...config, holdsTunnels: o.holdsTunnels ?? serves }, db.prisma, log));
-  const provisioner = createProvisioner(config, machines.secrets);
+  // Local computers reach the API's port alone: the one this process listens on, once it does (PORT=0 picks one).
+  let boundPort: number | undefined;
+  const provisioner = createProvisioner(config, machines.secrets, () => boundPort ?? config.port);
   const egress = createEgressGuard(config.egress);
   // Every replica sends jobs and registers the schedules; with AGENTPLANE_WORKER=false it leaves
   // running them to `agentplane worker`. The analytics roll-up catches up on days missed while stopped.
@@ -175,6 +177,7 @@ export async function compose(opts: ComposeOptions & { role?: 'server' | 'worker
       if (relay) attachRelay(server, relay.endpoints, log);
       const address = server.address() as AddressInfo;
       const url = `http://${host === '0.0.0.0' ? '127.0.0.1' : host}:${address.port}`;
+      boundPort ??= address.port;
       listening ??= url;
       return { url, server };
     },

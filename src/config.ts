@@ -3,6 +3,8 @@ import path from 'node:path';
 import { z } from 'zod';
 import { parseEgressAllow } from './egress/policy.ts';
 import { dnsLabel, dnsSubdomain } from './lib/kubernetes-names.ts';
+import { parseLocalAllow } from './provisioning/providers/local/allow.ts';
+import { defaultLocalRoot } from './provisioning/providers/local/names.ts';
 
 const bool = z
   .enum(['true', 'false', '1', '0'])
@@ -42,6 +44,7 @@ const EnvSchema = z.object({
     .default('agentplane-computer:latest'),
   AGENTPLANE_K8S_IMAGE_PULL_POLICY: z.enum(['Always', 'IfNotPresent', 'Never']).default('IfNotPresent'),
   AGENTPLANE_K8S_STORAGE_CLASS: dnsSubdomain.optional(),
+  AGENTPLANE_K8S_RUNTIME_CLASS: dnsSubdomain.optional(),
   AGENTPLANE_K8S_CPU_REQUEST_FRACTION: fraction.default(0.25),
   AGENTPLANE_K8S_MEMORY_REQUEST_FRACTION: fraction.default(1),
   AGENTPLANE_K8S_CONTEXT: z.string().min(1).optional(),
@@ -90,6 +93,17 @@ const EnvSchema = z.object({
     .string()
     .regex(/^(\d{1,3}\.){3}\d{1,3}\/(\d|[12]\d|30)$/, 'must be an IPv4 CIDR block, e.g. 10.231.0.0/16')
     .default('10.231.0.0/16'),
+  // The computers' sandboxes bind paths under it word by word: no white space.
+  AGENTPLANE_LOCAL_ROOT: z.string().regex(/^\/\S*$/, 'must be an absolute path without white space').optional(),
+  AGENTPLANE_LOCAL_ALLOW: z.string().default('').transform((v, ctx) => {
+    try {
+      return parseLocalAllow(v);
+    } catch (err) {
+      ctx.addIssue({ code: 'custom', message: (err as Error).message });
+      return z.NEVER;
+    }
+  }),
+  AGENTPLANE_LOCAL_PIDS_MAX: z.coerce.number().int().min(16).default(1024),
 });
 
 /** Forge connections seeded from configuration (the API at /api/v0/integrations/source-control holds the rest). */
@@ -175,6 +189,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env) {
       imagePullPolicy: e.AGENTPLANE_K8S_IMAGE_PULL_POLICY,
       // Unset: the cluster's default StorageClass.
       storageClassName: e.AGENTPLANE_K8S_STORAGE_CLASS,
+      // Unset: the cluster's default runtime; set (e.g. gvisor, kata), computers' pods run in that sandbox runtime.
+      runtimeClassName: e.AGENTPLANE_K8S_RUNTIME_CLASS,
       cpuRequestFraction: e.AGENTPLANE_K8S_CPU_REQUEST_FRACTION,
       memoryRequestFraction: e.AGENTPLANE_K8S_MEMORY_REQUEST_FRACTION,
       // Unset: the kubeconfig's current context (or the in-cluster service account).
@@ -251,7 +267,13 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env) {
         memoryMiB: e.AGENTPLANE_COMPUTER_MEMORY_MIB,
         diskGiB: e.AGENTPLANE_COMPUTER_DISK_GIB,
       },
-      local: { enabled: e.AGENTPLANE_LOCAL_PROVIDER, subnet: e.AGENTPLANE_LOCAL_SUBNET },
+      local: {
+        enabled: e.AGENTPLANE_LOCAL_PROVIDER,
+        subnet: e.AGENTPLANE_LOCAL_SUBNET,
+        root: e.AGENTPLANE_LOCAL_ROOT ?? defaultLocalRoot(e.AGENTPLANE_DATA_DIR),
+        allow: e.AGENTPLANE_LOCAL_ALLOW,
+        pidsMax: e.AGENTPLANE_LOCAL_PIDS_MAX,
+      },
     },
   };
 }

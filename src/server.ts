@@ -43,8 +43,10 @@ export async function startServer(config: Config, log: Logger): Promise<RunningS
 /** A newcomer whose provider list is empty reads here why, and what to run. */
 async function logProviders(providers: ProviderRegistry, log: Logger): Promise<void> {
   for (const { name, available, missing } of await providers.status()) {
-    if (available) log.info({ provider: name }, `managed provider ${name} is available`);
-    else log.warn({ provider: name, missing }, `managed provider ${name} is not available: ${missing.join('; ')}`);
+    if (available) {
+      log.info({ provider: name }, `managed provider ${name} is available`);
+      await providers.get(name)?.prepare?.(log);
+    } else log.warn({ provider: name, missing }, `managed provider ${name} is not available: ${missing.join('; ')}`);
   }
 }
 

@@ -9,7 +9,7 @@ import { systemClock } from '../../src/lib/clock.ts';
 import { newId } from '../../src/lib/ids.ts';
 import { createLogger } from '../../src/lib/logger.ts';
 import { purgeExpiredSessions } from '../../src/modules/sessions/jobs.ts';
-import { knownModel } from '../../src/modules/sessions/models.ts';
+import { knownModel } from '../../src/agent/models.ts';
 import { addActiveTime, addUsage, appendMessage, setSessionStatus, takeQueuedMessages } from '../../src/modules/sessions/store.ts';
 import { ALLOW_LOOPBACK, JWT_SECRET, startTestApi, type TestApi } from '../support/api.ts';
 import { writeModelsFile } from '../support/models-file.ts';
