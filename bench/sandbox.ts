@@ -13,6 +13,7 @@ import { execFileSync } from 'node:child_process';
 import { chmodSync, existsSync, mkdtempSync, rmSync, symlinkSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
+import { keyedCaller } from '../test/support/http.ts';
 import { localProviderMissing } from '../test/support/local-computers.ts';
 import { CLI, REPO_ROOT, startServerProcess } from '../test/support/server-process.ts';
 
@@ -40,16 +41,7 @@ async function measure(label: string, cli: string): Promise<Figures> {
     { AGENTPLANE_DATA_DIR: dataDir, AGENTPLANE_LOCAL_PROVIDER: 'true', AGENTPLANE_COMPUTER_IDLE_MINUTES: '0' },
     { command: [process.execPath, cli, 'serve'] },
   );
-  const key = server.firstStartKey!;
-  const call = async (method: string, p: string, body?: unknown) => {
-    const res = await fetch(`${server.url}${p}`, {
-      method,
-      headers: { authorization: `Bearer ${key}`, ...(body ? { 'content-type': 'application/json' } : {}) },
-      body: body ? JSON.stringify(body) : undefined,
-    });
-    const text = await res.text();
-    return { status: res.status, body: text ? JSON.parse(text) : undefined };
-  };
+  const call = keyedCaller(server.url, server.firstStartKey!);
   const until = async <T>(what: string, probe: () => Promise<T | undefined>): Promise<T> => {
     const deadline = Date.now() + 120_000;
     for (;;) {

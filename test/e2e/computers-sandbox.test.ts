@@ -5,6 +5,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { runCli } from '../support/agent-cli.ts';
+import { keyedCaller } from '../support/http.ts';
 import { hostAddress, hostTraces, localComputerNames, localProviderMissing, removeLocalComputer } from '../support/local-computers.ts';
 import { REPO_ROOT, startServerProcess, type ServerProcess } from '../support/server-process.ts';
 import { waitFor } from '../support/wait.ts';
@@ -41,15 +42,8 @@ describe.skipIf(skip)('local computers are sandboxes', { timeout: 240_000 }, () 
   const computers: Computer[] = [];
   let elder: Computer;
 
-  const call = async (method: string, p: string, body?: unknown) => {
-    const res = await fetch(`${server.url}${p}`, {
-      method,
-      headers: { authorization: `Bearer ${key}`, ...(body ? { 'content-type': 'application/json' } : {}) },
-      body: body ? JSON.stringify(body) : undefined,
-    });
-    const text = await res.text();
-    return { status: res.status, body: text ? JSON.parse(text) : undefined };
-  };
+  // The server is started again midway: the call follows it.
+  const call = keyedCaller(() => server.url, () => key);
 
   /** Runs a bash script on a computer through `agentplane ssh`, as a person would. */
   const shell = async (c: Computer, script: string) => {
