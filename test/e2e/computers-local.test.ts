@@ -11,11 +11,10 @@ import { startTestApi, type TestApi } from '../support/api.ts';
 import { cgroupDirs, hostTraces, localComputerNames, localProviderMissing, removeLocalComputer, startGitDaemon, type GitDaemon } from '../support/local-computers.ts';
 import { startServerProcess, type ServerProcess } from '../support/server-process.ts';
 import { waitFor } from '../support/wait.ts';
+import { skipWithout } from '../support/parts.ts';
 
 const missing = await localProviderMissing();
-// Locally a missing part skips; in CI it must fail, so the tests still run there and say why.
-const skip = missing !== undefined && process.env.CI !== 'true';
-if (skip) console.warn(`skipping the local provider e2e tests: ${missing}`);
+const skip = skipWithout('the local provider e2e tests', missing);
 
 const PROVISION_MS = 90_000;
 

@@ -22,11 +22,10 @@ import { BACKENDS, openTestDatabase } from '../support/test-db.ts';
 import { useFixtureRepos } from '../unit/readiness/fixture-repo.ts';
 import { WELL_KEPT, WELL_KEPT_APPS, WELL_KEPT_SCORES, scoresOf } from '../unit/readiness/fixture-scores.ts';
 import { startGitHttpServer } from '../unit/readiness/git-http-server.ts';
+import { skipWithout } from '../support/parts.ts';
 
 const missing = sshdMissing();
-// Locally a missing sshd skips; in CI it must fail, so the tests still run there.
-const skip = missing !== undefined && process.env.CI !== 'true';
-if (skip) console.warn(`skipping the readiness SSH tests: ${missing}`);
+const skip = skipWithout('the readiness SSH tests', missing);
 
 const log = createLogger({ level: 'silent' });
 
