@@ -35,7 +35,7 @@ import { dialPeer } from '../src/relay/peer-dial.ts';
 import { startPeerServer } from '../src/relay/peer-server.ts';
 import { attachRelay } from '../src/relay/upgrade.ts';
 import { replicaFailover } from './relay-replicas.ts';
-import { createSshClient, generateKeyPair, type RemoteKill, type SshTarget } from '../src/provisioning/ssh/index.ts';
+import { createSshClient, generateKeyPair, type RemoteKill, type SshTarget } from '../src/ssh/index.ts';
 import { sshdMissing, startSshd } from '../test/support/sshd.ts';
 
 const RUNS = Number(process.env.BENCH_RUNS ?? 5);

@@ -50,7 +50,7 @@ import { s3VideoStorage } from './modules/wiki/video/s3.ts';
 import type { ProviderRegistry } from './provisioning/providers/registry.ts';
 import type { SshGateway } from './provisioning/gateway/index.ts';
 import { webSocketDuplex } from './provisioning/gateway/websocket-stream.ts';
-import type { SshClient } from './provisioning/ssh/index.ts';
+import type { SshClient } from './ssh/index.ts';
 import { createClientRelay } from './relay/client-relay.ts';
 import type { RelayEndpoints } from './relay/upgrade.ts';
 import type { RelayUrls } from './relay/urls.ts';

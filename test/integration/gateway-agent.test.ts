@@ -10,7 +10,7 @@ import { openStateDir, type AgentStateDir } from '../../src/machine-agent/state.
 import { TunnelRefused } from '../../src/machine-agent/tunnel.ts';
 import { createLogger } from '../../src/lib/logger.ts';
 import { createSshGateway, type SshGateway } from '../../src/provisioning/gateway/index.ts';
-import { createSshClient, generateKeyPair, SshError, type SshClient, type SshTarget } from '../../src/provisioning/ssh/index.ts';
+import { createSshClient, generateKeyPair, SshError, type SshClient, type SshTarget } from '../../src/ssh/index.ts';
 import { waitFor } from '../support/wait.ts';
 
 /**

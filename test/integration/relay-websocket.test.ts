@@ -11,7 +11,7 @@ import { AppError } from '../../src/lib/errors.ts';
 import { createLogger } from '../../src/lib/logger.ts';
 import { createSshGateway, type SshGateway } from '../../src/provisioning/gateway/index.ts';
 import { webSocketDuplex } from '../../src/provisioning/gateway/websocket-stream.ts';
-import { createSshClient, generateKeyPair, type SshTarget } from '../../src/provisioning/ssh/index.ts';
+import { createSshClient, generateKeyPair, type SshTarget } from '../../src/ssh/index.ts';
 import { attachRelay } from '../../src/relay/upgrade.ts';
 import { waitFor } from '../support/wait.ts';
 

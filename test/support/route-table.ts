@@ -7,7 +7,7 @@ import type { PrismaClient } from '../../src/db/client.ts';
 import { systemClock } from '../../src/lib/clock.ts';
 import { createLogger } from '../../src/lib/logger.ts';
 import { createSecretBox } from '../../src/lib/secret-box.ts';
-import { createSshClient } from '../../src/provisioning/ssh/index.ts';
+import { createSshClient } from '../../src/ssh/index.ts';
 import { createProviderRegistry } from '../../src/provisioning/providers/registry.ts';
 
 /** The app and its route table; building them touches no database, so none is given. */

@@ -4,7 +4,7 @@ import type { Computer } from '../../generated/prisma/client.ts';
 import { ServiceUnavailable } from '../../lib/errors.ts';
 import type { SecretBox } from '../../lib/secret-box.ts';
 import { FORWARD_BIND_PORT } from '../../provisioning/gateway/index.ts';
-import { SshError, type SshClient, type SshTarget } from '../../provisioning/ssh/index.ts';
+import { SshError, type SshClient, type SshTarget } from '../../ssh/index.ts';
 import type { AgentDialer } from '../../relay/agent-dialer.ts';
 import { reachableComputer } from './access.ts';
 import { organizationSshKey } from './org-ssh-key.ts';
