@@ -1,7 +1,7 @@
 import net from 'node:net';
 import type { Duplex } from 'node:stream';
 import WebSocket from 'ws';
-import { webSocketDuplex } from '../provisioning/gateway/websocket-stream.ts';
+import { webSocketDuplex } from '../relay/gateway/websocket-stream.ts';
 import { formatAddress } from '../ssh/errors.ts';
 
 /**

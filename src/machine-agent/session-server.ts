@@ -4,7 +4,7 @@ import os from 'node:os';
 import type { Duplex } from 'node:stream';
 import ssh2, { type AuthContext, type Connection, type PseudoTtyInfo, type ServerChannel, type Session } from 'ssh2';
 import { splice } from '../lib/splice.ts';
-import { AGENT_SERVER_SOFTWARE } from '../provisioning/gateway/protocol.ts';
+import { AGENT_SERVER_SOFTWARE } from '../relay/gateway/protocol.ts';
 import { shellQuote } from '../ssh/command.ts';
 import { runExecRequest, type RunningCommand } from './exec-request.ts';
 import { serveSftp } from './sftp-server.ts';

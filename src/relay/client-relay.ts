@@ -12,7 +12,7 @@ import type { Logger } from '../lib/logger.ts';
 import { PUBLIC_API_SOURCE, recordAudit } from '../modules/audit/record.ts';
 import { reachableComputer } from '../modules/computers/access.ts';
 import { machineUnavailable, targetFor, type MachineDeps } from '../modules/computers/machines.ts';
-import { webSocketDuplex } from '../provisioning/gateway/websocket-stream.ts';
+import { webSocketDuplex } from './gateway/websocket-stream.ts';
 import { connect, type Connection as MachineConnection } from '../ssh/connection.ts';
 import { bridgeChannels } from './client-channels.ts';
 import { RELAY_ENDED_CODE, RELAY_SOFTWARE } from './protocol.ts';

@@ -9,7 +9,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { runAgent } from '../../src/machine-agent/agent.ts';
 import { RegistrationRefused } from '../../src/machine-agent/registration.ts';
 import { createLogger } from '../../src/lib/logger.ts';
-import { createSshGateway, parsePublicKeyLine, type SshGateway } from '../../src/provisioning/gateway/index.ts';
+import { createSshGateway, parsePublicKeyLine, type SshGateway } from '../../src/relay/gateway/index.ts';
 import { createSshClient, generateKeyPair, hexToUuid, SshError, type SshClient, type SshTarget } from '../../src/ssh/index.ts';
 import { listenOnFreePort } from '../support/http.ts';
 import { waitFor } from '../support/wait.ts';

@@ -9,7 +9,7 @@ import { runAgent } from '../../src/machine-agent/agent.ts';
 import { openStateDir, type AgentStateDir } from '../../src/machine-agent/state.ts';
 import { TunnelRefused } from '../../src/machine-agent/tunnel.ts';
 import { createLogger } from '../../src/lib/logger.ts';
-import { createSshGateway, type SshGateway } from '../../src/provisioning/gateway/index.ts';
+import { createSshGateway, type SshGateway } from '../../src/relay/gateway/index.ts';
 import { createSshClient, generateKeyPair, SshError, type SshClient, type SshTarget } from '../../src/ssh/index.ts';
 import { waitFor } from '../support/wait.ts';
 

@@ -9,8 +9,8 @@ import { openStateDir, type AgentStateDir } from '../../src/machine-agent/state.
 import { TunnelRefused } from '../../src/machine-agent/tunnel.ts';
 import { AppError } from '../../src/lib/errors.ts';
 import { createLogger } from '../../src/lib/logger.ts';
-import { createSshGateway, type SshGateway } from '../../src/provisioning/gateway/index.ts';
-import { webSocketDuplex } from '../../src/provisioning/gateway/websocket-stream.ts';
+import { createSshGateway, type SshGateway } from '../../src/relay/gateway/index.ts';
+import { webSocketDuplex } from '../../src/relay/gateway/websocket-stream.ts';
 import { createSshClient, generateKeyPair, type SshTarget } from '../../src/ssh/index.ts';
 import { attachRelay } from '../../src/relay/upgrade.ts';
 import { waitFor } from '../support/wait.ts';

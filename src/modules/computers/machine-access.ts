@@ -3,7 +3,7 @@ import type { Db } from '../../db/client.ts';
 import { isUniqueViolation } from '../../db/errors.ts';
 import type { Logger } from '../../lib/logger.ts';
 import { createSecretBox, loadEncryptionKey, type SecretBox } from '../../lib/secret-box.ts';
-import type { PresentedAgentKey } from '../../provisioning/gateway/index.ts';
+import type { PresentedAgentKey } from '../../relay/gateway/index.ts';
 import { createSshClient, generateKeyPair } from '../../ssh/index.ts';
 import { createAgentDialer } from '../../relay/agent-dialer.ts';
 import { peerTokens } from '../../relay/peer-auth.ts';

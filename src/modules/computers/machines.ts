@@ -3,7 +3,7 @@ import type { Db } from '../../db/client.ts';
 import type { Computer } from '../../generated/prisma/client.ts';
 import { ServiceUnavailable } from '../../lib/errors.ts';
 import type { SecretBox } from '../../lib/secret-box.ts';
-import { FORWARD_BIND_PORT } from '../../provisioning/gateway/index.ts';
+import { FORWARD_BIND_PORT } from '../../relay/gateway/index.ts';
 import { SshError, type SshClient, type SshTarget } from '../../ssh/index.ts';
 import type { AgentDialer } from '../../relay/agent-dialer.ts';
 import { reachableComputer } from './access.ts';
