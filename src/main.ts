@@ -5,7 +5,7 @@ import { loadConfig, type Config } from './config.ts';
 import { makeDataDirPrivate } from './lib/private-data-dir.ts';
 import { openDatabase, type Database } from './db/client.ts';
 import { migrateDatabase } from './db/migrations.ts';
-import { runAgentCommand, type AgentCommandOptions } from './machine-agent/command.ts';
+import { runAgentCommand, type AgentCommandOptions } from './on-machine/machine-agent/command.ts';
 import { startMachineAccess } from './modules/computers/machine-access.ts';
 import { systemClock } from './lib/clock.ts';
 import { createLogger, type Logger } from './lib/logger.ts';
