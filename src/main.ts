@@ -12,7 +12,7 @@ import { createLogger, type Logger } from './lib/logger.ts';
 import { onStopRequest } from './lib/stop-request.ts';
 import { seedCommand } from './modules/analytics/seed-command.ts';
 import { bootstrapOrganization } from './modules/organization/bootstrap.ts';
-import { registerRelayCommands } from './relay-client/commands.ts';
+import { registerRelayCommands } from './on-machine/relay-client/commands.ts';
 import { startServer } from './server.ts';
 import { runCi, type CiRunOptions } from './ci-run/run.ts';
 
