@@ -14,7 +14,7 @@ import { seedCommand } from './modules/analytics/seed-command.ts';
 import { bootstrapOrganization } from './modules/organization/bootstrap.ts';
 import { registerRelayCommands } from './on-machine/relay-client/commands.ts';
 import { startServer } from './server.ts';
-import { runCi, type CiRunOptions } from './ci-run/run.ts';
+import { runCi, type CiRunOptions } from './on-machine/ci-run/run.ts';
 
 /** Runs until asked to stop (see onStopRequest), then stops gracefully and exits 0. */
 function untilStopRequested(log: Logger, stop: () => Promise<void>): void {

@@ -1,7 +1,7 @@
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { runAgent } from '../on-machine/machine-agent/agent.ts';
+import { runAgent } from '../machine-agent/agent.ts';
 import type { ApiCall } from './client.ts';
 
 /**
