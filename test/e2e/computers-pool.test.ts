@@ -301,7 +301,8 @@ describe.skipIf(skip)('warm pools on the local provider', { timeout: 300_000 }, 
     const [broken, ...rest] = await poolRows();
     // Its sshd is gone (the server and every session of it, the server's pooled connection's too).
     const n = localComputerNames(api.dataDir, broken!.id);
-    execFileSync('kill', ['-9', readFileSync(path.join(n.dir, 'sshd', 'sshd.pid'), 'utf8').trim()]);
+    // Its sandbox (sshd inside) is every process of its network namespace.
+    for (const pid of execFileSync('ip', ['netns', 'pids', n.netns], { encoding: 'utf8' }).split('\n').filter(Boolean)) execFileSync('kill', ['-9', pid]);
     try {
       execFileSync('pkill', ['-9', '-u', n.user]);
     } catch {

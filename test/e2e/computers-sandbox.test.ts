@@ -5,6 +5,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { runCli } from '../support/agent-cli.ts';
+import { keyedCaller } from '../support/http.ts';
 import { hostAddress, hostTraces, localComputerNames, localProviderMissing, removeLocalComputer } from '../support/local-computers.ts';
 import { REPO_ROOT, startServerProcess, type ServerProcess } from '../support/server-process.ts';
 import { waitFor } from '../support/wait.ts';
@@ -42,15 +43,8 @@ describe.skipIf(skip)('local computers are sandboxes', { timeout: 240_000 }, () 
   const computers: Computer[] = [];
   let elder: Computer;
 
-  const call = async (method: string, p: string, body?: unknown) => {
-    const res = await fetch(`${server.url}${p}`, {
-      method,
-      headers: { authorization: `Bearer ${key}`, ...(body ? { 'content-type': 'application/json' } : {}) },
-      body: body ? JSON.stringify(body) : undefined,
-    });
-    const text = await res.text();
-    return { status: res.status, body: text ? JSON.parse(text) : undefined };
-  };
+  // The server is started again midway: the call follows it.
+  const call = keyedCaller(() => server.url, () => key);
 
   /** Runs a bash script on a computer through `agentplane ssh`, as a person would. */
   const shell = async (c: Computer, script: string) => {
@@ -102,7 +96,7 @@ describe.skipIf(skip)('local computers are sandboxes', { timeout: 240_000 }, () 
     await server.stop('SIGTERM');
     const n = localComputerNames(dataDir, elder.id);
     expect(n.dir).toBe(path.join(dataDir, 'computers', elder.id));
-    process.kill(Number(readFileSync(path.join(n.dir, 'sshd', 'sandbox.pid'), 'utf8')), 'SIGKILL');
+    for (const pid of execFileSync('ip', ['netns', 'pids', n.netns], { encoding: 'utf8' }).split('\n').filter(Boolean)) process.kill(Number(pid), 'SIGKILL');
     rmSync(path.join(n.dir, 'sshd', 'sandbox.pid'));
     rmSync(path.join(n.dir, 'etc'), { recursive: true });
     const config = path.join(n.dir, 'sshd', 'sshd_config');
@@ -182,7 +176,7 @@ describe.skipIf(skip)('local computers are sandboxes', { timeout: 240_000 }, () 
       'echo "environ=$(cat /proc/[0-9]*/environ 2>/dev/null | tr "\\0" "\\n" | grep -c "^AGENTPLANE_\\|^DATABASE_URL")"',
       `[ -e ${dataDir} ] && echo data_dir=visible || echo data_dir=absent`,
       `echo "database=$(grep -rl ${OWNER_EMAIL} / --exclude-dir=proc --exclude-dir=usr --exclude-dir=sys 2>/dev/null | grep -v "^$HOME" | head -n 1)"`,
-      `echo "pg_files=$(find / -path /proc -prune -o -name PG_VERSION -print 2>/dev/null | head -n 1)"`,
+      `echo "pg_files=$(find / \\( -path /proc -o -path /usr \\) -prune -o -name PG_VERSION -print 2>/dev/null | head -n 1)"`,
       // The host's files and users.
       `[ -e ${REPO_ROOT}/package.json ] && echo checkout=visible || echo checkout=absent`,
       'ls -A /root >/dev/null 2>&1 && echo root_home=visible || echo root_home=absent',

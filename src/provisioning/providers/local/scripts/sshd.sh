@@ -145,8 +145,16 @@ CONFIG
   cut -d' ' -f1,2 "$d/host_ed25519_key.pub"
 }
 
+# Ends the sandbox: its PID namespace's first process (the outer bwrap's child), which takes every
+# process of the namespace with it, then the outer bwrap.
+stop_sandbox() {
+  pid=$(cat "$DIR/sshd/sandbox.pid")
+  pkill -9 -P "$pid" || true
+  kill -9 "$pid" 2>/dev/null || true
+}
+
 delete() {
-  if running; then kill -9 "$(cat "$DIR/sshd/sandbox.pid")"; fi
+  if running; then stop_sandbox; fi
   stop_unsandboxed
   rm -rf "$DIR/sshd"
 }
