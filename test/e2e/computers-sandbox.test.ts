@@ -6,7 +6,7 @@ import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { runCli } from '../support/agent-cli.ts';
 import { keyedCaller } from '../support/http.ts';
-import { hostAddress, hostTraces, localComputerNames, localProviderMissing, removeLocalComputer } from '../support/local-computers.ts';
+import { hostAddress, hostTraces, killSandbox, localComputerNames, localProviderMissing, removeLocalComputer } from '../support/local-computers.ts';
 import { REPO_ROOT, startServerProcess, type ServerProcess } from '../support/server-process.ts';
 import { waitFor } from '../support/wait.ts';
 
@@ -96,7 +96,7 @@ describe.skipIf(skip)('local computers are sandboxes', { timeout: 240_000 }, () 
     await server.stop('SIGTERM');
     const n = localComputerNames(dataDir, elder.id);
     expect(n.dir).toBe(path.join(dataDir, 'computers', elder.id));
-    for (const pid of execFileSync('ip', ['netns', 'pids', n.netns], { encoding: 'utf8' }).split('\n').filter(Boolean)) process.kill(Number(pid), 'SIGKILL');
+    killSandbox(dataDir, elder.id);
     rmSync(path.join(n.dir, 'sshd', 'sandbox.pid'));
     rmSync(path.join(n.dir, 'etc'), { recursive: true });
     const config = path.join(n.dir, 'sshd', 'sshd_config');
