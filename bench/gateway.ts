@@ -25,17 +25,17 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { pathToFileURL } from 'node:url';
-import { openStateDir } from '../src/machine-agent/state.ts';
+import { openStateDir } from '../src/on-machine/machine-agent/state.ts';
 import { createLogger } from '../src/lib/logger.ts';
-import { createSshGateway } from '../src/provisioning/gateway/index.ts';
-import { webSocketDuplex } from '../src/provisioning/gateway/websocket-stream.ts';
+import { createSshGateway } from '../src/relay/gateway/index.ts';
+import { webSocketDuplex } from '../src/relay/gateway/websocket-stream.ts';
 import { AppError } from '../src/lib/errors.ts';
 import { peerTokens } from '../src/relay/peer-auth.ts';
 import { dialPeer } from '../src/relay/peer-dial.ts';
 import { startPeerServer } from '../src/relay/peer-server.ts';
 import { attachRelay } from '../src/relay/upgrade.ts';
 import { replicaFailover } from './relay-replicas.ts';
-import { createSshClient, generateKeyPair, type RemoteKill, type SshTarget } from '../src/provisioning/ssh/index.ts';
+import { createSshClient, generateKeyPair, type RemoteKill, type SshTarget } from '../src/ssh/index.ts';
 import { sshdMissing, startSshd } from '../test/support/sshd.ts';
 
 const RUNS = Number(process.env.BENCH_RUNS ?? 5);
@@ -96,7 +96,7 @@ async function spawnAgent(tmp: string, computerId: string, gateway: string, agen
   const state = await openStateDir(path.join(tmp, computerId));
   await state.update({ computerId, url: 'http://unused.invalid' });
   agentKeys.set(computerId, state.keys.client.fingerprint);
-  const command = pathToFileURL(path.resolve('src/machine-agent/command.ts')).href;
+  const command = pathToFileURL(path.resolve('src/on-machine/machine-agent/command.ts')).href;
   const options = { url: 'http://unused.invalid', name: computerId, stateDir: state.dir, gateway };
   const child = spawn(process.execPath, ['--input-type=module', '-e', `import { runAgentCommand } from ${JSON.stringify(command)}; await runAgentCommand(${JSON.stringify(options)});`], {
     stdio: 'ignore',

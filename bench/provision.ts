@@ -21,7 +21,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { createSecretBox, loadEncryptionKey } from '../src/lib/secret-box.ts';
 import { createLogger } from '../src/lib/logger.ts';
-import { createSshClient } from '../src/provisioning/ssh/index.ts';
+import { createSshClient } from '../src/ssh/index.ts';
 import { localProviderMissing } from '../test/support/local-computers.ts';
 import { startServerProcess } from '../test/support/server-process.ts';
 import { connectSse, type SseClient } from '../test/support/sse.ts';

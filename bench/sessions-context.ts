@@ -20,7 +20,7 @@ import { createModelClient, defaultTools, type ModelConfig } from '../src/agent/
 import { sshToolHost } from '../src/agent/ssh-tool-host.ts';
 import type { StoredSettings } from '../src/modules/sessions/settings.ts';
 import { appendMessage, loadHistory } from '../src/modules/sessions/store.ts';
-import type { SshTarget } from '../src/provisioning/ssh/index.ts';
+import type { SshTarget } from '../src/ssh/index.ts';
 import { startModelServer, type ModelServer, type RecordedRequest } from '../test/support/model-server.ts';
 import { startSshd } from '../test/support/sshd.ts';
 

@@ -35,7 +35,7 @@ import { runPersistedTurn, type TurnEnvironment } from '../src/modules/sessions/
 import { createModelClient, defaultTools, toolSpecs, type RuntimeMessage } from '../src/agent/index.ts';
 import { sshToolHost } from '../src/agent/ssh-tool-host.ts';
 import { watchTurn } from '../src/modules/sessions/turn-watch.ts';
-import type { SshTarget } from '../src/provisioning/ssh/index.ts';
+import type { SshTarget } from '../src/ssh/index.ts';
 
 const { values: args } = parseArgs({
   options: {

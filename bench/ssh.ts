@@ -8,7 +8,7 @@
  * (goal: pooled under 10 ms median), and the wall time of 100 concurrent commands spread over
  * 10 machines (10 sshd instances, MaxSessions 10 each). Each figure is the median of the runs.
  */
-import { createSshClient, type SshTarget } from '../src/provisioning/ssh/index.ts';
+import { createSshClient, type SshTarget } from '../src/ssh/index.ts';
 import { sshdMissing, startSshd, type TestSshd } from '../test/support/sshd.ts';
 
 const RUNS = Number(process.env.BENCH_RUNS ?? 5);

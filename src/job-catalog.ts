@@ -17,7 +17,7 @@ import type { WebhookSettings } from './modules/webhooks/settings.ts';
 import { DEFAULT_WIKI_JOB_SETTINGS, type WikiJobSettings } from './modules/wiki/generate/job-deps.ts';
 import { wikiJobs } from './modules/wiki/jobs.ts';
 import type { Provisioner } from './provisioning/provisioner.ts';
-import type { SshClient } from './provisioning/ssh/index.ts';
+import type { SshClient } from './ssh/index.ts';
 
 /** What job handlers need; the process that runs the worker provides it. */
 export interface JobDeps {

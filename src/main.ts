@@ -5,15 +5,15 @@ import { loadConfig, type Config } from './config.ts';
 import { makeDataDirPrivate } from './lib/private-data-dir.ts';
 import { openDatabase, type Database } from './db/client.ts';
 import { migrateDatabase } from './db/migrations.ts';
-import { runAgentCommand, type AgentCommandOptions } from './machine-agent/command.ts';
+import { runAgentCommand, type AgentCommandOptions } from './on-machine/machine-agent/command.ts';
 import { systemClock } from './lib/clock.ts';
 import { createLogger, type Logger } from './lib/logger.ts';
 import { onStopRequest } from './lib/stop-request.ts';
 import { seedCommand } from './modules/analytics/seed-command.ts';
 import { bootstrapOrganization } from './modules/organization/bootstrap.ts';
-import { registerRelayCommands } from './relay-client/commands.ts';
+import { registerRelayCommands } from './on-machine/relay-client/commands.ts';
 import { startServer } from './server.ts';
-import { runCi, type CiRunOptions } from './ci-run/run.ts';
+import { runCi, type CiRunOptions } from './on-machine/ci-run/run.ts';
 
 /** Runs until asked to stop (see onStopRequest), then stops gracefully and exits 0. */
 function untilStopRequested(log: Logger, stop: () => Promise<void>): void {

@@ -1,7 +1,7 @@
 import { spawn } from 'node:child_process';
 import fs from 'node:fs/promises';
 import path from 'node:path';
-import { OutputTail } from '../provisioning/ssh/output-tail.ts';
+import { OutputTail } from '../ssh/output-tail.ts';
 import { DEFAULT_MAX_OUTPUT_BYTES, ExecTimedOut, lsListing, type ExecResult, type ToolHost } from './tool-host.ts';
 
 /**

@@ -1,5 +1,5 @@
 import path from 'node:path/posix';
-import { SshTimeout, type SshClient, type SshTarget } from '../provisioning/ssh/index.ts';
+import { SshTimeout, type SshClient, type SshTarget } from '../ssh/index.ts';
 import { ExecTimedOut, lsListing, type ToolHost } from './tool-host.ts';
 
 /** A session's computer as the agent's host: commands and files over the control plane's SSH client. */

@@ -1,4 +1,4 @@
-import { shellQuote, type ExecResult } from '../provisioning/ssh/index.ts';
+import { shellQuote, type ExecResult } from '../ssh/index.ts';
 
 /** How a command ended: exit code or signal, the ends of stdout and stderr; as the SSH client reports it. */
 export type { ExecResult };

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { shellQuote } from '../provisioning/ssh/index.ts';
+import { shellQuote } from '../ssh/index.ts';
 import { defineTool, resolvePath } from './tool-definition.ts';
 
 const MAX_GLOB_RESULTS = 1_000;

@@ -1,7 +1,7 @@
 import type { Duplex } from 'node:stream';
 import type { Db } from '../db/client.ts';
-import type { SshGateway } from '../provisioning/gateway/index.ts';
-import { Unreachable } from '../provisioning/ssh/errors.ts';
+import type { SshGateway } from './gateway/index.ts';
+import { Unreachable } from '../ssh/errors.ts';
 import type { PeerTokens } from './peer-auth.ts';
 import { dialPeer } from './peer-dial.ts';
 import { findTunnelHolder } from './tunnel-holder.ts';

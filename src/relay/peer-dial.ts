@@ -1,7 +1,7 @@
 import type { Duplex } from 'node:stream';
 import WebSocket from 'ws';
-import { webSocketDuplex } from '../provisioning/gateway/websocket-stream.ts';
-import { Unreachable } from '../provisioning/ssh/errors.ts';
+import { webSocketDuplex } from './gateway/websocket-stream.ts';
+import { Unreachable } from '../ssh/errors.ts';
 import { PEER_TOKEN_HEADER, type PeerTokens } from './peer-auth.ts';
 import { PEER_PATH_PREFIX } from './peer-server.ts';
 

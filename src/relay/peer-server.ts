@@ -3,7 +3,7 @@ import type { AddressInfo } from 'node:net';
 import type { Duplex } from 'node:stream';
 import { WebSocketServer } from 'ws';
 import type { Logger } from '../lib/logger.ts';
-import { webSocketDuplex } from '../provisioning/gateway/websocket-stream.ts';
+import { webSocketDuplex } from './gateway/websocket-stream.ts';
 import { PEER_TOKEN_HEADER, type PeerTokens } from './peer-auth.ts';
 import { splice } from '../lib/splice.ts';
 

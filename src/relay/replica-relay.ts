@@ -1,8 +1,8 @@
 import type { Db } from '../db/client.ts';
 import { newId } from '../lib/ids.ts';
 import type { Logger } from '../lib/logger.ts';
-import { createSshGateway, type PresentedAgentKey, type SshGateway } from '../provisioning/gateway/index.ts';
-import { formatAddress } from '../provisioning/ssh/errors.ts';
+import { createSshGateway, type PresentedAgentKey, type SshGateway } from './gateway/index.ts';
+import { formatAddress } from '../ssh/errors.ts';
 import { createAgentDialer, type AgentDialer } from './agent-dialer.ts';
 import type { PeerTokens } from './peer-auth.ts';
 import { startPeerServer, type PeerServer } from './peer-server.ts';

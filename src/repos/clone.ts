@@ -1,7 +1,7 @@
 import { CloneFailed } from './errors.ts';
 import type { PinnedClone } from './pinned-clone.ts';
 import { redactCredentials } from './redact.ts';
-import { shellQuote } from '../provisioning/ssh/index.ts';
+import { shellQuote } from '../ssh/index.ts';
 import type { RepoWorkspace } from './workspace.ts';
 
 const CHECKOUT_DIR = 'repo';

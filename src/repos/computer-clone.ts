@@ -1,5 +1,5 @@
 import path from 'node:path/posix';
-import { shellQuote, type SshClient, type SshTarget } from '../provisioning/ssh/index.ts';
+import { shellQuote, type SshClient, type SshTarget } from '../ssh/index.ts';
 import { MachineCommandFailed, tailOf } from '../provisioning/machine/errors.ts';
 import { LOGIN_PATH, requireTool, throwIfToolMissing } from '../provisioning/machine/remote-shell.ts';
 import { computerRepo, directoryCandidates, sameRepository } from './policy.ts';

@@ -1,4 +1,4 @@
-import { shellQuote, type SshClient, type SshTarget } from '../provisioning/ssh/index.ts';
+import { shellQuote, type SshClient, type SshTarget } from '../ssh/index.ts';
 import { InvalidMachineInput, MachineCommandFailed, tailOf } from '../provisioning/machine/errors.ts';
 import { LOGIN_PATH, requireTool, throwIfToolMissing } from '../provisioning/machine/remote-shell.ts';
 

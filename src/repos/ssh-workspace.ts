@@ -1,5 +1,5 @@
 import path from 'node:path/posix';
-import { SftpFailed, shellQuote, type SshClient, type SshTarget } from '../provisioning/ssh/index.ts';
+import { SftpFailed, shellQuote, type SshClient, type SshTarget } from '../ssh/index.ts';
 import { LIST_FILES_COMMAND, parseFileList, type ExecOptions, type ScratchWorkspace } from './workspace.ts';
 
 const DEFAULT_TIMEOUT_MS = 10 * 60_000;

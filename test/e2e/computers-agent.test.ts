@@ -5,7 +5,7 @@ import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { syncGitIntegrations } from '../../src/modules/integrations/seed.ts';
-import { hexToUuid } from '../../src/provisioning/ssh/index.ts';
+import { hexToUuid } from '../../src/ssh/index.ts';
 import { startTestApi, type TestApi } from '../support/api.ts';
 import { agentUser } from '../support/agent-cli.ts';
 import { isRoot } from '../support/sshd.ts';

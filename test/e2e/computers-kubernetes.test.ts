@@ -6,7 +6,7 @@ import { computersReapJob } from '../../src/modules/computers/managed/job-kinds.
 import { targetFor } from '../../src/modules/computers/machines.ts';
 import { poolConvergeJob } from '../../src/modules/computers/pool/job-kinds.ts';
 import { kubernetesPluginPath } from '../../src/provisioning/providers/kubernetes/index.ts';
-import { createSshClient, SshError } from '../../src/provisioning/ssh/index.ts';
+import { createSshClient, SshError } from '../../src/ssh/index.ts';
 import { locatePulumiToolchain } from '../../src/provisioning/pulumi/toolchain.ts';
 import { startTestApi, type TestApi } from '../support/api.ts';
 import { kubeBinDir, sharedKubeCluster, type KubeCluster } from '../support/kube-cluster.ts';

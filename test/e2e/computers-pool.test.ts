@@ -5,7 +5,7 @@ import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { poolConvergeJob } from '../../src/modules/computers/pool/job-kinds.ts';
 import { defaultLocalRoot } from '../../src/provisioning/providers/local/names.ts';
-import { createSshClient, SshError, type SshTarget } from '../../src/provisioning/ssh/index.ts';
+import { createSshClient, SshError, type SshTarget } from '../../src/ssh/index.ts';
 import { startTestApi, type TestApi } from '../support/api.ts';
 import { postgresUrl } from '../support/databases.ts';
 import { cgroupDirs, hostTraces, killSandbox, localComputerNames, localProviderMissing, removeLocalComputer, startGitDaemon, type GitDaemon } from '../support/local-computers.ts';

@@ -7,7 +7,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { recordEvents } from '../../src/modules/analytics/events.ts';
 import { syncGitIntegrations } from '../../src/modules/integrations/seed.ts';
 import { computerSetupJob } from '../../src/modules/computers/job-kinds.ts';
-import { hexToUuid, SSH_RETRY } from '../../src/provisioning/ssh/index.ts';
+import { hexToUuid, SSH_RETRY } from '../../src/ssh/index.ts';
 import { startTestApi, type TestApi } from '../support/api.ts';
 import { isRoot, sshdMissing, startSshd, TEST_USER, type TestSshd } from '../support/sshd.ts';
 import { BACKENDS } from '../support/test-db.ts';

@@ -9,7 +9,7 @@ import { systemClock } from '../../src/lib/clock.ts';
 import { NotFound } from '../../src/lib/errors.ts';
 import { newUuid } from '../../src/lib/ids.ts';
 import { createLogger } from '../../src/lib/logger.ts';
-import { createSshClient, type SshClient, type SshTarget } from '../../src/provisioning/ssh/index.ts';
+import { createSshClient, type SshClient, type SshTarget } from '../../src/ssh/index.ts';
 import { CRITERIA } from '../../src/modules/readiness/catalogue.ts';
 import { evaluateCheckout } from '../../src/modules/readiness/evaluator.ts';
 import { cloneRepository } from '../../src/repos/clone.ts';

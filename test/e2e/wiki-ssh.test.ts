@@ -12,7 +12,7 @@ import { createSecretBox } from '../../src/lib/secret-box.ts';
 import { createLogger } from '../../src/lib/logger.ts';
 import { DEFAULT_WIKI_JOB_SETTINGS } from '../../src/modules/wiki/generate/job-deps.ts';
 import { runGeneration } from '../../src/modules/wiki/generate/run-generation.ts';
-import { createSshClient, type SshClient, type SshTarget } from '../../src/provisioning/ssh/index.ts';
+import { createSshClient, type SshClient, type SshTarget } from '../../src/ssh/index.ts';
 import { createOrgFixture } from '../support/api.ts';
 import { sshdMissing, startSshd, type TestSshd } from '../support/sshd.ts';
 import { openTestDatabase } from '../support/test-db.ts';

@@ -6,11 +6,11 @@ import path from 'node:path';
 import { pathToFileURL } from 'node:url';
 import express from 'express';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { runAgent } from '../../src/machine-agent/agent.ts';
-import { RegistrationRefused } from '../../src/machine-agent/registration.ts';
+import { runAgent } from '../../src/on-machine/machine-agent/agent.ts';
+import { RegistrationRefused } from '../../src/on-machine/machine-agent/registration.ts';
 import { createLogger } from '../../src/lib/logger.ts';
-import { createSshGateway, parsePublicKeyLine, type SshGateway } from '../../src/provisioning/gateway/index.ts';
-import { createSshClient, generateKeyPair, hexToUuid, SshError, type SshClient, type SshTarget } from '../../src/provisioning/ssh/index.ts';
+import { createSshGateway, parsePublicKeyLine, type SshGateway } from '../../src/relay/gateway/index.ts';
+import { createSshClient, generateKeyPair, hexToUuid, SshError, type SshClient, type SshTarget } from '../../src/ssh/index.ts';
 import { listenOnFreePort } from '../support/http.ts';
 import { waitFor } from '../support/wait.ts';
 
@@ -24,7 +24,7 @@ const log = createLogger({ level: 'silent' });
 const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'agentplane-agent-'));
 const user = os.userInfo().username;
 const API_KEY = `ap_test_${randomBytes(8).toString('hex')}`;
-const commandModule = pathToFileURL(path.resolve('src/machine-agent/command.ts')).href;
+const commandModule = pathToFileURL(path.resolve('src/on-machine/machine-agent/command.ts')).href;
 
 let gateway: SshGateway;
 let controlPlane: { url: string; close(): Promise<void> };

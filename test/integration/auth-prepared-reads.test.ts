@@ -15,7 +15,7 @@ import { createServiceAccountsService } from '../../src/modules/service-accounts
 import { loadConfig } from '../../src/config.ts';
 import { createLogger } from '../../src/lib/logger.ts';
 import { createSecretBox } from '../../src/lib/secret-box.ts';
-import { createSshClient } from '../../src/provisioning/ssh/index.ts';
+import { createSshClient } from '../../src/ssh/index.ts';
 import { requestAuthenticator, type AuthenticateRequest } from '../support/authenticate.ts';
 import { BACKENDS, openTestDatabase } from '../support/test-db.ts';
 

@@ -7,7 +7,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { loadConfig } from '../../src/config.ts';
 import { COMPUTER_IMAGE_CONTRACT as IMAGE, kubernetesComputerProgram } from '../../src/provisioning/providers/kubernetes/index.ts';
 import type { ComputerProgramOutputs } from '../../src/provisioning/providers/types.ts';
-import { AuthFailed, createSshClient, fingerprintOf, generateKeyPair, type SshClient } from '../../src/provisioning/ssh/index.ts';
+import { AuthFailed, createSshClient, fingerprintOf, generateKeyPair, type SshClient } from '../../src/ssh/index.ts';
 import { freePort } from '../support/http.ts';
 import { isRoot, sshdMissing } from '../support/sshd.ts';
 import { REPO_ROOT } from '../support/server-process.ts';

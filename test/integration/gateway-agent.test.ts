@@ -5,12 +5,12 @@ import path from 'node:path';
 import type { Duplex } from 'node:stream';
 import ssh2 from 'ssh2';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { runAgent } from '../../src/machine-agent/agent.ts';
-import { openStateDir, type AgentStateDir } from '../../src/machine-agent/state.ts';
-import { TunnelRefused } from '../../src/machine-agent/tunnel.ts';
+import { runAgent } from '../../src/on-machine/machine-agent/agent.ts';
+import { openStateDir, type AgentStateDir } from '../../src/on-machine/machine-agent/state.ts';
+import { TunnelRefused } from '../../src/on-machine/machine-agent/tunnel.ts';
 import { createLogger } from '../../src/lib/logger.ts';
-import { createSshGateway, type SshGateway } from '../../src/provisioning/gateway/index.ts';
-import { createSshClient, generateKeyPair, SshError, type SshClient, type SshTarget } from '../../src/provisioning/ssh/index.ts';
+import { createSshGateway, type SshGateway } from '../../src/relay/gateway/index.ts';
+import { createSshClient, generateKeyPair, SshError, type SshClient, type SshTarget } from '../../src/ssh/index.ts';
 import { waitFor } from '../support/wait.ts';
 
 /**

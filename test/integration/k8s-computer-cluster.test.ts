@@ -12,7 +12,7 @@ import { createKubernetesProvider, missingPrerequisites } from '../../src/provis
 import type { ComputerProgramInput } from '../../src/provisioning/providers/types.ts';
 import { engineEnv, pulumiCommand } from '../../src/provisioning/pulumi/engine-env.ts';
 import { locatePulumiToolchain } from '../../src/provisioning/pulumi/toolchain.ts';
-import { createSshClient, fingerprintOf, generateKeyPair } from '../../src/provisioning/ssh/index.ts';
+import { createSshClient, fingerprintOf, generateKeyPair } from '../../src/ssh/index.ts';
 import { freePort } from '../support/http.ts';
 import { waitFor } from '../support/wait.ts';
 

@@ -3,7 +3,7 @@ import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { MachineCommandFailed } from '../../src/provisioning/machine/index.ts';
 import { cloneRepo } from '../../src/repos/computer-clone.ts';
-import { SshError } from '../../src/provisioning/ssh/index.ts';
+import { SshError } from '../../src/ssh/index.ts';
 import { GIT_COMMIT, skipMachineTests, startMachine, type TestMachine } from '../support/machine.ts';
 
 describe.skipIf(skipMachineTests)('cloneRepo on a real machine', () => {

@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { InvalidMachineInput } from '../../src/provisioning/machine/index.ts';
 import { GIT_CREDENTIALS_FILE, writeGitCredentials } from '../../src/repos/git-credentials.ts';
-import type { SshClient } from '../../src/provisioning/ssh/index.ts';
+import type { SshClient } from '../../src/ssh/index.ts';
 import { skipMachineTests, startMachine, type TestMachine } from '../support/machine.ts';
 import { isRoot } from '../support/sshd.ts';
 

@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { detectInstallPlans, MachineCommandFailed, runInstall, ToolNotInstalled, type InstallPlan } from '../../src/provisioning/machine/index.ts';
 import { LOGIN_PATH } from '../../src/provisioning/machine/remote-shell.ts';
-import { SshError } from '../../src/provisioning/ssh/index.ts';
+import { SshError } from '../../src/ssh/index.ts';
 import { GIT_COMMIT, skipMachineTests, startMachine, type TestMachine } from '../support/machine.ts';
 
 describe.skipIf(skipMachineTests)('detecting and running installs on a real machine', () => {

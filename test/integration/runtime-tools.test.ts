@@ -1,6 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createSshClient, type SshClient, type SshTarget } from '../../src/provisioning/ssh/index.ts';
+import { createSshClient, type SshClient, type SshTarget } from '../../src/ssh/index.ts';
 import {
   defaultTools,
   editFileTool,

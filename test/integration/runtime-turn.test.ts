@@ -1,6 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { createSshClient, type SshClient, type SshTarget } from '../../src/provisioning/ssh/index.ts';
+import { createSshClient, type SshClient, type SshTarget } from '../../src/ssh/index.ts';
 import type { RuntimeMessage } from '../../src/agent/content.ts';
 import { createModelClient } from '../../src/agent/create-model-client.ts';
 import type { ModelClient, Usage } from '../../src/agent/model-client.ts';

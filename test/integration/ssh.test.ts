@@ -15,7 +15,7 @@ import {
   type PresentedHostKey,
   type SshClient,
   type SshTarget,
-} from '../../src/provisioning/ssh/index.ts';
+} from '../../src/ssh/index.ts';
 import { netnsMissing, sshdMissing, startSshd, type TestSshd } from '../support/sshd.ts';
 import { skipWithout } from '../support/parts.ts';
 

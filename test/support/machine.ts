@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import { createSshClient, type SshClient, type SshTarget } from '../../src/provisioning/ssh/index.ts';
+import { createSshClient, type SshClient, type SshTarget } from '../../src/ssh/index.ts';
 import { sshdMissing, startSshd, type TestSshd } from './sshd.ts';
 import { skipWithout } from './parts.ts';
 

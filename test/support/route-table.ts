@@ -3,7 +3,7 @@ import { loadConfig } from '../../src/config.ts';
 import type { Database } from '../../src/db/client.ts';
 import { createLogger } from '../../src/lib/logger.ts';
 import { createSecretBox } from '../../src/lib/secret-box.ts';
-import { createSshClient } from '../../src/provisioning/ssh/index.ts';
+import { createSshClient } from '../../src/ssh/index.ts';
 
 const noDatabase = () => Promise.reject(new Error('the route table reads no database'));
 

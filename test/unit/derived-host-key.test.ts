@@ -3,7 +3,7 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { deriveHostKey } from '../../src/provisioning/ssh/derived-host-key.ts';
+import { deriveHostKey } from '../../src/ssh/derived-host-key.ts';
 
 const secret = Buffer.from('0123456789abcdef0123456789abcdef');
 const dir = mkdtempSync(path.join(os.tmpdir(), 'derived-host-key-'));

@@ -4,7 +4,7 @@ import { kubernetesComputerProgram } from '../../src/provisioning/providers/kube
 import { ComputerInputError } from '../../src/provisioning/providers/kubernetes/input.ts';
 import { COMPUTER_IMAGE_CONTRACT as IMAGE } from '../../src/provisioning/providers/kubernetes/index.ts';
 import type { ComputerProgramInput, ComputerProgramOutputs } from '../../src/provisioning/providers/types.ts';
-import { generateKeyPair, publicKeyOf } from '../../src/provisioning/ssh/keys.ts';
+import { generateKeyPair, publicKeyOf } from '../../src/ssh/keys.ts';
 import { byType, one, secretValue, underMocks, type Registered } from '../deploy/stack-harness.ts';
 
 const K = {

@@ -2,7 +2,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { NO_RETRY, runSteps, type RetryRule, type Step } from '../../src/modules/computers/steps/runner.ts';
 import { provisioningSteps } from '../../src/modules/computers/steps/store.ts';
-import { ConnectionLost, HostKeyMismatch, SshTimeout, Unreachable, AuthFailed, Cancelled, SftpFailed, isTransientSshError } from '../../src/provisioning/ssh/index.ts';
+import { ConnectionLost, HostKeyMismatch, SshTimeout, Unreachable, AuthFailed, Cancelled, SftpFailed, isTransientSshError } from '../../src/ssh/index.ts';
 import { createOrgFixture } from '../support/api.ts';
 import { BACKENDS, openTestDatabase } from '../support/test-db.ts';
 

@@ -1,7 +1,7 @@
 import type { Principal } from '../../auth/principal.ts';
 import { BadRequest } from '../../lib/errors.ts';
 import { newId } from '../../lib/ids.ts';
-import { generateKeyPair } from '../../provisioning/ssh/index.ts';
+import { generateKeyPair } from '../../ssh/index.ts';
 import type { Owner } from './access.ts';
 import type { ComputersDeps } from './deps.ts';
 import { assertNameAndHostFree, insertComputer } from './insert.ts';

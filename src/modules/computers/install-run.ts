@@ -3,7 +3,7 @@ import { inTransaction } from '../../db/transaction.ts';
 import type { InstallRun } from '../../generated/prisma/client.ts';
 import type { JobContext } from '../../jobs/job.ts';
 import { detectInstallPlans, runInstall } from '../../provisioning/machine/index.ts';
-import { SSH_RETRY } from '../../provisioning/ssh/index.ts';
+import { SSH_RETRY } from '../../ssh/index.ts';
 import { concludeInstallSession } from './install.ts';
 import type { ComputerJobDeps } from './job-deps.ts';
 import { targetFor } from './machines.ts';

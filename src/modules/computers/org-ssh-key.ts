@@ -1,7 +1,7 @@
 import type { Db } from '../../db/client.ts';
 import { isUniqueViolation } from '../../db/errors.ts';
 import type { SecretBox } from '../../lib/secret-box.ts';
-import { generateKeyPair } from '../../provisioning/ssh/index.ts';
+import { generateKeyPair } from '../../ssh/index.ts';
 
 export interface OrgSshKey {
   publicKey: string;

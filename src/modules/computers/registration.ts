@@ -1,6 +1,6 @@
 import ssh2 from 'ssh2';
 import { BadRequest } from '../../lib/errors.ts';
-import { createSshClient, describeHostKey, SshError, type PresentedHostKey } from '../../provisioning/ssh/index.ts';
+import { createSshClient, describeHostKey, SshError, type PresentedHostKey } from '../../ssh/index.ts';
 import type { MachineDeps } from './machines.ts';
 import { organizationSshKey } from './org-ssh-key.ts';
 import type { Connection } from './schemas.ts';

@@ -1,5 +1,5 @@
 import { setTimeout as delay } from 'node:timers/promises';
-import { isTransientSshError, SshError, type SshClient, type SshTarget } from '../../provisioning/ssh/index.ts';
+import { isTransientSshError, SshError, type SshClient, type SshTarget } from '../../ssh/index.ts';
 
 const ATTEMPT_TIMEOUT_MS = 5_000;
 const RETRY_MS = 200;

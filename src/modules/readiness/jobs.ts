@@ -5,7 +5,7 @@ import { defineJobKind, type JobDefinition } from '../../jobs/job.ts';
 import type { JobQueue } from '../../jobs/queue.ts';
 import type { EgressGuard } from '../../egress/guard.ts';
 import type { Clock } from '../../lib/clock.ts';
-import type { SshClient } from '../../provisioning/ssh/index.ts';
+import type { SshClient } from '../../ssh/index.ts';
 import type { ResolveComputerTarget } from '../../repos/computer-target.ts';
 import { runEvaluation } from './run-evaluation.ts';
 

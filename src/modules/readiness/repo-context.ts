@@ -1,6 +1,6 @@
 import path from 'node:path/posix';
 import type { App } from './apps.ts';
-import { shellQuote } from '../../provisioning/ssh/index.ts';
+import { shellQuote } from '../../ssh/index.ts';
 import type { RepoWorkspace } from '../../repos/workspace.ts';
 
 /** Text files larger than this are not read: no criterion needs one. */

@@ -1,4 +1,4 @@
-import { shellQuote, type SshClient, type SshTarget } from '../../provisioning/ssh/index.ts';
+import { shellQuote, type SshClient, type SshTarget } from '../../ssh/index.ts';
 
 /** All AGENTS.md files of a turn together, at most (the bound Codex uses for the same files). */
 export const MAX_INSTRUCTIONS_BYTES = 32 * 1024;

@@ -1,4 +1,4 @@
-import { shellQuote, type SshClient, type SshTarget } from '../ssh/index.ts';
+import { shellQuote, type SshClient, type SshTarget } from '../../ssh/index.ts';
 import { MachineCommandFailed, tailOf } from './errors.ts';
 import { IGNORED_DIRECTORIES, MANIFEST_FILES, planInstalls, type InstallPlan } from './install-plan.ts';
 

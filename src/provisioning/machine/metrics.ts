@@ -1,4 +1,4 @@
-import type { SshClient, SshTarget } from '../ssh/index.ts';
+import type { SshClient, SshTarget } from '../../ssh/index.ts';
 import { MachineCommandFailed, tailOf } from './errors.ts';
 import { MetricsParseError, parseMetricsOutput, type MetricsSample } from './metrics-parse.ts';
 

@@ -1,4 +1,4 @@
-import { shellQuote } from '../ssh/index.ts';
+import { shellQuote } from '../../ssh/index.ts';
 import { ToolNotInstalled } from './errors.ts';
 
 /**

@@ -1,8 +1,8 @@
 import { performance } from 'node:perf_hooks';
-import { shellQuote, type SshClient, type SshTarget } from '../ssh/index.ts';
+import { shellQuote, type SshClient, type SshTarget } from '../../ssh/index.ts';
 import { MachineCommandFailed, tailOf } from './errors.ts';
 import type { InstallPlan } from './install-plan.ts';
-import { OutputTail } from '../ssh/output-tail.ts';
+import { OutputTail } from '../../ssh/output-tail.ts';
 import { LOGIN_PATH, requireTool, throwIfToolMissing } from './remote-shell.ts';
 
 const INSTALL_OUTPUT_TAIL_BYTES = 64 * 1024;

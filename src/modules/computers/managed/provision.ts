@@ -1,5 +1,5 @@
 import type { JobContext } from '../../../jobs/job.ts';
-import { describeHostKey } from '../../../provisioning/ssh/index.ts';
+import { describeHostKey } from '../../../ssh/index.ts';
 import type { ComputerJobDeps } from '../job-deps.ts';
 import { computerSetupJob } from '../job-kinds.ts';
 import { settleProvisioning } from '../settle.ts';

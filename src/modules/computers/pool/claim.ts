@@ -1,7 +1,7 @@
 import type { Principal } from '../../../auth/principal.ts';
 import { isUniqueViolation } from '../../../db/errors.ts';
 import type { Computer, Prisma } from '../../../generated/prisma/client.ts';
-import { generateKeyPair } from '../../../provisioning/ssh/index.ts';
+import { generateKeyPair } from '../../../ssh/index.ts';
 import type { Owner } from '../access.ts';
 import type { ComputersDeps } from '../deps.ts';
 import { assertNameAndHostFree, recordComputerCreated } from '../insert.ts';

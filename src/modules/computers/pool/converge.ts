@@ -2,7 +2,7 @@ import type { Db } from '../../../db/client.ts';
 import { Prisma, type Computer } from '../../../generated/prisma/client.ts';
 import type { JobContext } from '../../../jobs/job.ts';
 import { newId } from '../../../lib/ids.ts';
-import { generateKeyPair } from '../../../provisioning/ssh/index.ts';
+import { generateKeyPair } from '../../../ssh/index.ts';
 import type { ComputerJobDeps } from '../job-deps.ts';
 import { targetFor } from '../machines.ts';
 import { sendProvision } from '../managed/job-kinds.ts';

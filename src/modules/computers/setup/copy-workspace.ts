@@ -2,7 +2,7 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import type { Computer } from '../../../generated/prisma/client.ts';
-import { shellQuote, type SshTarget } from '../../../provisioning/ssh/index.ts';
+import { shellQuote, type SshTarget } from '../../../ssh/index.ts';
 import type { ComputerJobDeps } from '../job-deps.ts';
 import { targetFor } from '../machines.ts';
 import { WORKSPACE_DIR } from './workspace.ts';

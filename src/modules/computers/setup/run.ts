@@ -1,7 +1,7 @@
 import type { Computer } from '../../../generated/prisma/client.ts';
 import type { JobContext } from '../../../jobs/job.ts';
 import { cloneRepo } from '../../../repos/computer-clone.ts';
-import { shellQuote, SSH_RETRY, type SshTarget } from '../../../provisioning/ssh/index.ts';
+import { shellQuote, SSH_RETRY, type SshTarget } from '../../../ssh/index.ts';
 import type { Db } from '../../../db/client.ts';
 import { queueInstallRuns } from '../install.ts';
 import type { ComputerJobDeps } from '../job-deps.ts';

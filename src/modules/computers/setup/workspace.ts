@@ -1,4 +1,4 @@
-import type { SshTarget } from '../../../provisioning/ssh/index.ts';
+import type { SshTarget } from '../../../ssh/index.ts';
 import type { ComputerJobDeps } from '../job-deps.ts';
 
 /** Where set-up clones repositories, under the remote user's home. */

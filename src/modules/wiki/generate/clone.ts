@@ -3,7 +3,7 @@ import fs from 'node:fs/promises';
 import path from 'node:path';
 import { promisify } from 'node:util';
 import type { PinnedClone } from '../../../repos/pinned-clone.ts';
-import { shellQuote, type SshClient, type SshTarget } from '../../../provisioning/ssh/index.ts';
+import { shellQuote, type SshClient, type SshTarget } from '../../../ssh/index.ts';
 import { cloneRepository } from '../../../repos/clone.ts';
 import { createLocalScratchWorkspace } from '../../../repos/local-workspace.ts';
 import { createSshScratchWorkspace } from '../../../repos/ssh-workspace.ts';

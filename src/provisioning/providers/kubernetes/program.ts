@@ -1,6 +1,6 @@
 import * as pulumi from '@pulumi/pulumi';
 import k8s from '@pulumi/kubernetes';
-import { deriveHostKey } from '../../ssh/derived-host-key.ts';
+import { deriveHostKey } from '../../../ssh/derived-host-key.ts';
 import type { ComputerProgram } from '../types.ts';
 import { IMAGE } from './image-contract.ts';
 import { parseComputerInput } from './input.ts';

@@ -2,7 +2,7 @@ import fs from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { z } from 'zod';
-import { generateKeyPair, publicKeyOf, type SshKeyPair } from '../provisioning/ssh/keys.ts';
+import { generateKeyPair, publicKeyOf, type SshKeyPair } from '../../ssh/keys.ts';
 
 /** What the agent remembers between runs, in `state.json` of its state directory. */
 const AgentStateSchema = z.object({

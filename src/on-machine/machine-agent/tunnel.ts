@@ -1,9 +1,9 @@
 import type { Duplex } from 'node:stream';
 import { setTimeout as sleep } from 'node:timers/promises';
 import ssh2, { type TcpConnectionDetails } from 'ssh2';
-import { FORWARD_BIND_ADDRESS, FORWARD_BIND_PORT } from '../provisioning/gateway/protocol.ts';
-import { describeSocketError } from '../provisioning/ssh/errors.ts';
-import { describeHostKey, normalizeFingerprint } from '../provisioning/ssh/host-keys.ts';
+import { FORWARD_BIND_ADDRESS, FORWARD_BIND_PORT } from '../../relay/gateway/protocol.ts';
+import { describeSocketError } from '../../ssh/errors.ts';
+import { describeHostKey, normalizeFingerprint } from '../../ssh/host-keys.ts';
 import { describeGateway, dialGateway, type GatewayAddress } from './gateway-address.ts';
 
 export interface TunnelOptions {

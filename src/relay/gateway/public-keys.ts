@@ -1,5 +1,5 @@
 import ssh2 from 'ssh2';
-import { describeHostKey, type PresentedHostKey } from '../ssh/host-keys.ts';
+import { describeHostKey, type PresentedHostKey } from '../../ssh/host-keys.ts';
 
 /**
  * Parses an OpenSSH public key line (`ssh-ed25519 AAAA... comment`), as an agent registers its

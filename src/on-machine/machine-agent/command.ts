@@ -1,4 +1,4 @@
-import { onStopRequest } from '../lib/stop-request.ts';
+import { onStopRequest } from '../../lib/stop-request.ts';
 import { runAgent } from './agent.ts';
 
 /** The options of `agentplane agent`, as commander hands them over. */

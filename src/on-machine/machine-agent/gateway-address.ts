@@ -1,8 +1,8 @@
 import net from 'node:net';
 import type { Duplex } from 'node:stream';
 import WebSocket from 'ws';
-import { webSocketDuplex } from '../provisioning/gateway/websocket-stream.ts';
-import { formatAddress } from '../provisioning/ssh/errors.ts';
+import { webSocketDuplex } from '../../relay/gateway/websocket-stream.ts';
+import { formatAddress } from '../../ssh/errors.ts';
 
 /**
  * Where the agent keeps its tunnel: the control plane's relay over a WebSocket upgrade on the API

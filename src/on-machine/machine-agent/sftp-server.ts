@@ -61,7 +61,7 @@ async function applyAttrs(target: string | FileHandle, attrs: Attributes): Promi
 
 /**
  * Serves an SFTP session from the local file system, as the agent's user: the requests
- * src/provisioning/ssh/sftp.ts and ssh2's client helpers send (open, read, write, stat, mkdir,
+ * src/ssh/sftp.ts and ssh2's client helpers send (open, read, write, stat, mkdir,
  * readdir, rename, remove, setstat, ...). Relative paths start at the home directory, as with
  * sshd. Requests on one handle run in order; different handles run concurrently.
  */

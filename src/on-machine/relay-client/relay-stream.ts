@@ -1,7 +1,7 @@
 import type { Duplex } from 'node:stream';
 import WebSocket from 'ws';
-import { webSocketDuplex } from '../provisioning/gateway/websocket-stream.ts';
-import { RELAY_ENDED_CODE } from '../relay/protocol.ts';
+import { webSocketDuplex } from '../../relay/gateway/websocket-stream.ts';
+import { RELAY_ENDED_CODE } from '../../relay/protocol.ts';
 import { parseJson, type Credentials, type RelayComputer } from './computer.ts';
 
 export interface RelayStream {

@@ -18,7 +18,7 @@ export interface RunningCommand {
  * The command leads a process group of its own (`detached`), for two reasons. The agent can kill
  * everything the command started, which it does when the channel closes before the command has
  * finished (the control plane's timeout or cancellation) and on `signal` requests. And the
- * control plane's stdin watchdog (withStdinWatchdog in ../provisioning/ssh/command.ts) ends with
+ * control plane's stdin watchdog (withStdinWatchdog in ../../ssh/command.ts) ends with
  * `kill -KILL 0`, which must hit the command's group, never the agent's.
  */
 export function runExecRequest(channel: ServerChannel, command: string, env: NodeJS.ProcessEnv, home: string, argv = ['/bin/sh', '-c', command]): RunningCommand {

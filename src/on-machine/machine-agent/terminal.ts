@@ -1,6 +1,6 @@
 import os from 'node:os';
 import type { PseudoTtyInfo } from 'ssh2';
-import { shellQuote } from '../provisioning/ssh/command.ts';
+import { shellQuote } from '../../ssh/command.ts';
 
 /** The user's login shell from the password database, as sshd starts it. */
 export function loginShell(): string {

@@ -2,8 +2,8 @@ import net from 'node:net';
 import type { Duplex } from 'node:stream';
 import ssh2, { type AuthContext, type Connection as AgentConnection, type ServerChannel } from 'ssh2';
 import type { Logger } from '../../lib/logger.ts';
-import { Unreachable } from '../ssh/errors.ts';
-import { describeHostKey, type PresentedHostKey } from '../ssh/host-keys.ts';
+import { Unreachable } from '../../ssh/errors.ts';
+import { describeHostKey, type PresentedHostKey } from '../../ssh/host-keys.ts';
 import { FORWARD_BIND_PORT, GATEWAY_SOFTWARE } from './protocol.ts';
 
 /** The key an agent presented: OpenSSH public key line (`ssh-ed25519 AAAA...`), fingerprint, type. */

@@ -1,6 +1,6 @@
 import fs from 'node:fs/promises';
-import { newUuid } from '../lib/ids.ts';
-import { hexToUuid } from '../provisioning/ssh/machine-id.ts';
+import { newUuid } from '../../lib/ids.ts';
+import { hexToUuid } from '../../ssh/machine-id.ts';
 import type { AgentStateDir } from './state.ts';
 
 const MACHINE_ID_FILES = ['/etc/machine-id', '/var/lib/dbus/machine-id'];

@@ -1,4 +1,4 @@
-import { AGENT_SERVER_SOFTWARE } from '../gateway/protocol.ts';
+import { AGENT_SERVER_SOFTWARE } from '../relay/gateway/protocol.ts';
 
 /**
  * Builds the command line sent to the remote login shell. Everything here is POSIX sh, which

@@ -1,6 +1,6 @@
 import net, { type AddressInfo } from 'node:net';
-import { splice } from '../lib/splice.ts';
-import { onStopRequest } from '../lib/stop-request.ts';
+import { splice } from '../../lib/splice.ts';
+import { onStopRequest } from '../../lib/stop-request.ts';
 import { credentialsFrom } from './computer.ts';
 import { openRelaySession } from './relay-session.ts';
 

@@ -12,7 +12,7 @@ export const FORWARD_BIND_PORT = 22;
 /**
  * Software version in the banner of the agent's in-process SSH server. The server kills a
  * command's process group on an SSH `signal` request and when the channel closes, so clients may
- * use signal requests to stop commands (see serverHonoursSignals in ../ssh/command.ts).
+ * use signal requests to stop commands (see serverHonoursSignals in ../../ssh/command.ts).
  */
 export const AGENT_SERVER_SOFTWARE = 'AgentplaneAgent_1';
 

@@ -1,6 +1,6 @@
 import os from 'node:os';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { normalizeFingerprint } from '../provisioning/ssh/host-keys.ts';
+import { normalizeFingerprint } from '../../ssh/host-keys.ts';
 import { localHostId } from './host-id.ts';
 import { parseGatewayUrl } from './gateway-address.ts';
 import { registerComputer, RegistrationUnavailable, type RegisteredComputer } from './registration.ts';
