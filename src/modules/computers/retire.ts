@@ -23,11 +23,8 @@ type Retired = Pick<Computer, 'id' | 'organizationId' | 'name' | 'providerType' 
  * transaction commits, the caller drops an agent's tunnel (`AgentDialer.disconnect`).
  */
 export async function retireComputer(tx: Db, deps: RetireDeps, actor: Principal, computer: Retired, now: Date): Promise<boolean> {
-  const { count } = await tx.computer.updateMany({
-    where: { id: computer.id, deletedAt: null },
-    data: { deletedAt: now, liveName: null, liveHostId: null, updatedAt: now },
-  });
-  if (count === 0) return false;
+  const deleted = await transition(tx, computer.id, { from: { deletedAt: null }, to: { deletedAt: now, liveName: null, liveHostId: null, updatedAt: now } });
+  if (!deleted) return false;
   await tx.installRun.updateMany({
     where: { computerId: computer.id, status: { in: ['queued', 'running'] } },
     data: { status: 'failed', error: 'the computer was deleted', completedAt: now },
