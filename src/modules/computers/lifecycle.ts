@@ -101,10 +101,12 @@ export interface Transition {
  * one). False, with nothing written, when the computer no longer matched.
  */
 export async function transition(db: Db, computerId: string, { from, to, event }: Transition): Promise<boolean> {
+  const write = async (tx: Db) => (await tx.computer.updateMany({ where: { ...from, id: computerId }, data: to })).count === 1;
+  // Without an event the one statement is its own transaction.
+  if (!event) return write(db);
   return inTransaction(db, async (tx) => {
-    const { count } = await tx.computer.updateMany({ where: { ...from, id: computerId }, data: to });
-    if (count === 0) return false;
-    if (event) await announce(tx, computerId, event);
+    if (!(await write(tx))) return false;
+    await announce(tx, computerId, event);
     return true;
   });
 }
