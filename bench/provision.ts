@@ -16,7 +16,7 @@
  *   of its computers costs what one alone did (the cold path is CPU-bound).
  * Every computer is deleted again and its teardown waited for between phases.
  */
-import { chmodSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { createSecretBox, loadEncryptionKey } from '../src/lib/secret-box.ts';
@@ -138,7 +138,6 @@ async function main() {
   if (missing) throw new Error(missing);
   const pg = await openBenchPostgres('bench_provision', createLogger({ level: 'silent' }));
   const dataDir = mkdtempSync(path.join(os.tmpdir(), 'agentplane-bench-'));
-  chmodSync(dataDir, 0o711);
   const server = await startServerProcess({ AGENTPLANE_DATA_DIR: dataDir, AGENTPLANE_LOCAL_PROVIDER: 'true', DATABASE_URL: pg.url });
   const secrets = createSecretBox(loadEncryptionKey({ dataDir }));
   const api: Api = {

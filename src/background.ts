@@ -11,7 +11,7 @@ import { createProvisioner, type Provisioner } from './provisioning/provisioner.
 
 export interface BackgroundOptions {
   db: Database;
-  config: Pick<Config, 'dataDir' | 'pulumiHome' | 'managed' | 'kubernetes' | 'events' | 'webhooks' | 'wiki' | 'egress'>;
+  config: Pick<Config, 'dataDir' | 'pulumiHome' | 'managed' | 'kubernetes' | 'events' | 'webhooks' | 'wiki' | 'egress' | 'port'>;
   log: Logger;
   clock: Clock;
   machines: Pick<MachineAccess, 'ssh' | 'secrets' | 'gateway'>;

@@ -3,6 +3,8 @@ import path from 'node:path';
 import { z } from 'zod';
 import { parseEgressAllow } from './egress/policy.ts';
 import { dnsLabel, dnsSubdomain } from './lib/kubernetes-names.ts';
+import { parseLocalAllow } from './provisioning/providers/local/allow.ts';
+import { defaultLocalRoot } from './provisioning/providers/local/names.ts';
 
 const bool = z
   .enum(['true', 'false', '1', '0'])
@@ -90,6 +92,17 @@ const EnvSchema = z.object({
     .string()
     .regex(/^(\d{1,3}\.){3}\d{1,3}\/(\d|[12]\d|30)$/, 'must be an IPv4 CIDR block, e.g. 10.231.0.0/16')
     .default('10.231.0.0/16'),
+  // The computers' sandboxes bind paths under it word by word: no white space.
+  AGENTPLANE_LOCAL_ROOT: z.string().regex(/^\/\S*$/, 'must be an absolute path without white space').optional(),
+  AGENTPLANE_LOCAL_ALLOW: z.string().default('').transform((v, ctx) => {
+    try {
+      return parseLocalAllow(v);
+    } catch (err) {
+      ctx.addIssue({ code: 'custom', message: (err as Error).message });
+      return z.NEVER;
+    }
+  }),
+  AGENTPLANE_LOCAL_PIDS_MAX: z.coerce.number().int().min(16).default(1024),
 });
 
 /** Forge connections seeded from configuration (the API at /api/v0/integrations/source-control holds the rest). */
@@ -251,7 +264,13 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env) {
         memoryMiB: e.AGENTPLANE_COMPUTER_MEMORY_MIB,
         diskGiB: e.AGENTPLANE_COMPUTER_DISK_GIB,
       },
-      local: { enabled: e.AGENTPLANE_LOCAL_PROVIDER, subnet: e.AGENTPLANE_LOCAL_SUBNET },
+      local: {
+        enabled: e.AGENTPLANE_LOCAL_PROVIDER,
+        subnet: e.AGENTPLANE_LOCAL_SUBNET,
+        root: e.AGENTPLANE_LOCAL_ROOT ?? defaultLocalRoot(e.AGENTPLANE_DATA_DIR),
+        allow: e.AGENTPLANE_LOCAL_ALLOW,
+        pidsMax: e.AGENTPLANE_LOCAL_PIDS_MAX,
+      },
     },
   };
 }

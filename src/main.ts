@@ -2,6 +2,7 @@ import { Command } from 'commander';
 import { startBackground } from './background.ts';
 import { z } from 'zod';
 import { loadConfig, type Config } from './config.ts';
+import { makeDataDirPrivate } from './lib/private-data-dir.ts';
 import { openDatabase, type Database } from './db/client.ts';
 import { migrateDatabase } from './db/migrations.ts';
 import { runAgentCommand, type AgentCommandOptions } from './machine-agent/command.ts';
@@ -41,12 +42,19 @@ function setup(logTo: 'stdout' | 'stderr' = 'stdout'): { config: Config; log: Lo
 /** Opens the configured database for one command and closes it afterwards. */
 async function withDatabase<T>(fn: (db: Database, log: Logger) => Promise<T>): Promise<T> {
   const { config, log } = setup('stderr');
+  privateDataDir(config, log);
   const db = await openDatabase(config);
   try {
     return await fn(db, log);
   } finally {
     await db.close();
   }
+}
+
+/** The data directory is the control plane's alone (code on a `local` computer must not read it). */
+function privateDataDir(config: Config, log: Logger): void {
+  const changed = makeDataDirPrivate(config.dataDir);
+  if (changed > 0) log.info({ dataDir: config.dataDir, changed }, 'data directory made private to this user (folders 0700, files 0600)');
 }
 
 const program = new Command('agentplane').description('Self-hosted control plane for coding agents');
@@ -56,6 +64,7 @@ program
   .description('serve the API (embedded PGlite unless DATABASE_URL is set); migrates on start')
   .action(async () => {
     const { config, log } = setup();
+    privateDataDir(config, log);
     // Listening for a stop before starting: a signal during migrations waits for the start, then stops.
     const starting = startServer(config, log);
     untilStopRequested(log, async () => (await starting).stop());
@@ -102,6 +111,7 @@ program
   .description('run background jobs only (scale-out; needs DATABASE_URL shared with the servers)')
   .action(async () => {
     const { config, log } = setup();
+    privateDataDir(config, log);
     const db = await openDatabase(config);
     await migrateDatabase(db, log);
     // A worker holds no agent tunnels; with PostgreSQL it reaches them through the replicas that do.

@@ -41,7 +41,8 @@ export async function startServer(config: Config, log: Logger): Promise<RunningS
   const urls = relayUrls(() => config.relay.publicUrl ?? listening);
   await syncGitIntegrations(db.prisma, machines.secrets, config.gitIntegrations);
   await sealStoredCustomModelKeys({ db: db.prisma, secrets: machines.secrets });
-  const provisioner = createProvisioner(config, machines.secrets);
+  let boundPort: number | undefined;
+  const provisioner = createProvisioner(config, machines.secrets, () => boundPort ?? config.port);
   const egress = createEgressGuard(config.egress);
   await logProviders(provisioner.providers, log);
   // Every replica sends jobs and registers the schedules; with AGENTPLANE_WORKER=false it leaves
@@ -68,6 +69,7 @@ export async function startServer(config: Config, log: Logger): Promise<RunningS
   const server = await listen(app, config.port, config.host);
   if (relay) attachRelay(server, relay.endpoints, log);
   const { port } = server.address() as AddressInfo;
+  boundPort = port;
   const url = `http://${config.host === '0.0.0.0' ? '127.0.0.1' : config.host}:${port}`;
   listening = url;
   log.info({ url, database: db.kind }, 'agentplane is serving');
@@ -100,8 +102,10 @@ export async function startServer(config: Config, log: Logger): Promise<RunningS
 /** A newcomer whose provider list is empty reads here why, and what to run. */
 async function logProviders(providers: ProviderRegistry, log: Logger): Promise<void> {
   for (const { name, available, missing } of await providers.status()) {
-    if (available) log.info({ provider: name }, `managed provider ${name} is available`);
-    else log.warn({ provider: name, missing }, `managed provider ${name} is not available: ${missing.join('; ')}`);
+    if (available) {
+      log.info({ provider: name }, `managed provider ${name} is available`);
+      await providers.get(name)?.prepare?.(log);
+    } else log.warn({ provider: name, missing }, `managed provider ${name} is not available: ${missing.join('; ')}`);
   }
 }
 

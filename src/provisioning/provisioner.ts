@@ -19,8 +19,10 @@ export interface Provisioner {
  * until a stack operation does; a missing Pulumi CLI makes the providers unavailable.
  */
 export function createProvisioner(
-  config: Pick<Config, 'dataDir' | 'pulumiHome' | 'managed' | 'kubernetes'>,
+  config: Pick<Config, 'dataDir' | 'pulumiHome' | 'managed' | 'kubernetes' | 'port'>,
   secrets: Pick<SecretBox, 'derive'>,
+  /** The API's port once this process listens (PORT=0 picks one); a worker alone answers PORT. */
+  apiPort: () => number = () => config.port,
 ): Provisioner {
   const toolchain = locatePulumiToolchain({ AGENTPLANE_PULUMI_HOME: config.pulumiHome });
   const state = pulumiStateSettings({
@@ -31,7 +33,7 @@ export function createProvisioner(
   });
   return {
     providers: createProviderRegistry(
-      managedProviders(config, toolchain, Buffer.from(secrets.derive('kubernetes computer host keys'), 'base64url')),
+      managedProviders(config, toolchain, Buffer.from(secrets.derive('kubernetes computer host keys'), 'base64url'), apiPort),
       config.managed.local.enabled ? {} : { [LOCAL_PROVIDER]: 'AGENTPLANE_LOCAL_PROVIDER=false' },
     ),
     stacks: createComputerStacks({

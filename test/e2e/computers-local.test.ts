@@ -1,5 +1,5 @@
 import { execFileSync } from 'node:child_process';
-import { chmodSync, existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -7,9 +7,8 @@ import { targetFor } from '../../src/modules/computers/machines.ts';
 import { computersReapJob, provisionJobId } from '../../src/modules/computers/managed/job-kinds.ts';
 import { requestPause } from '../../src/modules/computers/managed/reaper.ts';
 import { cgroupLayout, readCgroup } from '../../src/provisioning/providers/local/cgroups.ts';
-import { localNames } from '../../src/provisioning/providers/local/names.ts';
 import { startTestApi, type TestApi } from '../support/api.ts';
-import { hostTraces, localProviderMissing, removeLocalComputer, startGitDaemon, type GitDaemon } from '../support/local-computers.ts';
+import { hostTraces, localComputerNames, localProviderMissing, removeLocalComputer, startGitDaemon, type GitDaemon } from '../support/local-computers.ts';
 import { startServerProcess, type ServerProcess } from '../support/server-process.ts';
 import { connectSse } from '../support/sse.ts';
 import { waitFor } from '../support/wait.ts';
@@ -76,13 +75,17 @@ describe.skipIf(skip)('managed computers on the local provider, through HTTP wit
   beforeAll(async () => {
     if (missing) throw new Error(missing);
     // One after the other: a failure of the second leaves the first assigned, for afterAll to stop.
+    // The daemon first: computers reach a port of the host only when the server's AGENTPLANE_LOCAL_ALLOW names it.
+    git = await startGitDaemon({ app: { 'README.md': '# app\n' }, 'slow-install': { 'package.json': SLOW_INSTALL_PACKAGE } });
     api = await startTestApi('pglite', {
       worker: true,
-      env: { AGENTPLANE_LOCAL_PROVIDER: 'true', AGENTPLANE_COMPUTER_CPUS: '0.5', AGENTPLANE_COMPUTER_MEMORY_MIB: '256' },
+      env: {
+        AGENTPLANE_LOCAL_PROVIDER: 'true',
+        AGENTPLANE_COMPUTER_CPUS: '0.5',
+        AGENTPLANE_COMPUTER_MEMORY_MIB: '256',
+        AGENTPLANE_LOCAL_ALLOW: String(git.port),
+      },
     });
-    git = await startGitDaemon({ app: { 'README.md': '# app\n' }, 'slow-install': { 'package.json': SLOW_INSTALL_PACKAGE } });
-    // Computers' homes live under the data directory; their users must be able to reach them.
-    chmodSync(api.dataDir, 0o711);
     as = api.acme.members.user.apiKey;
   });
   afterAll(async () => {
@@ -116,7 +119,7 @@ describe.skipIf(skip)('managed computers on the local provider, through HTTP wit
       )
     ).map((j) => j.id);
   const inNamespace = (id: string, command: string) =>
-    execFileSync('ip', ['netns', 'exec', localNames(path.join(api.dataDir, 'computers'), id).netns, 'sh', '-c', command], { encoding: 'utf8' });
+    execFileSync('ip', ['netns', 'exec', localComputerNames(api.dataDir, id).netns, 'sh', '-c', command], { encoding: 'utf8' });
   const cgroup = async (id: string) => (await readCgroup(cgroupLayout(readFileSync('/proc/self/mounts', 'utf8')), `agentplane/${id}`))!;
 
   it('lists local among the providers, as its prerequisites are present', async () => {
@@ -148,13 +151,13 @@ describe.skipIf(skip)('managed computers on the local provider, through HTTP wit
     for (const s of c.provisioningSteps) expect(s.completedAt).toBeGreaterThanOrEqual(s.startedAt);
     expect(c.remoteUser).toMatch(/^ap-[a-z0-9]{20}$/);
     expect(c.powerState).toBe('running');
-    expect(c.clonedRepoDirectories).toEqual([path.join(api.dataDir, 'computers', computerId, 'home', 'workspace', 'app')]);
+    expect(c.clonedRepoDirectories).toEqual([path.join(localComputerNames(api.dataDir, computerId).home, 'workspace', 'app')]);
 
     // Its own namespace with its own sshd, and its own cgroup with the configured limits.
     expect(inNamespace(computerId, 'ip -4 -o addr show')).toMatch(/10\.231\.\d+\.\d+\/30/);
     expect(await cgroup(computerId)).toMatchObject({ cpuLimit: 0.5, memLimit: 256 * 2 ** 20, frozen: false });
     // Its sshd and everything it starts run inside that cgroup.
-    const sshdPid = readFileSync(path.join(api.dataDir, 'computers', computerId, 'sshd', 'sshd.pid'), 'utf8').trim();
+    const sshdPid = readFileSync(path.join(localComputerNames(api.dataDir, computerId).dir, 'sshd', 'sandbox.pid'), 'utf8').trim();
     expect(readFileSync(`/proc/${sshdPid}/cgroup`, 'utf8')).toContain(`agentplane/${computerId}`);
     const stored = await api.db.prisma.computer.findUniqueOrThrow({ where: { id: computerId } });
     expect(stored.sshKeyCiphertext).not.toContain('PRIVATE KEY');
@@ -176,7 +179,7 @@ describe.skipIf(skip)('managed computers on the local provider, through HTTP wit
     const c = await settled(res.body.id);
     expect(c.status, JSON.stringify(c.provisioningSteps)).toBe('active');
     expect(c.provisioningSteps.map((s: { id: string }) => s.id)).toEqual(['create-infrastructure', 'connect', 'verify', 'clone-1', 'setup-script']);
-    expect(readFileSync(path.join(api.dataDir, 'computers', c.id, 'home', 'from-template'), 'utf8')).toBe('made from a template\n');
+    expect(readFileSync(path.join(localComputerNames(api.dataDir, c.id).home, 'from-template'), 'utf8')).toBe('made from a template\n');
     const listed = await api.call('GET', '/api/v0/computers', { as });
     expect(listed.body.computers.map((x: { id: string }) => x.id)).not.toContain(c.id);
     expect((await api.call('DELETE', `/api/v0/computers/${c.id}`, { as })).status).toBe(204);
@@ -198,7 +201,7 @@ describe.skipIf(skip)('managed computers on the local provider, through HTTP wit
     const c = await settled(res.body.id);
     expect(c.status, JSON.stringify(c.provisioningSteps)).toBe('active');
     expect(c.provisioningSteps.map((s: { id: string }) => s.id)).toEqual(['create-infrastructure', 'connect', 'verify', 'copy-workspace']);
-    const home = path.join(api.dataDir, 'computers', c.id, 'home');
+    const home = localComputerNames(api.dataDir, c.id).home;
     expect(c.clonedRepoDirectories).toEqual([path.join(home, 'workspace', 'app')]);
     expect(readFileSync(path.join(home, 'workspace', 'app', 'README.md'), 'utf8')).toBe('# app\n');
     expect((await api.call('DELETE', `/api/v0/computers/${c.id}`, { as })).status).toBe(204);
@@ -393,7 +396,7 @@ describe.skipIf(skip)('managed computers on the local provider, through HTTP wit
     const created = await api.call('POST', '/api/v0/computers', { as, body: { name: 'installing', provider: 'local', repos: [git.url('slow-install')], autoInstallDeps: true } });
     expect(created.status).toBe(201);
     const id = created.body.id as string;
-    const home = path.join(api.dataDir, 'computers', id, 'home');
+    const home = localComputerNames(api.dataDir, id).home;
     const onMachine = async (command: string) => {
       const computer = await api.db.prisma.computer.findUniqueOrThrow({ where: { id } });
       const res = await api.machines.ssh.exec(await targetFor({ ...api.machines, db: api.db.prisma }, computer), command);
@@ -540,7 +543,6 @@ describe.skipIf(skip)('a control plane killed mid-provision', () => {
   it('is started again and the computer still reaches active, then tears down without a trace', { timeout: 240_000 }, async () => {
     if (missing) throw new Error(missing);
     const dataDir = mkdtempSync(path.join(os.tmpdir(), 'agentplane-crash-'));
-    chmodSync(dataDir, 0o711);
     const env = { AGENTPLANE_DATA_DIR: dataDir, AGENTPLANE_COMPUTER_MEMORY_MIB: '256' };
     let server: ServerProcess | undefined = await startServerProcess(env, { processGroup: true });
     const key = server.firstStartKey!;
@@ -552,7 +554,7 @@ describe.skipIf(skip)('a control plane killed mid-provision', () => {
       id = created.body.id;
       // Killed as a container is: the server and every process of its group (the Pulumi CLI too),
       // while `pulumi up` is creating the computer's resources (its namespace exists already).
-      const netns = `/run/netns/${localNames(path.join(dataDir, 'computers'), id).netns}`;
+      const netns = `/run/netns/${localComputerNames(dataDir, id).netns}`;
       await waitFor('pulumi up to create the network namespace', () => existsSync(netns), PROVISION_MS, 5);
       expect(await server.stop('SIGKILL')).toBeNull();
 

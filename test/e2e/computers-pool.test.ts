@@ -1,14 +1,14 @@
 import { execFileSync } from 'node:child_process';
-import { chmodSync, existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { poolConvergeJob } from '../../src/modules/computers/pool/job-kinds.ts';
-import { localNames } from '../../src/provisioning/providers/local/names.ts';
+import { defaultLocalRoot } from '../../src/provisioning/providers/local/names.ts';
 import { createSshClient, SshError, type SshTarget } from '../../src/provisioning/ssh/index.ts';
 import { startTestApi, type TestApi } from '../support/api.ts';
 import { postgresUrl } from '../support/databases.ts';
-import { cgroupDirs, hostTraces, localProviderMissing, removeLocalComputer, startGitDaemon, type GitDaemon } from '../support/local-computers.ts';
+import { cgroupDirs, hostTraces, localComputerNames, localProviderMissing, removeLocalComputer, startGitDaemon, type GitDaemon } from '../support/local-computers.ts';
 import { startServerProcess, type ServerProcess } from '../support/server-process.ts';
 import { waitFor } from '../support/wait.ts';
 
@@ -43,9 +43,9 @@ describe.skipIf(skip)('warm pools on the local provider', { timeout: 300_000 }, 
 
   beforeAll(async () => {
     if (missing) throw new Error(missing);
-    api = await startTestApi(postgresUrl() ? 'postgres' : 'pglite', { worker: true, env: ENV });
+    // The daemon first: computers reach a port of the host only when the server's AGENTPLANE_LOCAL_ALLOW names it.
     git = await startGitDaemon({ app: { 'README.md': '# app\n' }, other: { 'README.md': '# other\n' } });
-    chmodSync(api.dataDir, 0o711);
+    api = await startTestApi(postgresUrl() ? 'postgres' : 'pglite', { worker: true, env: { ...ENV, AGENTPLANE_LOCAL_ALLOW: String(git.port) } });
     manager = api.acme.members.manager.apiKey;
     member = api.acme.members.user.apiKey;
   });
@@ -194,7 +194,7 @@ describe.skipIf(skip)('warm pools on the local provider', { timeout: 300_000 }, 
 
     const row = await api.db.prisma.computer.findUniqueOrThrow({ where: { id } });
     expect(row).toMatchObject({ ownerKind: 'human', ownerId: api.acme.members.user.userId, liveName: 'fast', operation: null, isListed: true });
-    const home = localNames(path.join(api.dataDir, 'computers'), id).home;
+    const home = localComputerNames(api.dataDir, id).home;
     expect(readFileSync(path.join(home, '.ssh', 'authorized_keys'), 'utf8')).toBe(`${row.sshPublicKey}\n`);
     // A client of its own, so no connection the server pooled with the old key answers for it.
     const ok = await fresh.exec(await targetOf(id), 'whoami');
@@ -253,7 +253,7 @@ describe.skipIf(skip)('warm pools on the local provider', { timeout: 300_000 }, 
     expect(warm.body).toMatchObject({ status: 'active', isListed: false });
     expect(pooled.has(warm.body.id)).toBe(true);
     expect(warm.body.provisioningSteps.map((s: { id: string }) => s.id)).toEqual(['create-infrastructure', 'connect', 'verify', 'clone-1', 'setup-script']);
-    const home = localNames(path.join(api.dataDir, 'computers'), warm.body.id).home;
+    const home = localComputerNames(api.dataDir, warm.body.id).home;
     expect(existsSync(path.join(home, 'workspace', 'app', 'README.md'))).toBe(true);
 
     const more = await create('tpl-more', { source: { kind: 'template', templateId: t.body.id, isListed: true }, repos: [git.url('app'), git.url('other')] });
@@ -300,7 +300,7 @@ describe.skipIf(skip)('warm pools on the local provider', { timeout: 300_000 }, 
     await poolReady(4);
     const [broken, ...rest] = await poolRows();
     // Its sshd is gone (the server and every session of it, the server's pooled connection's too).
-    const n = localNames(path.join(api.dataDir, 'computers'), broken!.id);
+    const n = localComputerNames(api.dataDir, broken!.id);
     execFileSync('kill', ['-9', readFileSync(path.join(n.dir, 'sshd', 'sshd.pid'), 'utf8').trim()]);
     try {
       execFileSync('pkill', ['-9', '-u', n.user]);
@@ -324,7 +324,6 @@ describe.skipIf(skip)('a control plane killed mid-claim', () => {
   it('leaves no half-claimed computer visible to anyone; the pool gets it back or replaces it', { timeout: 300_000 }, async () => {
     if (missing) throw new Error(missing);
     const dataDir = mkdtempSync(path.join(os.tmpdir(), 'agentplane-claim-crash-'));
-    chmodSync(dataDir, 0o711);
     const env = { AGENTPLANE_DATA_DIR: dataDir, AGENTPLANE_COMPUTER_MEMORY_MIB: '256' };
     let server: ServerProcess | undefined = await startServerProcess(env, { processGroup: true });
     const key = server.firstStartKey!;
@@ -346,7 +345,7 @@ describe.skipIf(skip)('a control plane killed mid-claim', () => {
     // Every computer seen on the host (its directory under the provider's root), torn down or not.
     const seen = new Set<string>();
     const ids = () => {
-      const root = path.join(dataDir, 'computers');
+      const root = defaultLocalRoot(dataDir);
       for (const id of existsSync(root) ? readdirSync(root).filter((d) => d.startsWith('cmp_')) : []) seen.add(id);
       return [...seen];
     };

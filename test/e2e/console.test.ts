@@ -1,4 +1,3 @@
-import { chmodSync } from 'node:fs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Page } from 'playwright-core';
 import { ALLOW_LOOPBACK, startTestApi, type TestApi } from '../support/api.ts';
@@ -43,7 +42,6 @@ describe.skipIf(skip)('the web console in Chromium', { timeout: 180_000, retry: 
     const local: Record<string, string> = skipLocal ? {} : { AGENTPLANE_LOCAL_PROVIDER: 'true', AGENTPLANE_COMPUTER_CPUS: '0.5', AGENTPLANE_COMPUTER_MEMORY_MIB: '256' };
     api = await startTestApi('pglite', { worker: true, env: { ...ALLOW_LOOPBACK, ...local } });
     // Local computers' homes live under the data directory; their users must be able to reach them.
-    if (!skipLocal) chmodSync(api.dataDir, 0o711);
     browser = await launchChromium();
   });
 

@@ -127,7 +127,9 @@ export async function startTestApi(backend: Backend, opts: TestApiOptions = {}):
     log,
   );
   const config = loadConfig({ AGENTPLANE_JWT_SECRET: JWT_SECRET, AGENTPLANE_DATA_DIR: dataDir, AGENTPLANE_LOCAL_PROVIDER: 'false', ...opts.env });
-  const provisioner = createProvisioner(config, machines.secrets);
+  // Local computers reach the API's port alone: the one this server listens on, once it does.
+  let listening: string | undefined;
+  const provisioner = createProvisioner(config, machines.secrets, () => Number(listening ? new URL(listening).port : 0));
   const egress = createEgressGuard(config.egress);
   // Tests drive scheduled jobs themselves: no cron schedules here.
   const background = await startBackground({
@@ -143,7 +145,6 @@ export async function startTestApi(backend: Backend, opts: TestApiOptions = {}):
     queue: { maintenanceIntervalSeconds: 1, pollingIntervalSeconds: 0.5 },
   });
   const { queue } = background;
-  let listening: string | undefined;
   const urls = relayUrls(() => listening);
   const serve = async (database: Database) => {
     const eventHub = createEventHub({ db: database.prisma, listen: database.listen, log });

@@ -3,7 +3,7 @@ import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node
 import os from 'node:os';
 import path from 'node:path';
 import { missingLocalPrerequisites } from '../../src/provisioning/providers/local/prerequisites.ts';
-import { CGROUP_PARENT, localNames } from '../../src/provisioning/providers/local/names.ts';
+import { CGROUP_PARENT, computerRoot, defaultLocalRoot, localNames, type LocalNames } from '../../src/provisioning/providers/local/names.ts';
 import { SCRIPTS, scriptEnvironment } from '../../src/provisioning/providers/local/scripts.ts';
 import { COMPUTERS_PROJECT } from '../../src/provisioning/pulumi/computer-stacks.ts';
 import { locatePulumiToolchain } from '../../src/provisioning/pulumi/toolchain.ts';
@@ -23,6 +23,14 @@ const run = (cmd: string, args: string[]) => {
   }
 };
 
+/**
+ * The host names of a computer of a test server on `dataDir`: under the computers' root beside it
+ * (AGENTPLANE_LOCAL_ROOT unset), or the data directory's legacy folder where it is there.
+ */
+export function localComputerNames(dataDir: string, computerId: string): LocalNames {
+  return localNames(computerRoot({ root: defaultLocalRoot(dataDir), legacyRoot: path.join(dataDir, 'computers') }, computerId), computerId);
+}
+
 /** The cgroup directories of a computer that exist on this host (v1 hierarchies or the v2 tree). */
 export function cgroupDirs(computerId: string): string[] {
   const roots = readdirSync('/sys/fs/cgroup').map((d) => path.join('/sys/fs/cgroup', d));
@@ -35,7 +43,7 @@ export function cgroupDirs(computerId: string): string[] {
  * and workspace. Empty means nothing is left.
  */
 export function hostTraces(dataDir: string, computerId: string): string[] {
-  const n = localNames(path.join(dataDir, 'computers'), computerId);
+  const n = localComputerNames(dataDir, computerId);
   const traces: string[] = [];
   if (existsSync(`/run/netns/${n.netns}`)) traces.push(`netns ${n.netns}`);
   if (run('ip', ['link', 'show', n.vethHost])) traces.push(`veth ${n.vethHost}`);
@@ -60,7 +68,7 @@ export function hostTraces(dataDir: string, computerId: string): string[] {
  * test that failed before its teardown ran (the control plane that would tear it down is gone).
  */
 export function removeLocalComputer(dataDir: string, computerId: string): void {
-  const env = { ...process.env, ...scriptEnvironment(path.join(dataDir, 'computers'), computerId) };
+  const env = { ...process.env, ...scriptEnvironment(path.dirname(localComputerNames(dataDir, computerId).dir), computerId) };
   for (const part of ['power', 'sshd', 'network', 'user', 'cgroup'] as const) {
     try {
       execFileSync('/bin/sh', ['-c', SCRIPTS[part].delete], { env, stdio: 'ignore' });
@@ -83,6 +91,8 @@ export function hostAddress(): string {
 export interface GitDaemon {
   /** `git://host:port/<name>.git` of a served repository. */
   url(name: string): string;
+  /** The host port it listens on: computers reach it once AGENTPLANE_LOCAL_ALLOW names it. */
+  port: number;
   stop(): Promise<void>;
 }
 
@@ -125,5 +135,5 @@ export async function startGitDaemon(repos: Record<string, Record<string, string
       await new Promise((r) => setTimeout(r, 50));
     }
   }
-  return { url: (name) => `git://${host}:${port}/${name}.git`, stop };
+  return { url: (name) => `git://${host}:${port}/${name}.git`, port, stop };
 }

@@ -1,6 +1,8 @@
 import { describe, expect, it } from 'vitest';
+import { loadConfig } from '../../src/config.ts';
+import { parseLocalAllow } from '../../src/provisioning/providers/local/allow.ts';
 import { cgroupLayout } from '../../src/provisioning/providers/local/cgroups.ts';
-import { localNames } from '../../src/provisioning/providers/local/names.ts';
+import { defaultLocalRoot, localNames } from '../../src/provisioning/providers/local/names.ts';
 import { parseSubnet } from '../../src/provisioning/providers/local/subnet.ts';
 
 describe('local provider naming', () => {
@@ -43,18 +45,44 @@ describe('cgroup layout', () => {
       'cgroup /sys/fs/cgroup/cpuacct cgroup rw,cpuacct 0 0',
       'cgroup /sys/fs/cgroup/memory cgroup rw,memory 0 0',
       'cgroup /sys/fs/cgroup/freezer cgroup rw,freezer 0 0',
+      'cgroup /sys/fs/cgroup/pids cgroup rw,pids 0 0',
       'cgroup2 /sys/fs/cgroup/unified cgroup2 rw 0 0',
     ].join('\n');
     expect(cgroupLayout(mounts)).toEqual({
       version: 1,
       usable: true,
-      mounts: { cpu: '/sys/fs/cgroup/cpu', cpuacct: '/sys/fs/cgroup/cpuacct', memory: '/sys/fs/cgroup/memory', freezer: '/sys/fs/cgroup/freezer' },
+      mounts: {
+        cpu: '/sys/fs/cgroup/cpu',
+        cpuacct: '/sys/fs/cgroup/cpuacct',
+        memory: '/sys/fs/cgroup/memory',
+        freezer: '/sys/fs/cgroup/freezer',
+        pids: '/sys/fs/cgroup/pids',
+      },
     });
+    // The process limit is part of the sandbox: without the pids controller the provider is unavailable.
+    expect(cgroupLayout(mounts.replace('cgroup /sys/fs/cgroup/pids cgroup rw,pids 0 0', ''))).toMatchObject({ version: 1, usable: false });
   });
 
   it('reads co-mounted v1 controllers and a pure v2 host', () => {
     const comounted = 'cgroup /sys/fs/cgroup/cpu,cpuacct cgroup rw,cpu,cpuacct 0 0\ncgroup /sys/fs/cgroup/memory cgroup rw,memory 0 0';
     expect(cgroupLayout(comounted)).toMatchObject({ version: 1, usable: false, mounts: { cpu: '/sys/fs/cgroup/cpu,cpuacct', cpuacct: '/sys/fs/cgroup/cpu,cpuacct' } });
     expect(cgroupLayout('cgroup2 /sys/fs/cgroup cgroup2 rw,nsdelegate 0 0')).toEqual({ version: 2, root: '/sys/fs/cgroup', usable: true });
+  });
+});
+
+describe('AGENTPLANE_LOCAL_ALLOW', () => {
+  it('reads host ports and IPv4 blocks (a lone address is its /32)', () => {
+    expect(parseLocalAllow('')).toEqual({ ports: [], nets: [] });
+    expect(parseLocalAllow(' 9418, 203.0.113.0/24,10.1.2.3 ,0.0.0.0/0')).toEqual({ ports: [9418], nets: ['203.0.113.0/24', '10.1.2.3/32', '0.0.0.0/0'] });
+  });
+
+  it('refuses anything else, naming the entry, and stops start-up with the variable named', () => {
+    for (const bad of ['0', '70000', 'example.com', '10.0.0.0/33', '300.0.0.1', '10.0.0.0/8:22', 'fd00::/8']) {
+      expect(() => parseLocalAllow(bad), bad).toThrow(JSON.stringify(bad));
+    }
+    expect(() => loadConfig({ AGENTPLANE_LOCAL_ALLOW: '22,nope' })).toThrow(/AGENTPLANE_LOCAL_ALLOW.*"nope"/s);
+    expect(() => loadConfig({ AGENTPLANE_LOCAL_ROOT: 'relative/dir' })).toThrow(/AGENTPLANE_LOCAL_ROOT/);
+    expect(loadConfig({ AGENTPLANE_DATA_DIR: '/srv/ap' }).managed.local).toMatchObject({ root: '/srv/ap-computers', allow: { ports: [], nets: [] }, pidsMax: 1024 });
+    expect(defaultLocalRoot('./.agentplane')).toBe(`${process.cwd()}/.agentplane-computers`);
   });
 });

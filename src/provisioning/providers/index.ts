@@ -10,13 +10,15 @@ import type { ManagedProvider } from './types.ts';
  * usable here. `hostKeySecret` is the root the kubernetes computers' host keys are derived from.
  */
 export function managedProviders(
-  config: Pick<Config, 'dataDir' | 'managed' | 'kubernetes'>,
+  config: Pick<Config, 'dataDir' | 'managed' | 'kubernetes' | 'port'>,
   toolchain: PulumiToolchain,
   hostKeySecret: Buffer,
+  apiPort: () => number = () => config.port,
 ): ManagedProvider[] {
   const providers: ManagedProvider[] = [createKubernetesProvider({ settings: config.kubernetes, hostKeySecret, toolchain })];
   if (config.managed.local.enabled) {
-    providers.push(createLocalProvider({ root: path.join(config.dataDir, 'computers'), subnet: config.managed.local.subnet, toolchain }));
+    const { root, subnet, allow, pidsMax } = config.managed.local;
+    providers.push(createLocalProvider({ root, legacyRoot: path.join(config.dataDir, 'computers'), subnet, allow, pidsMax, apiPort, toolchain }));
   }
   return providers;
 }

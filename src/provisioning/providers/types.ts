@@ -1,3 +1,4 @@
+import type { Logger } from '../../lib/logger.ts';
 import type { Input } from '@pulumi/pulumi';
 import type { MetricsSample } from '../machine/metrics-parse.ts';
 
@@ -73,4 +74,9 @@ export interface ManagedProvider {
    * samples the computer over SSH like a byom machine. `undefined` when the computer is paused.
    */
   sampleMetrics?(computerId: string): Promise<ProviderMetricSample | undefined>;
+  /**
+   * Optional: brings what an earlier version of agentplane left on this host up to date, once at
+   * start when the provider is available (local: computers made before sandboxes enter theirs).
+   */
+  prepare?(log: Logger): Promise<void>;
 }

@@ -8,7 +8,7 @@ import path from 'node:path';
  */
 export type CgroupLayout =
   | { version: 2; root: string; usable: boolean }
-  | { version: 1; mounts: Partial<Record<'cpu' | 'cpuacct' | 'memory' | 'freezer', string>>; usable: boolean };
+  | { version: 1; mounts: Partial<Record<'cpu' | 'cpuacct' | 'memory' | 'freezer' | 'pids', string>>; usable: boolean };
 
 export function cgroupLayout(procMounts: string): CgroupLayout {
   const lines = procMounts.split('\n').map((l) => l.split(' '));
@@ -18,10 +18,10 @@ export function cgroupLayout(procMounts: string): CgroupLayout {
   for (const f of lines) {
     if (f[2] !== 'cgroup') continue;
     for (const option of (f[3] ?? '').split(',')) {
-      if (option === 'cpu' || option === 'cpuacct' || option === 'memory' || option === 'freezer') mounts[option] ??= f[1]!;
+      if (option === 'cpu' || option === 'cpuacct' || option === 'memory' || option === 'freezer' || option === 'pids') mounts[option] ??= f[1]!;
     }
   }
-  return { version: 1, mounts, usable: Boolean(mounts.cpu && mounts.cpuacct && mounts.memory && mounts.freezer) };
+  return { version: 1, mounts, usable: Boolean(mounts.cpu && mounts.cpuacct && mounts.memory && mounts.freezer && mounts.pids) };
 }
 
 export interface CgroupCounters {

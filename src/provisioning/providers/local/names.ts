@@ -1,3 +1,4 @@
+import { existsSync } from 'node:fs';
 import path from 'node:path';
 
 /** Everything on the host that belongs to one local computer, derived from its id alone. */
@@ -33,4 +34,26 @@ export function localNames(root: string, computerId: string): LocalNames {
     vethGuest: `apg${key.slice(0, 11)}`,
     user: `ap-${key}`,
   };
+}
+
+/**
+ * Where `local` computers live when AGENTPLANE_LOCAL_ROOT is not set: beside the data directory,
+ * never in it (`./.agentplane` -> `./.agentplane-computers`), one root per installation.
+ */
+export function defaultLocalRoot(dataDir: string): string {
+  return `${path.resolve(dataDir)}-computers`;
+}
+
+/** What computers may reach besides the API port: host ports, and IPv4 blocks through the host. */
+export interface LocalAllow {
+  ports: number[];
+  nets: string[];
+}
+
+/**
+ * The root a computer's directory is under: the legacy one (`<data dir>/computers`) for a computer
+ * made there before AGENTPLANE_LOCAL_ROOT existed, which stays where it is; else the root.
+ */
+export function computerRoot(opts: { root: string; legacyRoot: string }, computerId: string): string {
+  return opts.legacyRoot !== opts.root && existsSync(path.join(opts.legacyRoot, computerId)) ? opts.legacyRoot : opts.root;
 }

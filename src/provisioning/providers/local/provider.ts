@@ -8,7 +8,8 @@ import type { Input } from '@pulumi/pulumi';
 import type { PulumiToolchain } from '../../pulumi/toolchain.ts';
 import type { ComputerProgramInput, ComputerProgramOutputs, ManagedProvider, ProviderMetricSample } from '../types.ts';
 import { cgroupLayout, readCgroup, type CgroupLayout } from './cgroups.ts';
-import { localNames } from './names.ts';
+import { sandboxLegacyComputers } from './legacy.ts';
+import { computerRoot, localNames, type LocalAllow } from './names.ts';
 import { missingLocalPrerequisites } from './prerequisites.ts';
 import { SCRIPTS, scriptEnvironment, type ResourceScripts } from './scripts.ts';
 import { parseSubnet } from './subnet.ts';
@@ -21,17 +22,26 @@ const CPU_WINDOW_MS = 500;
 const AVAILABILITY_TTL_MS = 30_000;
 
 export interface LocalProviderOptions {
-  /** Computers' directories (homes, sshd files) live here: `<data dir>/computers`. */
+  /** Computers' directories (homes, sshd files, their sandbox's /etc) live here (AGENTPLANE_LOCAL_ROOT). */
   root: string;
+  /** Where computers made before AGENTPLANE_LOCAL_ROOT live (`<data dir>/computers`): they stay there. */
+  legacyRoot: string;
   /** Address block of the computers, one /30 each, e.g. `10.231.0.0/16`. */
   subnet: string;
+  /** What a computer may reach besides the control plane's API port (AGENTPLANE_LOCAL_ALLOW). */
+  allow: LocalAllow;
+  /** Processes and threads at once per computer. */
+  pidsMax: number;
+  /** The port the control plane's API listens on, the one port of the host a computer reaches. */
+  apiPort: () => number;
   toolchain: PulumiToolchain;
 }
 
 /**
- * Managed computers on the control-plane host: each has its own network namespace and address,
- * unix user with a home under the data directory, sshd holding the computer's key, and cgroup
- * with its CPU and memory limits (frozen while paused). Each part is a `command:local:Command`
+ * Managed computers on the control-plane host, each a sandbox: its own network namespace and
+ * address behind per-computer nftables rules, unix user with a home under the computers' root,
+ * sshd holding the computer's key inside bubblewrap's mount, PID, IPC and UTS namespaces, and
+ * cgroup with its CPU, memory and process limits (frozen while paused). Each part is a `command:local:Command`
  * with a create and a delete script, so `pulumi destroy` undoes exactly what `pulumi up` did.
  */
 export function createLocalProvider(opts: LocalProviderOptions): ManagedProvider {
@@ -43,7 +53,7 @@ export function createLocalProvider(opts: LocalProviderOptions): ManagedProvider
     // Imported inside the program (Pulumi's runtime is running by then), so that loading this
     // provider costs every CLI command nothing.
     const [{ local }, { all }] = await Promise.all([import('@pulumi/command'), import('@pulumi/pulumi')]);
-    const common = scriptEnvironment(opts.root, input.computerId);
+    const common = scriptEnvironment(computerRoot(opts, input.computerId), input.computerId);
     const command = (
       name: string,
       scripts: ResourceScripts,
@@ -56,7 +66,14 @@ export function createLocalProvider(opts: LocalProviderOptions): ManagedProvider
         { dependsOn },
       );
 
-    const network = command('network', SCRIPTS.network, { ...common, SUBNET_BASE: String(subnet.base), SLOTS: String(subnet.slots) });
+    const network = command('network', SCRIPTS.network, {
+      ...common,
+      SUBNET_BASE: String(subnet.base),
+      SLOTS: String(subnet.slots),
+      API_PORT: String(opts.apiPort()),
+      ALLOW_PORTS: opts.allow.ports.join(' '),
+      ALLOW_NETS: opts.allow.nets.join(' '),
+    });
     const user = command('user', SCRIPTS.user, {
       ...common,
       AUTHORIZED_KEY: input.authorizedPublicKey,
@@ -66,6 +83,7 @@ export function createLocalProvider(opts: LocalProviderOptions): ManagedProvider
       ...common,
       CPU_QUOTA_US: String(Math.max(1000, Math.round(input.resources.cpus * CPU_PERIOD_US))),
       MEMORY_BYTES: String(input.resources.memoryMiB * 2 ** 20),
+      PIDS_MAX: String(opts.pidsMax),
     });
     const host = network.stdout.apply((out) => (JSON.parse(out) as { host: string }).host);
     const sshd = command('sshd', SCRIPTS.sshd, host.apply((h) => ({ ...common, HOST: h })), [user, cgroup]);
@@ -80,7 +98,7 @@ export function createLocalProvider(opts: LocalProviderOptions): ManagedProvider
   }
 
   async function sampleMetrics(computerId: string): Promise<ProviderMetricSample | undefined> {
-    const n = localNames(opts.root, computerId);
+    const n = localNames(computerRoot(opts, computerId), computerId);
     const layout = await cgroups();
     const first = await readCgroup(layout, n.cgroup);
     if (!first || first.frozen) return undefined;
@@ -103,7 +121,7 @@ export function createLocalProvider(opts: LocalProviderOptions): ManagedProvider
   let checked: { at: number; missing: Promise<string[]> } | undefined;
   const missingPrerequisites = () => {
     if (!checked || Date.now() - checked.at > AVAILABILITY_TTL_MS) {
-      checked = { at: Date.now(), missing: missingLocalPrerequisites(opts.toolchain) };
+      checked = { at: Date.now(), missing: missingLocalPrerequisites(opts.toolchain, opts.root) };
     }
     return checked.missing;
   };
@@ -113,6 +131,9 @@ export function createLocalProvider(opts: LocalProviderOptions): ManagedProvider
     missingPrerequisites,
     program,
     sampleMetrics,
+    prepare: async (log) => {
+      await sandboxLegacyComputers(opts.legacyRoot, log);
+    },
   };
 }
 

@@ -34,6 +34,11 @@ export const SCRIPTS = {
   power: resource('power'),
 };
 
+/** A few commands with the shared functions of every script (lib.sh) defined. */
+export function withLib(commands: string): string {
+  return `${lib}\n${commands}\n`;
+}
+
 /** The variables every script of a computer reads: its id and the host names derived from it. */
 export function scriptEnvironment(root: string, computerId: string): Record<string, string> {
   const n = localNames(root, computerId);

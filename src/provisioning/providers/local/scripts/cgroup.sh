@@ -1,5 +1,5 @@
 # CPU and memory limits (and the freezer that pauses the computer) through cgroups, v2 or v1.
-# Environment: CPU_QUOTA_US (per 100 ms period), MEMORY_BYTES.
+# Environment: CPU_QUOTA_US (per 100 ms period), MEMORY_BYTES, PIDS_MAX (processes and threads at once).
 
 create() {
   if cgroup_v2; then
@@ -11,12 +11,14 @@ create() {
     mkdir -p "$d"
     echo "$CPU_QUOTA_US 100000" >"$d/cpu.max"
     echo "$MEMORY_BYTES" >"$d/memory.max"
+    echo "$PIDS_MAX" >"$d/pids.max"
   else
     for d in $(cgroup_dirs); do mkdir -p "$d"; done
     cpu=$(v1_dir cpu)
     echo 100000 >"$cpu/cpu.cfs_period_us"
     echo "$CPU_QUOTA_US" >"$cpu/cpu.cfs_quota_us"
     echo "$MEMORY_BYTES" >"$(v1_dir memory)/memory.limit_in_bytes"
+    echo "$PIDS_MAX" >"$(v1_dir pids)/pids.max"
   fi
 }
 

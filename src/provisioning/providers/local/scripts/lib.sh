@@ -45,3 +45,12 @@ host_lock() {
   exec 9>"$HOST_STATE/lock"
   flock 9
 }
+
+# Whether the computer's processes are frozen (paused).
+cgroup_frozen() {
+  if cgroup_v2; then
+    grep -qx 'frozen 1' "/sys/fs/cgroup/$CG/cgroup.events" 2>/dev/null
+  else
+    [ "$(cat "$(v1_dir freezer)/freezer.state" 2>/dev/null)" = FROZEN ]
+  fi
+}

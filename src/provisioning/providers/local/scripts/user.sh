@@ -1,10 +1,12 @@
-# The computer's unix user, its home under the data directory (kept while the computer lives)
-# and the computer's key as the only authorized key. Environment: AUTHORIZED_KEY, DISK_BYTES
-# (advisory: recorded for metrics, not enforced).
+# The computer's unix user, its home under the computers' root (kept while the computer lives),
+# the computer's key as the only authorized key, and the files of the sandbox's own /etc (its
+# user only). Environment: AUTHORIZED_KEY, DISK_BYTES (advisory: recorded for metrics, not enforced).
 
 create() {
-  mkdir -p "$DIR"
-  chmod 711 "$ROOT" "$DIR"
+  # Nothing of the root needs to be readable by others: a computer sees only its own home, bound
+  # into its sandbox by root.
+  mkdir -p "$ROOT" "$DIR"
+  chmod 700 "$ROOT" "$DIR"
   home="$DIR/home"
   host_lock
   if ! id -u "$USER_NAME" >/dev/null 2>&1; then
@@ -23,9 +25,26 @@ create() {
   chmod 700 "$home" "$home/.ssh"
   chmod 600 "$home/.ssh/authorized_keys"
   echo "$DISK_BYTES" >"$DIR/disk-bytes"
-  runuser -u "$USER_NAME" -- test -w "$home" ||
-    fail "user $USER_NAME cannot reach its home $home: make every directory above $ROOT searchable by others (chmod o+x)"
+  sandbox_etc
   echo "$USER_NAME"
+}
+
+# passwd, group and shadow as the sandbox shows them: root, sshd's privilege-separation user and
+# the computer's user, nobody else (the host's list names every computer).
+sandbox_etc() {
+  uid=$(id -u "$USER_NAME")
+  gid=$(id -g "$USER_NAME")
+  sshd_uid=$(id -u sshd 2>/dev/null || echo 65534)
+  etc="$DIR/etc"
+  mkdir -p "$etc"
+  chmod 755 "$etc"
+  printf '%s\n' "root:x:0:0:root:/root:/usr/sbin/nologin" "sshd:x:$sshd_uid:65534::/run/sshd:/usr/sbin/nologin" \
+    "nobody:x:65534:65534:nobody:/nonexistent:/usr/sbin/nologin" "$USER_NAME:x:$uid:$gid:agentplane computer:$home:/bin/bash" >"$etc/passwd"
+  printf '%s\n' "root:x:0:" "nogroup:x:65534:" "$USER_NAME:x:$gid:" >"$etc/group"
+  printf '%s\n' "root:*:1::::::" "sshd:*:1::::::" "nobody:*:1::::::" "$USER_NAME:*:1::::::" >"$etc/shadow"
+  printf '%s\n' "127.0.0.1 localhost" "127.0.1.1 $USER_NAME" "::1 localhost ip6-localhost ip6-loopback" >"$etc/hosts"
+  chmod 644 "$etc/passwd" "$etc/group" "$etc/hosts"
+  chmod 600 "$etc/shadow"
 }
 
 delete() {
