@@ -15,7 +15,7 @@ import type { ManagedSettings } from './managed/settings.ts';
 
 /** The operations Pulumi runs on a managed computer's stack, one at a time (its stack job's). */
 export const STACK_OPERATIONS = ['provision', 'pause', 'resume', 'teardown'] as const;
-export type StackOperation = (typeof STACK_OPERATIONS)[number];
+type StackOperation = (typeof STACK_OPERATIONS)[number];
 /** A stack operation, or `claim`: a warm pool's computer held for one request while its key is replaced (pool/claim.ts). */
 export type Operation = StackOperation | 'claim';
 
@@ -26,10 +26,10 @@ export type Operation = StackOperation | 'claim';
  * - `retry`: the operation is queued again with a new deadline (a deleted computer's resources are never forgotten);
  * - `destroy`: the computer is destroyed (a claimed machine may hold either key: it is no one's).
  */
-export type Expiry = 'fail' | 'drop' | 'retry' | 'destroy';
+type Expiry = 'fail' | 'drop' | 'retry' | 'destroy';
 
 /** The settings deadlines come from. */
-export type DeadlineSettings = Pick<ManagedSettings, 'provisionTimeoutMs'>;
+type DeadlineSettings = Pick<ManagedSettings, 'provisionTimeoutMs'>;
 
 interface OperationRule {
   /** How long it may take: fixed, or the setting named. */
@@ -83,12 +83,12 @@ export function end(error?: string | null) {
 }
 
 /** What a transition announces (computer-events.ts). */
-export type LifecycleEvent =
+type LifecycleEvent =
   | { status: 'provisioning' | 'active' | 'error'; detail?: Record<string, unknown> }
   | { powerState: 'running' | 'paused' }
   | { tornDown: true };
 
-export interface Transition {
+interface Transition {
   /** What the computer must still be (usually its operation as the caller saw it). */
   from: Prisma.ComputerWhereInput;
   to: Prisma.ComputerUpdateManyMutationInput;
