@@ -15,8 +15,9 @@ import { newId } from '../src/lib/ids.ts';
 import type { MachineAccess } from '../src/modules/computers/machine-access.ts';
 import { runtimeHistory } from '../src/modules/sessions/context-history.ts';
 import { runPersistedTurn, type TurnEnvironment } from '../src/modules/sessions/persisted-turn.ts';
-import { COMPACTION_INSTRUCTION } from '../src/modules/sessions/runtime/compaction.ts';
-import { createModelClient, defaultTools, type ModelConfig } from '../src/modules/sessions/runtime/index.ts';
+import { COMPACTION_INSTRUCTION } from '../src/agent/compaction.ts';
+import { createModelClient, defaultTools, type ModelConfig } from '../src/agent/index.ts';
+import { sshToolHost } from '../src/agent/ssh-tool-host.ts';
 import type { StoredSettings } from '../src/modules/sessions/settings.ts';
 import { appendMessage, loadHistory } from '../src/modules/sessions/store.ts';
 import type { SshTarget } from '../src/provisioning/ssh/index.ts';
@@ -80,8 +81,7 @@ export async function contextFigures(prisma: PrismaClient, ids: { organizationId
     const env = (config: Omit<ModelConfig, 'apiKey'>, compaction: TurnEnvironment['compaction']): TurnEnvironment => ({
       db: prisma,
       clock: systemClock,
-      ssh: ids.machines.ssh,
-      target,
+      host: sshToolHost(ids.machines.ssh, target, cwd),
       model: createModelClient({ ...config, apiKey: model.apiKey }),
       compaction,
       system: 'You are a coding agent working in the notes repository.',

@@ -39,7 +39,8 @@ import { startSshd } from '../test/support/sshd.ts';
 import type { PrismaClient } from '../src/db/client.ts';
 import type { MachineAccess } from '../src/modules/computers/machine-access.ts';
 import { runPersistedTurn, type TurnEnvironment } from '../src/modules/sessions/persisted-turn.ts';
-import { createModelClient, defaultTools, toolSpecs, type RuntimeMessage } from '../src/modules/sessions/runtime/index.ts';
+import { createModelClient, defaultTools, toolSpecs, type RuntimeMessage } from '../src/agent/index.ts';
+import { sshToolHost } from '../src/agent/ssh-tool-host.ts';
 import { watchTurn } from '../src/modules/sessions/turn-watch.ts';
 import type { SshTarget } from '../src/provisioning/ssh/index.ts';
 
@@ -176,7 +177,7 @@ async function toolCallOverhead(prisma: PrismaClient, ids: { organizationId: str
       for (let i = 0; i < CALLS; i++) model.enqueue({ toolCalls: [{ name: 'run_command', arguments: { command: COMMAND } }] });
       model.enqueue({ text: 'done' });
     };
-    const env: TurnEnvironment = { db: prisma, clock: systemClock, ssh: ids.machines.ssh, target, model: client, system: 'bench' };
+    const env: TurnEnvironment = { db: prisma, clock: systemClock, host: sshToolHost(ids.machines.ssh, target, '/tmp'), model: client, system: 'bench' };
     const bare = async () => {
       script();
       const messages: RuntimeMessage[] = [{ role: 'user', content: [{ type: 'text', text: 'go' }] }];
@@ -193,7 +194,7 @@ async function toolCallOverhead(prisma: PrismaClient, ids: { organizationId: str
     };
     // The same tools with run_command's live output switched off (it never gets the onOutput
     // callback): the stored turn without `session.tool_output`, measured in the same runs.
-    const unstreamed = defaultTools.map((t) => (t.name === 'run_command' ? { ...t, run: (...a: Parameters<typeof t.run>) => t.run(a[0], a[1], a[2], a[3], a[4]) } : t));
+    const unstreamed = defaultTools.map((t) => (t.name === 'run_command' ? { ...t, run: (...a: Parameters<typeof t.run>) => t.run(a[0], a[1], a[2]) } : t));
     // CPU of this process (the turn, and the scripted model server alike in both variants): less
     // disturbed than wall time by other work on a shared machine.
     const cpu = new Map<readonly unknown[], number[]>([

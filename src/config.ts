@@ -44,6 +44,7 @@ const EnvSchema = z.object({
     .default('agentplane-computer:latest'),
   AGENTPLANE_K8S_IMAGE_PULL_POLICY: z.enum(['Always', 'IfNotPresent', 'Never']).default('IfNotPresent'),
   AGENTPLANE_K8S_STORAGE_CLASS: dnsSubdomain.optional(),
+  AGENTPLANE_K8S_RUNTIME_CLASS: dnsSubdomain.optional(),
   AGENTPLANE_K8S_CPU_REQUEST_FRACTION: fraction.default(0.25),
   AGENTPLANE_K8S_MEMORY_REQUEST_FRACTION: fraction.default(1),
   AGENTPLANE_K8S_CONTEXT: z.string().min(1).optional(),
@@ -188,6 +189,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env) {
       imagePullPolicy: e.AGENTPLANE_K8S_IMAGE_PULL_POLICY,
       // Unset: the cluster's default StorageClass.
       storageClassName: e.AGENTPLANE_K8S_STORAGE_CLASS,
+      // Unset: the cluster's default runtime; set (e.g. gvisor, kata), computers' pods run in that sandbox runtime.
+      runtimeClassName: e.AGENTPLANE_K8S_RUNTIME_CLASS,
       cpuRequestFraction: e.AGENTPLANE_K8S_CPU_REQUEST_FRACTION,
       memoryRequestFraction: e.AGENTPLANE_K8S_MEMORY_REQUEST_FRACTION,
       // Unset: the kubeconfig's current context (or the in-cluster service account).

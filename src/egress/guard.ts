@@ -2,7 +2,7 @@ import dns from 'node:dns';
 import net from 'node:net';
 import { Agent, buildConnector, fetch as undiciFetch } from 'undici';
 import { BadRequest } from '../lib/errors.ts';
-import { SCP_LIKE } from '../provisioning/machine/repo-url.ts';
+import { scpLike } from '../repos/url.ts';
 import { EGRESS_ALLOW_VARIABLE, refusedKind, type EgressPolicy } from './policy.ts';
 
 /** A URL a tenant controls resolved to an address the control plane does not reach for tenants. */
@@ -46,8 +46,8 @@ const DEFAULT_PORTS: Record<string, number> = { 'https:': 443, 'http:': 80, 'ssh
 
 /** Host and port of an http(s), ssh, git or scp-like (`git@host:owner/repo`) URL. */
 function hostAndPort(raw: string): { host: string; port: number; shown: string } {
-  const scp = raw.includes('://') ? undefined : SCP_LIKE.exec(raw);
-  if (scp) return { host: scp[1]!, port: 22, shown: scp[1]! };
+  const scp = scpLike(raw);
+  if (scp) return { host: scp.host, port: 22, shown: scp.host };
   let url: URL;
   try {
     url = new URL(raw);

@@ -8,7 +8,7 @@ import { computersReapJob, provisionJobId } from '../../src/modules/computers/ma
 import { requestPause } from '../../src/modules/computers/managed/reaper.ts';
 import { cgroupLayout, readCgroup } from '../../src/provisioning/providers/local/cgroups.ts';
 import { startTestApi, type TestApi } from '../support/api.ts';
-import { hostTraces, localComputerNames, localProviderMissing, removeLocalComputer, startGitDaemon, type GitDaemon } from '../support/local-computers.ts';
+import { cgroupDirs, hostTraces, localComputerNames, localProviderMissing, removeLocalComputer, startGitDaemon, type GitDaemon } from '../support/local-computers.ts';
 import { startServerProcess, type ServerProcess } from '../support/server-process.ts';
 import { connectSse } from '../support/sse.ts';
 import { waitFor } from '../support/wait.ts';
@@ -412,8 +412,16 @@ describe.skipIf(skip)('managed computers on the local provider, through HTTP wit
       const pid = Number(readIfPresent(path.join(home, 'install-waiting')).trim());
       return pid > 0 ? { pid, run: runs[0]! } : undefined;
     };
-    // A zombie is dead: only its parent has not collected it yet.
-    const alive = (pid: number) => !/^$|^\d+ \(.*\) Z/.test(readIfPresent(`/proc/${pid}/stat`));
+    // The install writes its pid as its sandbox sees it (its own PID namespace): alive while a
+    // process of the computer's cgroups has that pid there (NSpid's last field) and is not a
+    // zombie (dead: only its parent has not collected it yet).
+    const alive = (nsPid: number) =>
+      cgroupDirs(id)
+        .flatMap((dir) => readIfPresent(path.join(dir, 'cgroup.procs')).split('\n').filter(Boolean))
+        .some((pid) => {
+          const status = readIfPresent(`/proc/${pid}/status`);
+          return /^NSpid:.*\s(\d+)$/m.exec(status)?.[1] === String(nsPid) && !/^State:\s+Z/m.test(status);
+        });
     const pause = async () => {
       const started = Date.now();
       // As the idle reaper queues it: its policy skips computers with installs running, so not through it.

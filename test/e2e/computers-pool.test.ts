@@ -8,7 +8,7 @@ import { defaultLocalRoot } from '../../src/provisioning/providers/local/names.t
 import { createSshClient, SshError, type SshTarget } from '../../src/provisioning/ssh/index.ts';
 import { startTestApi, type TestApi } from '../support/api.ts';
 import { postgresUrl } from '../support/databases.ts';
-import { cgroupDirs, hostTraces, localComputerNames, localProviderMissing, removeLocalComputer, startGitDaemon, type GitDaemon } from '../support/local-computers.ts';
+import { cgroupDirs, hostTraces, killSandbox, localComputerNames, localProviderMissing, removeLocalComputer, startGitDaemon, type GitDaemon } from '../support/local-computers.ts';
 import { startServerProcess, type ServerProcess } from '../support/server-process.ts';
 import { waitFor } from '../support/wait.ts';
 
@@ -301,7 +301,7 @@ describe.skipIf(skip)('warm pools on the local provider', { timeout: 300_000 }, 
     const [broken, ...rest] = await poolRows();
     // Its sshd is gone (the server and every session of it, the server's pooled connection's too).
     const n = localComputerNames(api.dataDir, broken!.id);
-    execFileSync('kill', ['-9', readFileSync(path.join(n.dir, 'sshd', 'sshd.pid'), 'utf8').trim()]);
+    killSandbox(api.dataDir, broken!.id);
     try {
       execFileSync('pkill', ['-9', '-u', n.user]);
     } catch {

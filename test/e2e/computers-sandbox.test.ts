@@ -1,11 +1,12 @@
 import { execFileSync } from 'node:child_process';
-import { mkdtempSync, readdirSync, statSync } from 'node:fs';
+import { chmodSync, existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { runCli } from '../support/agent-cli.ts';
-import { hostAddress, hostTraces, localComputerNames, localProviderMissing, removeLocalComputer } from '../support/local-computers.ts';
+import { keyedCaller } from '../support/http.ts';
+import { hostAddress, hostTraces, killSandbox, localComputerNames, localProviderMissing, removeLocalComputer } from '../support/local-computers.ts';
 import { REPO_ROOT, startServerProcess, type ServerProcess } from '../support/server-process.ts';
 import { waitFor } from '../support/wait.ts';
 
@@ -40,16 +41,10 @@ describe.skipIf(skip)('local computers are sandboxes', { timeout: 240_000 }, () 
   let listener: net.Server;
   let listenerPort: number;
   const computers: Computer[] = [];
+  let elder: Computer;
 
-  const call = async (method: string, p: string, body?: unknown) => {
-    const res = await fetch(`${server.url}${p}`, {
-      method,
-      headers: { authorization: `Bearer ${key}`, ...(body ? { 'content-type': 'application/json' } : {}) },
-      body: body ? JSON.stringify(body) : undefined,
-    });
-    const text = await res.text();
-    return { status: res.status, body: text ? JSON.parse(text) : undefined };
-  };
+  // The server is started again midway: the call follows it.
+  const call = keyedCaller(() => server.url, () => key);
 
   /** Runs a bash script on a computer through `agentplane ssh`, as a person would. */
   const shell = async (c: Computer, script: string) => {
@@ -61,6 +56,21 @@ describe.skipIf(skip)('local computers are sandboxes', { timeout: 240_000 }, () 
   const results = (stdout: string) =>
     Object.fromEntries(stdout.split('\n').filter((l) => /^[a-z_]+=/.test(l)).map((l) => [l.slice(0, l.indexOf('=')), l.slice(l.indexOf('=') + 1)]));
 
+  /** Creates a local computer and waits until it is active. */
+  const create = async (name: string): Promise<Computer> => {
+    const res = await call('POST', '/api/v0/computers', { name, provider: 'local' });
+    expect(res.status, JSON.stringify(res.body)).toBe(201);
+    const id: string = res.body.id;
+    const done = await waitFor(`computer ${name} to leave provisioning`, async () => {
+      const got = (await call('GET', `/api/v0/computers/${id}`)).body;
+      return got.status !== 'provisioning' && got;
+    }, PROVISION_MS, 250);
+    expect(done.status, JSON.stringify(done.provisioningSteps)).toBe('active');
+    const n = localComputerNames(dataDir, id);
+    const address = execFileSync('ip', ['-n', n.netns, '-4', '-o', 'addr', 'show', 'dev', n.vethGuest], { encoding: 'utf8' });
+    return { id, name, home: n.home, user: n.user, host: /inet ([\d.]+)\//.exec(address)![1]! };
+  };
+
   beforeAll(async () => {
     if (missing) throw new Error(missing);
     // A service on the host listening on every address, as a database or a cache would.
@@ -68,44 +78,56 @@ describe.skipIf(skip)('local computers are sandboxes', { timeout: 240_000 }, () 
     await new Promise<void>((resolve) => listener.listen(0, '0.0.0.0', resolve));
     listenerPort = (listener.address() as net.AddressInfo).port;
     dataDir = mkdtempSync(path.join(os.tmpdir(), 'agentplane-sandbox-'));
-    server = await startServerProcess(
-      {
-        AGENTPLANE_DATA_DIR: dataDir,
-        // The README's default address: computers reach the API through their gateway.
-        AGENTPLANE_HOST: '0.0.0.0',
-        AGENTPLANE_LOCAL_PROVIDER: 'true',
-        AGENTPLANE_COMPUTER_MEMORY_MIB: '256',
-        AGENTPLANE_LOCAL_PIDS_MAX: String(PIDS_MAX),
-      },
-      { processGroup: true },
-    );
+    const env = {
+      AGENTPLANE_DATA_DIR: dataDir,
+      // The README's default address: computers reach the API through their gateway.
+      AGENTPLANE_HOST: '0.0.0.0',
+      AGENTPLANE_LOCAL_PROVIDER: 'true',
+      AGENTPLANE_COMPUTER_MEMORY_MIB: '256',
+      AGENTPLANE_LOCAL_PIDS_MAX: String(PIDS_MAX),
+    };
+
+    // A computer made before sandboxes: its directory in <data dir>/computers, its sshd started
+    // the old way (no bubblewrap, its pid file in the sshd directory, no sandbox /etc), and the data
+    // directory searchable by others, as the README then asked.
+    server = await startServerProcess({ ...env, AGENTPLANE_LOCAL_ROOT: path.join(dataDir, 'computers') }, { processGroup: true });
     key = server.firstStartKey!;
+    elder = await create('elder');
+    await server.stop('SIGTERM');
+    const n = localComputerNames(dataDir, elder.id);
+    expect(n.dir).toBe(path.join(dataDir, 'computers', elder.id));
+    killSandbox(dataDir, elder.id);
+    rmSync(path.join(n.dir, 'sshd', 'sandbox.pid'));
+    rmSync(path.join(n.dir, 'etc'), { recursive: true });
+    const config = path.join(n.dir, 'sshd', 'sshd_config');
+    writeFileSync(config, readFileSync(config, 'utf8').replace('PidFile none', `PidFile ${path.join(n.dir, 'sshd', 'sshd.pid')}`));
+    await waitFor('the sandbox to end', () => !execFileSync('ip', ['netns', 'pids', n.netns], { encoding: 'utf8' }).trim(), 10_000, 50);
+    execFileSync('ip', ['netns', 'exec', n.netns, '/usr/sbin/sshd', '-f', config, '-E', path.join(n.dir, 'sshd', 'sshd.log')]);
+    for (const dir of [dataDir, path.join(dataDir, 'computers'), n.dir]) chmodSync(dir, 0o711);
+
+    // Started again the README's way on the same data directory: new computers' homes beside it.
+    server = await startServerProcess(env, { processGroup: true });
     apiPort = Number(new URL(server.url).port);
-    for (const name of ['alpha', 'beta']) {
-      const res = await call('POST', '/api/v0/computers', { name, provider: 'local' });
-      expect(res.status, JSON.stringify(res.body)).toBe(201);
-      computers.push({ id: res.body.id, name, home: '', host: '', user: '' });
-    }
-    for (const c of computers) {
-      const done = await waitFor(`computer ${c.name} to leave provisioning`, async () => {
-        const got = (await call('GET', `/api/v0/computers/${c.id}`)).body;
-        return got.status !== 'provisioning' && got;
-      }, PROVISION_MS, 250);
-      expect(done.status, JSON.stringify(done.provisioningSteps)).toBe('active');
-      const n = localComputerNames(dataDir, c.id);
-      const address = execFileSync('ip', ['-n', n.netns, '-4', '-o', 'addr', 'show', 'dev', n.vethGuest], { encoding: 'utf8' });
-      Object.assign(c, { home: n.home, user: n.user, host: /inet ([\d.]+)\//.exec(address)![1]! });
-    }
+    for (const name of ['alpha', 'beta']) computers.push(await create(name));
   });
 
   afterAll(async () => {
-    for (const c of computers) await call('DELETE', `/api/v0/computers/${c.id}`).catch(() => undefined);
-    await waitFor('every teardown', async () => computers.every((c) => hostTraces(dataDir, c.id).length === 0), PROVISION_MS, 250).catch((err: unknown) =>
+    const all = elder ? [elder, ...computers] : computers;
+    for (const c of all) await call('DELETE', `/api/v0/computers/${c.id}`).catch(() => undefined);
+    await waitFor('every teardown', async () => all.every((c) => hostTraces(dataDir, c.id).length === 0), PROVISION_MS, 250).catch((err: unknown) =>
       console.error(err),
     );
     await server?.stop('SIGTERM');
-    for (const c of computers) if (hostTraces(dataDir, c.id).length > 0) removeLocalComputer(dataDir, c.id);
+    for (const c of all) if (hostTraces(dataDir, c.id).length > 0) removeLocalComputer(dataDir, c.id);
     listener?.close();
+  });
+
+  it('moves a computer made before sandboxes into its sandbox at start; its home stays where it was', async () => {
+    const n = localComputerNames(dataDir, elder.id);
+    expect(existsSync(path.join(n.dir, 'sshd', 'sshd.pid'))).toBe(false);
+    const run = await shell(elder, 'echo "user=$(id -un)"; echo "users=$(cut -d: -f1 /etc/passwd | sort | tr "\\n" " ")"; echo "cp=$(ps -eo args | grep -c "[a]gentplane.js serve")"; echo kept > ~/kept; echo "home=$HOME"');
+    expect(results(run.stdout), run.stderr).toEqual({ user: elder.user, users: `${elder.user} nobody root sshd `, cp: '0', home: n.home });
+    expect(readFileSync(path.join(n.home, 'kept'), 'utf8')).toBe('kept\n');
   });
 
   it('keeps the data directory the control plane’s alone, and the homes outside it', () => {
@@ -120,7 +142,8 @@ describe.skipIf(skip)('local computers are sandboxes', { timeout: 240_000 }, () 
         // folders above them, 0700 like every other, are what keeps them private.
         const pglite = p.startsWith(path.join(dataDir, 'pgdata') + path.sep) && !e.isDirectory();
         if (mode(p) & 0o077 && !pglite) loose.push(`${p} ${mode(p).toString(8)}`);
-        if (e.isDirectory()) walk(p);
+        // The folder of computers made before sandboxes: what is in it belongs to their users.
+        if (e.isDirectory() && p !== path.join(dataDir, 'computers')) walk(p);
       }
     };
     walk(dataDir);
@@ -153,7 +176,7 @@ describe.skipIf(skip)('local computers are sandboxes', { timeout: 240_000 }, () 
       'echo "environ=$(cat /proc/[0-9]*/environ 2>/dev/null | tr "\\0" "\\n" | grep -c "^AGENTPLANE_\\|^DATABASE_URL")"',
       `[ -e ${dataDir} ] && echo data_dir=visible || echo data_dir=absent`,
       `echo "database=$(grep -rl ${OWNER_EMAIL} / --exclude-dir=proc --exclude-dir=usr --exclude-dir=sys 2>/dev/null | grep -v "^$HOME" | head -n 1)"`,
-      `echo "pg_files=$(find / -path /proc -prune -o -name PG_VERSION -print 2>/dev/null | head -n 1)"`,
+      `echo "pg_files=$(find / \\( -path /proc -o -path /usr \\) -prune -o -name PG_VERSION -print 2>/dev/null | head -n 1)"`,
       // The host's files and users.
       `[ -e ${REPO_ROOT}/package.json ] && echo checkout=visible || echo checkout=absent`,
       'ls -A /root >/dev/null 2>&1 && echo root_home=visible || echo root_home=absent',

@@ -5,7 +5,7 @@ import { createEgressGuard, EgressRefused } from '../../src/egress/guard.ts';
 import { parseEgressAllow } from '../../src/egress/policy.ts';
 import { newUuid } from '../../src/lib/ids.ts';
 import { enqueueEvaluation } from '../../src/modules/readiness/jobs.ts';
-import { createModelClient, ModelCallFailed } from '../../src/modules/sessions/runtime/index.ts';
+import { createModelClient, ModelCallFailed } from '../../src/agent/index.ts';
 import { startTestApi, type TestApi } from '../support/api.ts';
 import { startModelServer, type ModelServer } from '../support/model-server.ts';
 import { BACKENDS } from '../support/test-db.ts';

@@ -8,7 +8,7 @@ import { newId } from '../../src/lib/ids.ts';
 import { recordAudit } from '../../src/modules/audit/record.ts';
 import { openCustomModelKeys } from '../../src/modules/organization/custom-model-keys.ts';
 import { sealStoredCustomModelKeys } from '../../src/modules/organization/enterprise-controls.ts';
-import { resolveModel } from '../../src/modules/sessions/models.ts';
+import { resolveModel } from '../../src/agent/models.ts';
 import fs from 'node:fs';
 import { ALLOW_LOOPBACK, createOrgFixture, JWT_SECRET, startTestApi, type OrgFixture, type TestApi } from '../support/api.ts';
 import { BACKENDS } from '../support/test-db.ts';

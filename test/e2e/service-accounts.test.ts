@@ -6,7 +6,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { fixedClock } from '../../src/lib/clock.ts';
 import { newId } from '../../src/lib/ids.ts';
 import { syncGitIntegrations } from '../../src/modules/integrations/seed.ts';
-import { GIT_CREDENTIALS_FILE } from '../../src/provisioning/machine/index.ts';
+import { GIT_CREDENTIALS_FILE } from '../../src/repos/git-credentials.ts';
 import { startTestApi, type OrgFixture, type TestApi } from '../support/api.ts';
 import { freePort } from '../support/http.ts';
 import { isRoot, sshdMissing, startSshd, type TestSshd } from '../support/sshd.ts';

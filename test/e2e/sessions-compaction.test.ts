@@ -1,6 +1,6 @@
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { COMPACTION_INSTRUCTION, SUMMARY_HEADING } from '../../src/modules/sessions/runtime/compaction.ts';
-import { DROPPED_NOTE } from '../../src/modules/sessions/runtime/context-trim.ts';
+import { COMPACTION_INSTRUCTION, SUMMARY_HEADING } from '../../src/agent/compaction.ts';
+import { DROPPED_NOTE } from '../../src/agent/context-trim.ts';
 import { skipMachineTests } from '../support/machine.ts';
 import type { RecordedRequest, ScriptedReply } from '../support/model-server.ts';
 import { startSessionHarness, type SessionHarness } from '../support/session-harness.ts';

@@ -13,7 +13,7 @@ import { newId } from '../../src/lib/ids.ts';
 import { createLogger } from '../../src/lib/logger.ts';
 import { createProviderRegistry } from '../../src/provisioning/providers/registry.ts';
 import { purgeExpiredSessions } from '../../src/modules/sessions/jobs.ts';
-import { knownModel } from '../../src/modules/sessions/models.ts';
+import { knownModel } from '../../src/agent/models.ts';
 import { addActiveTime, addUsage, appendMessage, setSessionStatus, takeQueuedMessages } from '../../src/modules/sessions/store.ts';
 import { ALLOW_LOOPBACK, JWT_SECRET, startTestApi, type TestApi } from '../support/api.ts';
 import { listenOnFreePort } from '../support/http.ts';

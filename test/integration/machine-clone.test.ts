@@ -1,7 +1,8 @@
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { cloneRepo, MachineCommandFailed } from '../../src/provisioning/machine/index.ts';
+import { MachineCommandFailed } from '../../src/provisioning/machine/index.ts';
+import { cloneRepo } from '../../src/repos/computer-clone.ts';
 import { SshError } from '../../src/provisioning/ssh/index.ts';
 import { GIT_COMMIT, skipMachineTests, startMachine, type TestMachine } from '../support/machine.ts';
 

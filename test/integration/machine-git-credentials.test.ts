@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { GIT_CREDENTIALS_FILE, InvalidMachineInput, writeGitCredentials } from '../../src/provisioning/machine/index.ts';
+import { InvalidMachineInput } from '../../src/provisioning/machine/index.ts';
+import { GIT_CREDENTIALS_FILE, writeGitCredentials } from '../../src/repos/git-credentials.ts';
 import type { SshClient } from '../../src/provisioning/ssh/index.ts';
 import { skipMachineTests, startMachine, type TestMachine } from '../support/machine.ts';
 import { isRoot } from '../support/sshd.ts';

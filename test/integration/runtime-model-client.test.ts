@@ -1,9 +1,10 @@
 import OpenAI from 'openai';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { toAnthropicMessages } from '../../src/modules/sessions/runtime/anthropic-messages.ts';
-import { ContentBlockSchema, type RuntimeMessage } from '../../src/modules/sessions/runtime/content.ts';
-import { createModelClient, ModelCallFailed, type ModelDelta } from '../../src/modules/sessions/runtime/model-client.ts';
-import { toChatMessages } from '../../src/modules/sessions/runtime/openai-chat.ts';
+import { toAnthropicMessages } from '../../src/agent/anthropic-messages.ts';
+import { ContentBlockSchema, type RuntimeMessage } from '../../src/agent/content.ts';
+import { createModelClient } from '../../src/agent/create-model-client.ts';
+import { ModelCallFailed, type ModelDelta } from '../../src/agent/model-client.ts';
+import { toChatMessages } from '../../src/agent/openai-chat.ts';
 import { startModelServer, type ModelServer } from '../support/model-server.ts';
 
 describe('model client against the scripted OpenAI-compatible server', () => {

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { AutonomyLevelSchema, runsWithoutApproval } from '../../src/modules/sessions/runtime/autonomy.ts';
-import { creditsFor, ModelPricingSchema } from '../../src/modules/sessions/runtime/pricing.ts';
+import { AutonomyLevelSchema, runsWithoutApproval } from '../../src/agent/autonomy.ts';
+import { creditsFor, ModelPricingSchema } from '../../src/agent/pricing.ts';
 
 const usage = { inputTokens: 1000, outputTokens: 100, cacheReadTokens: 5000, cacheWriteTokens: 200 };
 

@@ -1,10 +1,12 @@
 import { randomBytes } from 'node:crypto';
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { createSshClient, type SshClient, type SshTarget } from '../../src/provisioning/ssh/index.ts';
-import type { RuntimeMessage } from '../../src/modules/sessions/runtime/content.ts';
-import { createModelClient, type ModelClient, type Usage } from '../../src/modules/sessions/runtime/model-client.ts';
-import { defaultTools } from '../../src/modules/sessions/runtime/tools.ts';
-import { runTurn, type TurnOptions } from '../../src/modules/sessions/runtime/turn.ts';
+import type { RuntimeMessage } from '../../src/agent/content.ts';
+import { createModelClient } from '../../src/agent/create-model-client.ts';
+import type { ModelClient, Usage } from '../../src/agent/model-client.ts';
+import { defaultTools } from '../../src/agent/tools.ts';
+import { sshToolHost } from '../../src/agent/ssh-tool-host.ts';
+import { runTurn, type TurnOptions } from '../../src/agent/turn.ts';
 import { startModelServer, type ModelServer } from '../support/model-server.ts';
 import { sshdMissing, startSshd, type TestSshd } from '../support/sshd.ts';
 import { waitFor } from '../support/wait.ts';
@@ -56,9 +58,7 @@ describe.skipIf(skip)('an agent turn against a scripted model and a real sshd co
     const promise = runTurn({
       model,
       tools: defaultTools,
-      ssh,
-      target,
-      cwd,
+      host: sshToolHost(ssh, target, cwd),
       autonomyLevel: 'high',
       history: [{ role: 'user', content: [{ type: 'text', text: 'Please do the thing.' }] }],
       system: SYSTEM,

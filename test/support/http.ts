@@ -26,3 +26,18 @@ export async function freePort(host = '127.0.0.1'): Promise<number> {
     srv.on('error', reject);
   });
 }
+
+/** A JSON call to a server with one API key, answering the status and the parsed body (undefined when empty). */
+export type KeyedCall = (method: string, path: string, body?: unknown) => Promise<{ status: number; body: any }>;
+
+export function keyedCaller(url: string | (() => string), key: string | (() => string)): KeyedCall {
+  return async (method, p, body) => {
+    const res = await fetch(`${typeof url === 'function' ? url() : url}${p}`, {
+      method,
+      headers: { authorization: `Bearer ${typeof key === 'function' ? key() : key}`, ...(body ? { 'content-type': 'application/json' } : {}) },
+      body: body ? JSON.stringify(body) : undefined,
+    });
+    const text = await res.text();
+    return { status: res.status, body: text ? JSON.parse(text) : undefined };
+  };
+}

@@ -137,3 +137,18 @@ export async function startGitDaemon(repos: Record<string, Record<string, string
   }
   return { url: (name) => `git://${host}:${port}/${name}.git`, port, stop };
 }
+
+/**
+ * Ends a computer's sandbox, sshd and every session in it, as a crash would: every process of its
+ * network namespace is killed (one gone already, with the namespace's first process, is fine).
+ */
+export function killSandbox(dataDir: string, computerId: string): void {
+  const { netns } = localComputerNames(dataDir, computerId);
+  for (const pid of execFileSync('ip', ['netns', 'pids', netns], { encoding: 'utf8' }).split('\n').filter(Boolean)) {
+    try {
+      process.kill(Number(pid), 'SIGKILL');
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code !== 'ESRCH') throw err;
+    }
+  }
+}

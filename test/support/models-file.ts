@@ -1,7 +1,7 @@
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import type { FileModel } from '../../src/modules/sessions/models.ts';
+import type { FileModel } from '../../src/agent/models.ts';
 import type { ModelServer } from './model-server.ts';
 
 /** The environment variable the `coder` model names for the scripted model's API key. */

@@ -1,5 +1,5 @@
 import { expect } from 'vitest';
-import type { FileModel } from '../../src/modules/sessions/models.ts';
+import type { FileModel } from '../../src/agent/models.ts';
 import { ALLOW_LOOPBACK, startTestApi, type TestApi } from './api.ts';
 import { startMachine, type TestMachine } from './machine.ts';
 import { startModelServer, type ModelServer, type ModelServerOptions } from './model-server.ts';

@@ -1,9 +1,9 @@
 import { describe, expect, it } from 'vitest';
-import type { RuntimeMessage } from '../../src/modules/sessions/runtime/content.ts';
-import { contextLimits } from '../../src/modules/sessions/runtime/context-limits.ts';
-import { DROPPED_NOTE, dropOldest, trimToolOutputs } from '../../src/modules/sessions/runtime/context-trim.ts';
-import { TokenEstimator } from '../../src/modules/sessions/runtime/token-estimate.ts';
-import { toolBatches } from '../../src/modules/sessions/runtime/tool-batches.ts';
+import type { RuntimeMessage } from '../../src/agent/content.ts';
+import { contextLimits } from '../../src/agent/context-limits.ts';
+import { DROPPED_NOTE, dropOldest, trimToolOutputs } from '../../src/agent/context-trim.ts';
+import { TokenEstimator } from '../../src/agent/token-estimate.ts';
+import { toolBatches } from '../../src/agent/tool-batches.ts';
 
 const user = (text: string): RuntimeMessage => ({ role: 'user', content: [{ type: 'text', text }] });
 const call = (id: string): RuntimeMessage => ({ role: 'assistant', content: [{ type: 'tool_use', id, name: 'read_file', input: { path: id } }] });

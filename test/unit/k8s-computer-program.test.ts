@@ -171,6 +171,15 @@ describe('kubernetes computer program: pause, keys and settings', () => {
     expect(container(sts).image).toBe('agentplane-computer:latest');
     expect(sts.inputs.metadata.namespace).toBe('agentplane-computers');
     expect(one(resources, K.pvc).inputs.spec.storageClassName).toBeUndefined();
+    expect(sts.inputs.spec.template.spec.runtimeClassName).toBeUndefined();
+  });
+
+  it('runs the pod in the sandbox runtime the operator names (gVisor, Kata), its hardening kept', async () => {
+    const sandboxed = loadConfig({ AGENTPLANE_K8S_RUNTIME_CLASS: 'gvisor' }).kubernetes;
+    const spec = one((await run(input, sandboxed)).resources, K.sts).inputs.spec.template.spec;
+    expect(spec.runtimeClassName).toBe('gvisor');
+    expect(spec).toMatchObject({ automountServiceAccountToken: false, enableServiceLinks: false, securityContext: { runAsNonRoot: true } });
+    expect(() => loadConfig({ AGENTPLANE_K8S_RUNTIME_CLASS: 'gVisor Sandbox' })).toThrow(/AGENTPLANE_K8S_RUNTIME_CLASS/);
   });
 
   it('takes a key line with a trailing newline as it is, and refuses two keys', async () => {

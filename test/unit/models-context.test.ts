@@ -1,5 +1,5 @@
 import { afterAll, describe, expect, it } from 'vitest';
-import { fileModels, resolveModel } from '../../src/modules/sessions/models.ts';
+import { fileModels, resolveModel } from '../../src/agent/models.ts';
 import { writeModelsFile } from '../support/models-file.ts';
 
 const base = { provider: 'openai-compatible' as const, baseUrl: 'http://127.0.0.1:9/v1', apiKeyEnv: 'CTX_KEY' };

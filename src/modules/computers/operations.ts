@@ -1,7 +1,7 @@
 import type { Principal } from '../../auth/principal.ts';
 import type { Computer } from '../../generated/prisma/client.ts';
 import { BadRequest, Conflict, ServiceUnavailable } from '../../lib/errors.ts';
-import { writeGitCredentials } from '../../provisioning/machine/index.ts';
+import { writeGitCredentials } from '../../repos/git-credentials.ts';
 import { reachableComputer } from './access.ts';
 import type { ComputersDeps } from './deps.ts';
 import { startInstallSession } from './install.ts';

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { parseRepoUrl } from '../../provisioning/machine/index.ts';
+import { computerRepo as parseRepoUrl } from '../../repos/policy.ts';
 
 export const MAX_REPOS = 20;
 

@@ -2,6 +2,7 @@ import type { Db } from '../../db/client.ts';
 import type { SourceControlIntegration } from '../../generated/prisma/client.ts';
 import type { SecretBox } from '../../lib/secret-box.ts';
 import type { ForgeProvider } from '../../forge/types.ts';
+import { repositoryHost } from '../../repos/policy.ts';
 
 /** A connection with its token opened: what a module needs to call a forge or clone from it. */
 export interface ForgeConnection {
@@ -22,17 +23,6 @@ export function openConnection(row: SourceControlIntegration, secrets: SecretBox
     username: row.username,
     token: secrets.open(row.tokenCiphertext),
   };
-}
-
-/** The host (with port) of an http(s), ssh or scp-like repository URL, lower-cased. */
-export function repositoryHost(repoUrl: string): string | undefined {
-  const scp = /^(?:[^@/\s]+@)?([^:/\s]+):(?!\/\/)/.exec(repoUrl);
-  if (scp && !repoUrl.includes('://')) return scp[1]!.toLowerCase();
-  try {
-    return new URL(repoUrl).host.toLowerCase() || undefined;
-  } catch {
-    return undefined;
-  }
 }
 
 /**

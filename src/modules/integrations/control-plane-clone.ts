@@ -1,7 +1,8 @@
 import type { Db } from '../../db/client.ts';
-import { pinClone, type PinnedClone } from '../../egress/git.ts';
+import { pinClone, type PinnedClone } from '../../repos/pinned-clone.ts';
 import type { EgressGuard } from '../../egress/guard.ts';
 import type { SecretBox } from '../../lib/secret-box.ts';
+import { readRepoUrl } from '../../repos/url.ts';
 import { credentialForRepository, gitAuthConfig } from './connections.ts';
 
 /**
@@ -17,7 +18,8 @@ export async function controlPlaneClone(
   repoUrl: string,
 ): Promise<PinnedClone> {
   const pinned = pinClone(repoUrl, await deps.egress.check(repoUrl));
-  const url = /^https?:\/\//i.test(repoUrl) ? new URL(repoUrl) : undefined;
-  const connection = url && !url.username ? await credentialForRepository(deps.db, deps.secrets, organizationId, repoUrl) : undefined;
+  const repo = readRepoUrl(repoUrl);
+  const http = repo !== undefined && (repo.scheme === 'https' || repo.scheme === 'http');
+  const connection = http && !repo.username ? await credentialForRepository(deps.db, deps.secrets, organizationId, repoUrl) : undefined;
   return connection ? { ...pinned, config: [...pinned.config, gitAuthConfig(connection)] } : pinned;
 }

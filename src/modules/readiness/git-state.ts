@@ -1,4 +1,4 @@
-import type { RepoWorkspace } from './workspace.ts';
+import type { RepoWorkspace } from '../../repos/workspace.ts';
 
 export interface GitState {
   commitHash: string | null;

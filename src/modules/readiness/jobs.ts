@@ -6,7 +6,7 @@ import type { JobQueue } from '../../jobs/queue.ts';
 import type { EgressGuard } from '../../egress/guard.ts';
 import type { Clock } from '../../lib/clock.ts';
 import type { SshClient } from '../../provisioning/ssh/index.ts';
-import type { ResolveComputerTarget } from './computer-target.ts';
+import type { ResolveComputerTarget } from '../../repos/computer-target.ts';
 import { runEvaluation } from './run-evaluation.ts';
 
 /** Clone, evaluate, store the report, settle the evaluation. */

@@ -1,6 +1,7 @@
 import path from 'node:path/posix';
 import type { App } from './apps.ts';
-import { sh, type RepoWorkspace } from './workspace.ts';
+import { shellQuote } from '../../provisioning/ssh/index.ts';
+import type { RepoWorkspace } from '../../repos/workspace.ts';
 
 /** Text files larger than this are not read: no criterion needs one. */
 const MAX_TEXT_BYTES = 1024 * 1024;
@@ -83,7 +84,7 @@ export async function openRepoContext(workspace: RepoWorkspace, checkoutDir: str
       }
     },
     async grep(patterns) {
-      const args = patterns.map((p) => `-e ${sh(p)}`).join(' ');
+      const args = patterns.map((p) => `-e ${shellQuote(p)}`).join(' ');
       // -I skips binary files; -z separates path, line and text with NUL so any name survives.
       const res = await workspace.exec(`git grep --untracked -I -n -z -E ${args}`, { cwd: checkoutDir, signal });
       if (res.exitCode === 1) return [];

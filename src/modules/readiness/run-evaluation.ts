@@ -1,16 +1,19 @@
 import type { ReadinessEvaluation } from '../../generated/prisma/client.ts';
 import type { JobContext } from '../../jobs/job.ts';
-import type { PinnedClone } from '../../egress/git.ts';
+import type { PinnedClone } from '../../repos/pinned-clone.ts';
 import { AppError } from '../../lib/errors.ts';
 import { newUuid } from '../../lib/ids.ts';
-import { CloneFailed, cloneRepository, evaluateCheckout } from './evaluator.ts';
+import { evaluateCheckout } from './evaluator.ts';
+import { cloneRepository } from '../../repos/clone.ts';
+import { CloneFailed } from '../../repos/errors.ts';
 import type { EvaluateJobDeps } from './jobs.ts';
-import { jobComputerTarget } from './computer-target.ts';
-import { createLocalScratchWorkspace } from './local-workspace.ts';
-import { repoKey, redactCredentials } from './repo-url.ts';
+import { jobComputerTarget } from '../../repos/computer-target.ts';
+import { createLocalScratchWorkspace } from '../../repos/local-workspace.ts';
+import { repoKey } from '../../repos/policy.ts';
+import { redactCredentials } from '../../repos/redact.ts';
 import { controlPlaneClone } from '../integrations/control-plane-clone.ts';
-import { createSshScratchWorkspace } from './ssh-workspace.ts';
-import type { ScratchWorkspace } from './workspace.ts';
+import { createSshScratchWorkspace } from '../../repos/ssh-workspace.ts';
+import type { ScratchWorkspace } from '../../repos/workspace.ts';
 
 /** A failure no retry can fix: the evaluation fails at once with this message. */
 class FinalFailure extends Error {}

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { repoKey, cloneUrlProblem } from './repo-url.ts';
+import { repoKey, scratchCloneProblem } from '../../repos/policy.ts';
 
 const REASONING_EFFORTS = ['low', 'medium', 'high', 'off'] as const;
 /** Ingested report maps are bounded so one report stays one reasonable row. */
@@ -121,7 +121,7 @@ export const EvaluateBodySchema = z
       .string()
       .max(2048)
       .superRefine((v, ctx) => {
-        const problem = cloneUrlProblem(v);
+        const problem = scratchCloneProblem(v);
         if (problem) ctx.addIssue({ code: 'custom', message: problem });
       })
       .meta({ description: 'Repository to clone and evaluate (https, http, ssh or git URL)' }),

@@ -7,10 +7,10 @@ import type { Clock } from '../../lib/clock.ts';
 import { BadRequest, NotFound } from '../../lib/errors.ts';
 import { newUuid } from '../../lib/ids.ts';
 import { CRITERIA } from './catalogue.ts';
-import type { ResolveComputerTarget } from './computer-target.ts';
+import type { ResolveComputerTarget } from '../../repos/computer-target.ts';
 import { enqueueEvaluation } from './jobs.ts';
 import { maturityLevel } from './levels.ts';
-import { repoKey } from './repo-url.ts';
+import { repoKey } from '../../repos/policy.ts';
 import type { EvaluateBody, Evaluation, ListQuery, Report, ReportInput } from './schemas.ts';
 import { toEvaluation, toReport } from './views.ts';
 

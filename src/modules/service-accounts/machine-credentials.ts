@@ -1,6 +1,6 @@
 import type { Computer } from '../../generated/prisma/client.ts';
 import { eachConcurrently } from '../../lib/concurrency.ts';
-import { writeGitCredentials } from '../../provisioning/machine/index.ts';
+import { writeGitCredentials } from '../../repos/git-credentials.ts';
 import { BYOM, targetFor, type MachineDeps } from '../computers/machines.ts';
 
 /** How long one machine may take before its purge counts as failed. */

@@ -1,6 +1,6 @@
 import type { Db } from '../../db/client.ts';
 import type { SessionMessage } from '../../generated/prisma/client.ts';
-import type { Compaction, ContentBlock, RuntimeMessage } from './runtime/index.ts';
+import type { Compaction, ContentBlock, RuntimeMessage } from '../../agent/index.ts';
 import type { CompactionMarker } from './schemas.ts';
 import { appendMessage } from './store.ts';
 

@@ -1,7 +1,6 @@
 import type { PrismaClient } from '../../db/client.ts';
 import type { Session } from '../../generated/prisma/client.ts';
 import type { Clock } from '../../lib/clock.ts';
-import type { SshClient, SshTarget } from '../../provisioning/ssh/index.ts';
 import { recordEvents, type AnalyticsEvent } from '../analytics/events.ts';
 import { storeCompaction } from './context-history.ts';
 import {
@@ -12,8 +11,9 @@ import {
   type ModelClient,
   type ModelPricing,
   type RuntimeMessage,
+  type ToolHost,
   type TurnResult,
-} from './runtime/index.ts';
+} from '../../agent/index.ts';
 import type { StoredSettings } from './settings.ts';
 import { sessionDeltas, sessionToolOutput } from './session-events.ts';
 import { addActiveTime, addUsage, appendMessage } from './store.ts';
@@ -23,8 +23,8 @@ import { turnEvents } from './turn-events.ts';
 export interface TurnEnvironment {
   db: PrismaClient;
   clock: Clock;
-  ssh: SshClient;
-  target: SshTarget;
+  /** The session's computer in its cwd (a subagent's is its parent's). */
+  host: ToolHost;
   model: ModelClient;
   pricing?: ModelPricing;
   /** The model that compacts the context (default: `model`), or `off` (sessionSettings.compactionThresholdCheckEnabled false). */
@@ -46,7 +46,7 @@ export function effectiveAutonomy(settings: StoredSettings): AutonomyLevel {
  */
 export async function runPersistedTurn(
   env: TurnEnvironment,
-  session: Pick<Session, 'id' | 'organizationId' | 'ownerId' | 'cwd'>,
+  session: Pick<Session, 'id' | 'organizationId' | 'ownerId'>,
   settings: StoredSettings,
   opts: { history: RuntimeMessage[]; tools: readonly AgentTool[]; signal: AbortSignal },
 ): Promise<TurnResult & { emitted: RuntimeMessage[] }> {
@@ -61,9 +61,7 @@ export async function runPersistedTurn(
   const result = await runTurn({
     model: env.model,
     tools: opts.tools,
-    ssh: env.ssh,
-    target: env.target,
-    cwd: session.cwd,
+    host: env.host,
     autonomyLevel: effectiveAutonomy(settings),
     history: opts.history,
     system: env.system,

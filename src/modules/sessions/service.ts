@@ -15,7 +15,7 @@ import { machineUnavailable, targetFor, type MachineDeps } from '../computers/ma
 import { reachableSession } from './access.ts';
 import { recordCheckpoints } from './checkpoints.ts';
 import { sessionTurnJob } from './jobs.ts';
-import { knownModel } from './models.ts';
+import { knownModel } from '../../agent/models.ts';
 import {
   DEFAULT_WAIT_MS,
   SessionSettingsInputSchema,
@@ -25,7 +25,8 @@ import {
   type PostMessageInput,
   type SessionSettingsInput,
 } from './schemas.ts';
-import { enterpriseSettingsOf, mergeSettings, organizationDefaults, type StoredSettings } from './settings.ts';
+import { mergeSettings, organizationDefaults, type StoredSettings } from './settings.ts';
+import { enterpriseSettingsOf } from '../organization/enterprise-settings.ts';
 import { sessionEvents } from './session-events.ts';
 import { appendMessage } from './store.ts';
 import { messageView, sessionView, storedSettings } from './views.ts';

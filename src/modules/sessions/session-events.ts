@@ -1,7 +1,7 @@
 import type { Db } from '../../db/client.ts';
 import type { SessionMessage, SessionStatus } from '../../generated/prisma/client.ts';
 import { publish, publishTransient } from '../events/publish.ts';
-import { MAX_TOOL_OUTPUT_CHARS, type ModelDelta, type OutputStream } from './runtime/index.ts';
+import { MAX_TOOL_OUTPUT_CHARS, type ModelDelta, type OutputStream } from '../../agent/index.ts';
 import type { TokenUsage } from './schemas.ts';
 import { messageView } from './views.ts';
 

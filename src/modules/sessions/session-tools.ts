@@ -1,4 +1,4 @@
-import { defaultTools, type AgentTool } from './runtime/index.ts';
+import { defaultTools, type AgentTool } from '../../agent/index.ts';
 import type { StoredSettings } from './settings.ts';
 
 /**

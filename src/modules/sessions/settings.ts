@@ -1,4 +1,3 @@
-import type { Db } from '../../db/client.ts';
 import type { AUTONOMY_LEVELS, AUTONOMY_MODES, INTERACTION_MODES, SessionSettingsInput } from './schemas.ts';
 
 type InteractionMode = (typeof INTERACTION_MODES)[number];
@@ -57,10 +56,4 @@ export function organizationDefaults(enterpriseSettings: unknown): Record<string
   if (!enterpriseSettings || typeof enterpriseSettings !== 'object') return {};
   const defaults = (enterpriseSettings as { sessionDefaultSettings?: unknown }).sessionDefaultSettings;
   return defaults && typeof defaults === 'object' && !Array.isArray(defaults) ? (defaults as Record<string, unknown>) : {};
-}
-
-/** The organization's enterprise-control settings (session defaults, custom models); {} when none. */
-export async function enterpriseSettingsOf(db: Db, organizationId: string): Promise<unknown> {
-  const org = await db.organization.findUnique({ where: { id: organizationId }, select: { enterpriseSettings: true } });
-  return org?.enterpriseSettings ?? {};
 }

@@ -4,7 +4,7 @@ import type { Prisma } from '../../db/client.ts';
 import { newId } from '../../lib/ids.ts';
 import { recordEvents } from '../analytics/events.ts';
 import { finalText, runPersistedTurn, type TurnEnvironment } from './persisted-turn.ts';
-import { defineTool, type AgentTool } from './runtime/index.ts';
+import { defineTool, type AgentTool } from '../../agent/index.ts';
 import type { StoredSettings } from './settings.ts';
 import { appendMessage, setSessionStatus } from './store.ts';
 

@@ -1,7 +1,7 @@
 import type { AnalyticsEvent } from '../analytics/events.ts';
 import type { AutonomyLevel as AnalyticsAutonomy } from '../analytics/metrics.ts';
 import { languageOf } from './checkpoints.ts';
-import type { ToolEffects, ToolResultBlock, ToolUseBlock, Usage } from './runtime/index.ts';
+import type { ToolEffects, ToolResultBlock, ToolUseBlock, Usage } from '../../agent/index.ts';
 import type { StoredSettings } from './settings.ts';
 
 /** Reasoning efforts that make a call a `thinking`-tier call in analytics. */

@@ -7,12 +7,14 @@ import { recordEvents } from '../analytics/events.ts';
 import { machineUnavailable, targetFor, type MachineDeps } from '../computers/machines.ts';
 import { creditsExhausted, creditStanding } from '../organization/credit-usage.ts';
 import { openCustomModelKeys } from '../organization/custom-model-keys.ts';
-import { resolveModel } from './models.ts';
+import { enterpriseSettingsOf } from '../organization/enterprise-settings.ts';
+import { resolveModel } from '../../agent/models.ts';
 import { runtimeHistory } from './context-history.ts';
 import { runPersistedTurn, type TurnEnvironment } from './persisted-turn.ts';
-import { createModelClient, zeroUsage, type ContentBlock, type TurnResult } from './runtime/index.ts';
+import { createModelClient, zeroUsage, type ContentBlock, type TurnResult } from '../../agent/index.ts';
+import { sshToolHost } from '../../agent/ssh-tool-host.ts';
 import { sessionTools } from './session-tools.ts';
-import { enterpriseSettingsOf, type StoredSettings } from './settings.ts';
+import type { StoredSettings } from './settings.ts';
 import { sessionEvents, type TurnOutcome } from './session-events.ts';
 import { appendMessage, endTurn, loadHistory, takeQueuedMessages } from './store.ts';
 import { subagentTool } from './subagent.ts';
@@ -168,8 +170,7 @@ async function environment(deps: TurnRunnerDeps, session: Session, settings: Sto
   return {
     db: deps.db,
     clock: deps.clock,
-    ssh: deps.machines.ssh,
-    target,
+    host: sshToolHost(deps.machines.ssh, target, session.cwd),
     model: createModelClient(resolved.config),
     pricing: resolved.pricing,
     compaction: compactionModel(settings, modelId, enterpriseSettings, deps),

@@ -2,7 +2,7 @@ import type { PrismaClient } from '../../db/client.ts';
 import type { EgressGuard } from '../../egress/guard.ts';
 import type { JobQueue } from '../../jobs/queue.ts';
 import type { Clock } from '../../lib/clock.ts';
-import type { ResolveComputerTarget } from '../readiness/computer-target.ts';
+import type { ResolveComputerTarget } from '../../repos/computer-target.ts';
 import type { VideoStorage } from './video/storage.ts';
 
 /** What the wiki service needs, narrowly. */

@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { LimitParamSchema, PageQuerySchema, PaginationSchema } from '../../http/pagination.ts';
-import { cloneUrlProblem, repoKey } from '../readiness/repo-url.ts';
+import { repoKey, scratchCloneProblem } from '../../repos/policy.ts';
 import { MAX_PAGE_BYTES, MAX_PAGES } from './page.ts';
 
 const ms = z.number().int().meta({ description: 'Unix milliseconds' });
@@ -54,7 +54,7 @@ export const CreateRunBodySchema = z
     model: z.string().min(1).max(200).optional().meta({ description: 'Generate: a model of the models file or custom:<id> writes the prose of each page' }),
   })
   .refine((b) => !b.pages || (b.computerId === undefined && b.model === undefined), { message: 'computerId and model apply to generated runs; an upload brings its pages', path: ['pages'] })
-  .refine((b) => b.pages || cloneUrlProblem(b.repoUrl) === undefined, { message: 'cannot be cloned: use an https, http, ssh or git URL', path: ['repoUrl'] })
+  .refine((b) => b.pages || scratchCloneProblem(b.repoUrl) === undefined, { message: 'cannot be cloned: use an https, http, ssh or git URL', path: ['repoUrl'] })
   .meta({ id: 'WikiRunCreate' });
 export type CreateRunBody = z.infer<typeof CreateRunBodySchema>;
 

@@ -1,9 +1,6 @@
-export { cloneRepo, type CloneOptions, type CloneResult } from './clone.ts';
 export { detectInstallPlans } from './detect-installs.ts';
 export { InvalidMachineInput, MachineCommandFailed, ToolNotInstalled } from './errors.ts';
-export { writeGitCredentials, GIT_CREDENTIALS_FILE, type GitCredential } from './git-credentials.ts';
 export { installPlanSchema, packageManagers, planInstalls, type InstallPlan, type PackageManager } from './install-plan.ts';
 export { sampleMetrics } from './metrics.ts';
 export { parseMetricsOutput, type MetricsSample } from './metrics-parse.ts';
-export { parseRepoUrl, type RepoUrl } from './repo-url.ts';
 export { runInstall, INSTALL_OUTPUT_TAIL_BYTES, type InstallResult, type RunInstallOptions } from './run-install.ts';

@@ -2,7 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { CRITERIA } from '../../../src/modules/readiness/catalogue.ts';
 import { evaluateCheckout } from '../../../src/modules/readiness/evaluator.ts';
 import { maturityLevel } from '../../../src/modules/readiness/levels.ts';
-import { localWorkspace } from '../../../src/modules/readiness/local-workspace.ts';
+import { localWorkspace } from '../../../src/repos/local-workspace.ts';
 import { useFixtureRepos } from './fixture-repo.ts';
 import { NEGLECTED, NEGLECTED_SCORES, WELL_KEPT, WELL_KEPT_APPS, WELL_KEPT_LEVEL, WELL_KEPT_SCORES, scoresOf } from './fixture-scores.ts';
 

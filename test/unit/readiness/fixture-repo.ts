@@ -6,7 +6,7 @@ import { afterAll } from 'vitest';
 import { detectApps } from '../../../src/modules/readiness/apps.ts';
 import type { Score } from '../../../src/modules/readiness/criteria/index.ts';
 import type { Criterion } from '../../../src/modules/readiness/criteria/types.ts';
-import { localWorkspace } from '../../../src/modules/readiness/local-workspace.ts';
+import { localWorkspace } from '../../../src/repos/local-workspace.ts';
 import { openRepoContext, type RepoContext } from '../../../src/modules/readiness/repo-context.ts';
 
 export type Files = Record<string, string | Buffer>;

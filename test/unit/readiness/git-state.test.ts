@@ -2,7 +2,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { readGitState } from '../../../src/modules/readiness/git-state.ts';
-import { localWorkspace } from '../../../src/modules/readiness/local-workspace.ts';
+import { localWorkspace } from '../../../src/repos/local-workspace.ts';
 import { git, useFixtureRepos } from './fixture-repo.ts';
 
 const { root, make } = useFixtureRepos();

@@ -1,6 +1,6 @@
 import type { Computer } from '../../../generated/prisma/client.ts';
 import type { JobContext } from '../../../jobs/job.ts';
-import { cloneRepo } from '../../../provisioning/machine/index.ts';
+import { cloneRepo } from '../../../repos/computer-clone.ts';
 import { shellQuote, SSH_RETRY, type SshTarget } from '../../../provisioning/ssh/index.ts';
 import type { Db } from '../../../db/client.ts';
 import { queueInstallRuns } from '../install.ts';

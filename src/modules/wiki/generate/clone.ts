@@ -2,12 +2,11 @@ import { execFile } from 'node:child_process';
 import fs from 'node:fs/promises';
 import path from 'node:path';
 import { promisify } from 'node:util';
-import type { PinnedClone } from '../../../egress/git.ts';
-import type { SshClient, SshTarget } from '../../../provisioning/ssh/index.ts';
-import { cloneRepository } from '../../readiness/evaluator.ts';
-import { createLocalScratchWorkspace } from '../../readiness/local-workspace.ts';
-import { createSshScratchWorkspace } from '../../readiness/ssh-workspace.ts';
-import { sh } from '../../readiness/workspace.ts';
+import type { PinnedClone } from '../../../repos/pinned-clone.ts';
+import { shellQuote, type SshClient, type SshTarget } from '../../../provisioning/ssh/index.ts';
+import { cloneRepository } from '../../../repos/clone.ts';
+import { createLocalScratchWorkspace } from '../../../repos/local-workspace.ts';
+import { createSshScratchWorkspace } from '../../../repos/ssh-workspace.ts';
 import { parseTree, TREE_COMMAND } from '../survey/git-repo.ts';
 import { checkBounds, type SurveyBounds } from '../survey/survey.ts';
 
@@ -20,9 +19,9 @@ export interface LocalClone {
 }
 
 /**
- * Clones with readiness's safe-clone rules (no prompts, network transports only, held to the
- * egress guard's checked addresses) as a bare repository: the survey reads objects, nothing is
- * checked out, no hook or filter of the repository runs.
+ * Clones with the scratch clone's safe rules (repos/clone.ts: no prompts, network transports
+ * only, held to the egress guard's checked addresses) as a bare repository: the survey reads
+ * objects, nothing is checked out, no hook or filter of the repository runs.
  */
 export async function cloneLocally(scratchRoot: string, source: { repoUrl: string; branch: string | null }, pinned: PinnedClone, signal: AbortSignal): Promise<LocalClone> {
   const ws = await createLocalScratchWorkspace(scratchRoot);
@@ -55,12 +54,12 @@ export async function cloneOnComputer(
   const dispose = () => fs.rm(local, { recursive: true, force: true });
   try {
     const dir = await cloneRepository(remote, source, signal, undefined, { bare: true });
-    const listed = await remote.exec(`git --git-dir=${sh(dir)} ${TREE_COMMAND}`, { signal });
+    const listed = await remote.exec(`git --git-dir=${shellQuote(dir)} ${TREE_COMMAND}`, { signal });
     if (listed.exitCode !== 0) throw new Error(`listing the clone on ${remote.where} failed: ${listed.stderr.trim()}`);
     checkBounds(parseTree(listed.stdout), bounds);
     // The branch travels with HEAD in the bundle, so the local clone knows which branch it documents.
-    const branch = (await remote.exec(`git --git-dir=${sh(dir)} symbolic-ref --quiet --short HEAD`, { signal })).stdout.trim();
-    const bundled = await remote.exec(`git --git-dir=${sh(dir)} bundle create repo.bundle HEAD${branch ? ` ${sh(branch)}` : ''}`, { signal });
+    const branch = (await remote.exec(`git --git-dir=${shellQuote(dir)} symbolic-ref --quiet --short HEAD`, { signal })).stdout.trim();
+    const bundled = await remote.exec(`git --git-dir=${shellQuote(dir)} bundle create repo.bundle HEAD${branch ? ` ${shellQuote(branch)}` : ''}`, { signal });
     if (bundled.exitCode !== 0) throw new Error(`bundling the clone on ${remote.where} failed: ${bundled.stderr.trim()}`);
     const root = (await remote.exec('pwd')).stdout.trim();
     await ssh.downloadFile(target, `${root}/repo.bundle`, path.join(local, 'repo.bundle'), { signal });

@@ -3,7 +3,7 @@ import type { EgressGuard } from '../../../egress/guard.ts';
 import type { Clock } from '../../../lib/clock.ts';
 import type { SecretBox } from '../../../lib/secret-box.ts';
 import type { SshClient } from '../../../provisioning/ssh/index.ts';
-import type { ResolveComputerTarget } from '../../readiness/computer-target.ts';
+import type { ResolveComputerTarget } from '../../../repos/computer-target.ts';
 import type { SurveyBounds } from '../survey/survey.ts';
 
 export interface WikiJobSettings {

@@ -3,16 +3,17 @@ import path from 'node:path';
 import type { AnalyticsEvent } from '../../analytics/events.ts';
 import { recordEvents } from '../../analytics/events.ts';
 import { openCustomModelKeys } from '../../organization/custom-model-keys.ts';
-import { resolveModel } from '../../sessions/models.ts';
-import { createModelClient, creditsFor, runTurn, type RuntimeMessage, type Usage } from '../../sessions/runtime/index.ts';
-import { enterpriseSettingsOf } from '../../sessions/settings.ts';
+import { enterpriseSettingsOf } from '../../organization/enterprise-settings.ts';
+import { resolveModel } from '../../../agent/models.ts';
+import { createModelClient, creditsFor, runTurn, type RuntimeMessage, type Usage } from '../../../agent/index.ts';
+import { localToolHost } from '../../../agent/local-tool-host.ts';
 import type { JobContext } from '../../../jobs/job.ts';
 import type { DraftPage } from '../assemble.ts';
 import { gitRepo } from '../survey/git-repo.ts';
 import type { WriteInput } from '../write/context.ts';
 import { writeCheckout } from './checkout.ts';
 import type { GenerateJobDeps } from './job-deps.ts';
-import { localToolHost, readOnlyTools } from './local-tool-host.ts';
+import { readOnlyTools } from './read-only-tools.ts';
 
 /** Model calls one page may make (reading files included) before its survey version stands in. */
 const MAX_STEPS_PER_PAGE = 12;
@@ -81,7 +82,7 @@ function addRunUsage(total: RunTokenUsage, u: Usage, credits: number): RunTokenU
 type Run = { id: string; organizationId: string; creatorId: string; model: string | null; checkpoint: unknown };
 
 /**
- * The model path: the sessions runtime's agent loop writes the prose of each page that was not
+ * The model path: the agent loop (src/agent/) writes the prose of each page that was not
  * reused, from the page's survey version as its brief, reading a checkout through read-only tools.
  * A page whose turn fails, or whose prose cites no file of the repository, keeps its survey
  * version and says why. Each page's result and the usage so far are checkpointed on the run, so
@@ -120,18 +121,15 @@ export async function writeWithModel(deps: GenerateJobDeps, run: Run, gitDir: st
   const root = await fs.mkdtemp(path.join(deps.scratchRoot, 'checkout-'));
   try {
     await writeCheckout(gitRepo(gitDir), root, ctx.signal);
-    const ssh = localToolHost(root);
-    const tools = readOnlyTools(root);
-    const target = { host: 'localhost', port: 0, username: 'wiki' } as unknown as Parameters<typeof runTurn>[0]['target'];
+    const host = localToolHost(root, 'the repository');
+    const tools = readOnlyTools();
     for (const draft of pending) {
       const messages: RuntimeMessage[] = [];
       const events: AnalyticsEvent[] = [];
       const result = await runTurn({
         model,
         tools,
-        ssh,
-        target,
-        cwd: root,
+        host,
         autonomyLevel: 'off',
         history: [{ role: 'user', content: [{ type: 'text', text: brief(draft) }] }],
         system: SYSTEM,

@@ -2,9 +2,10 @@ import { Prisma } from '../../../generated/prisma/client.ts';
 import { controlPlaneClone } from '../../integrations/control-plane-clone.ts';
 import type { JobContext } from '../../../jobs/job.ts';
 import { AppError } from '../../../lib/errors.ts';
-import { jobComputerTarget } from '../../readiness/computer-target.ts';
-import { CloneFailed } from '../../readiness/evaluator.ts';
-import { redactCredentials } from '../../readiness/repo-url.ts';
+import { jobComputerTarget } from '../../../repos/computer-target.ts';
+import { CloneFailed } from '../../../repos/errors.ts';
+import { repositoryName } from '../../../repos/policy.ts';
+import { redactCredentials } from '../../../repos/redact.ts';
 import { assemblePages, type DraftPage } from '../assemble.ts';
 import { reusePages, type BasePage } from '../incremental.ts';
 import type { CitedSource } from '../page.ts';
@@ -53,10 +54,6 @@ async function basePages(deps: GenerateJobDeps, row: Run): Promise<{ id: string;
   return { id: base.id, pages: new Map(pages.map((p) => [p.id, { ...p, sources: p.sources as unknown as CitedSource[] }])) };
 }
 
-function repoName(url: string): string {
-  return url.replace(/\/+$/, '').replace(/\.git$/, '').split(/[/:]/).pop() || url;
-}
-
 /**
  * One generation: clone (bounded), survey, plan, write every page (the survey version, then the
  * model's where one is chosen), reuse unchanged pages of the previous run, audit links, and store
@@ -77,7 +74,7 @@ export async function runGeneration(deps: GenerateJobDeps, runId: string, ctx: P
       survey = await surveyRepository(gitRepo(clone.gitDir), deps.settings.bounds, ctx.signal);
       const branch = row.branch ?? (await gitRepo(clone.gitDir).head(ctx.signal)).branch;
       const plan = planWiki(survey);
-      const input = { survey, plan, repo: { name: repoName(row.repoUrl), url: row.repoUrl, branch } };
+      const input = { survey, plan, repo: { name: repositoryName(row.repoUrl), url: row.repoUrl, branch } };
       const drafts: DraftPage[] = plan.pages.map((page) => ({ ...page, ...writeSurveyPage(input, page) }));
       const base = await basePages(deps, row);
       const moduleIds = new Set(plan.modulePages.map((p) => p.id));

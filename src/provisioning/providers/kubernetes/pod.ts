@@ -18,7 +18,8 @@ export interface PodArgs {
 /**
  * The computer's pod: the image's sshd as the computer's user, the home on its own volume, the
  * keys from the Secret. Agents run arbitrary code here, so the pod gets nothing it does not need:
- * no root, no added capabilities, no Kubernetes API token, no other services' addresses.
+ * no root, no added capabilities, no Kubernetes API token, no other services' addresses; and,
+ * where the operator names one, a sandbox runtime (gVisor, Kata) between it and the node's kernel.
  */
 export function podTemplate(a: PodArgs): k8s.types.input.core.v1.PodTemplateSpec {
   return {
@@ -27,6 +28,7 @@ export function podTemplate(a: PodArgs): k8s.types.input.core.v1.PodTemplateSpec
       annotations: { [ANNOTATIONS.authorizedKeySha256]: createHash('sha256').update(a.authorizedPublicKey).digest('hex') },
     },
     spec: {
+      ...(a.settings.runtimeClassName ? { runtimeClassName: a.settings.runtimeClassName } : {}),
       automountServiceAccountToken: false,
       enableServiceLinks: false,
       securityContext: {

@@ -51,13 +51,15 @@ etc_args() {
     case "${f#/etc/}" in
       passwd | passwd- | group | group- | shadow | shadow- | gshadow | gshadow- | subuid | subuid- | subgid | subgid-) continue ;;
       hosts | hostname | machine-id | ssh | sudoers | sudoers.d | netns | *[[:space:]]*) continue ;;
+      # useradd's and vipw's locks and temporary copies, there only for a moment.
+      *.lock | .pwd.lock | *+ | *.tmp | *.edit) continue ;;
     esac
     if [ -L "$f" ]; then
       target=$(readlink "$f")
       case "$target" in *[[:space:]]*) continue ;; esac
       printf -- '--symlink %s %s ' "$target" "$f"
     else
-      printf -- '--ro-bind %s %s ' "$f" "$f"
+      printf -- '--ro-bind-try %s %s ' "$f" "$f"
     fi
   done
   for f in passwd group shadow hosts; do printf -- '--ro-bind %s/etc/%s /etc/%s ' "$DIR" "$f" "$f"; done
@@ -143,8 +145,16 @@ CONFIG
   cut -d' ' -f1,2 "$d/host_ed25519_key.pub"
 }
 
+# Ends the sandbox: its PID namespace's first process (the outer bwrap's child), which takes every
+# process of the namespace with it, then the outer bwrap.
+stop_sandbox() {
+  pid=$(cat "$DIR/sshd/sandbox.pid")
+  pkill -9 -P "$pid" || true
+  kill -9 "$pid" 2>/dev/null || true
+}
+
 delete() {
-  if running; then kill -9 "$(cat "$DIR/sshd/sandbox.pid")"; fi
+  if running; then stop_sandbox; fi
   stop_unsandboxed
   rm -rf "$DIR/sshd"
 }

@@ -1,6 +1,6 @@
 import path from 'node:path/posix';
-import { SftpFailed, type SshClient, type SshTarget } from '../../provisioning/ssh/index.ts';
-import { LIST_FILES_COMMAND, parseFileList, sh, type ExecOptions, type ScratchWorkspace } from './workspace.ts';
+import { SftpFailed, shellQuote, type SshClient, type SshTarget } from '../provisioning/ssh/index.ts';
+import { LIST_FILES_COMMAND, parseFileList, type ExecOptions, type ScratchWorkspace } from './workspace.ts';
 
 const DEFAULT_TIMEOUT_MS = 10 * 60_000;
 // SFTP status codes: no such file, and the generic failure a directory read gives.
@@ -47,7 +47,7 @@ export async function createSshScratchWorkspace(ssh: SshClient, target: SshTarge
       return parseFileList(res.stdout);
     },
     async dispose() {
-      await ssh.exec(target, `rm -rf ${sh(root)}`, { timeoutMs: 120_000 });
+      await ssh.exec(target, `rm -rf ${shellQuote(root)}`, { timeoutMs: 120_000 });
     },
   };
 }

@@ -17,14 +17,13 @@ export const runCommandTool = defineTool({
     command: z.string().min(1).describe('The shell command line (POSIX sh syntax).'),
     timeoutMs: z.number().int().positive().max(MAX_TIMEOUT_MS).optional().describe(`Kill the command after this many milliseconds (default ${DEFAULT_TIMEOUT_MS}).`),
   }),
-  async execute({ ssh, target, cwd, signal, onOutput }, input) {
-    // Live output is decoded per stream, so a character split across two SSH packets stays whole.
+  async execute({ host, signal, onOutput }, input) {
+    // Live output is decoded per stream, so a character split across two chunks (SSH packets) stays whole.
     const live = onOutput && { stdout: new StringDecoder('utf8'), stderr: new StringDecoder('utf8') };
     const forward = (stream: OutputStream) => (live ? (chunk: Buffer) => onOutput!(stream, live[stream].write(chunk)) : undefined);
     let res;
     try {
-      res = await ssh.exec(target, input.command, {
-        cwd,
+      res = await host.exec(input.command, {
         timeoutMs: input.timeoutMs ?? DEFAULT_TIMEOUT_MS,
         signal,
         maxOutputBytes: MAX_STREAM_BYTES,

@@ -1,6 +1,6 @@
-import { shellQuote, type SshClient, type SshTarget } from '../ssh/index.ts';
-import { InvalidMachineInput, MachineCommandFailed, tailOf } from './errors.ts';
-import { LOGIN_PATH, requireTool, throwIfToolMissing } from './remote-shell.ts';
+import { shellQuote, type SshClient, type SshTarget } from '../provisioning/ssh/index.ts';
+import { InvalidMachineInput, MachineCommandFailed, tailOf } from '../provisioning/machine/errors.ts';
+import { LOGIN_PATH, requireTool, throwIfToolMissing } from '../provisioning/machine/remote-shell.ts';
 
 export interface GitCredential {
   /** Host name, with `:port` when not 443, e.g. `github.com` or `git.example.com:8443`. */

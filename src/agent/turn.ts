@@ -1,4 +1,3 @@
-import type { SshClient, SshTarget } from '../../../provisioning/ssh/index.ts';
 import { needsApprovalMessage, runsWithoutApproval, type AutonomyLevel } from './autonomy.ts';
 import type { RuntimeMessage, ToolResultBlock, ToolUseBlock } from './content.ts';
 import { contextLimits } from './context-limits.ts';
@@ -7,6 +6,7 @@ import { ContextOverflow, ContextWindow, type Compaction } from './context-windo
 import { addUsage, zeroUsage, type ModelClient, type ModelConfig, type ModelDelta, type Usage } from './model-client.ts';
 import type { AgentTool, OutputStream, ToolEffects } from './tool-definition.ts';
 import { toolBatches } from './tool-batches.ts';
+import type { ToolHost } from './tool-host.ts';
 import { TokenEstimator } from './token-estimate.ts';
 import { toolSpecs } from './tools.ts';
 
@@ -15,9 +15,8 @@ export const DEFAULT_MAX_STEPS = 50;
 export interface TurnOptions {
   model: ModelClient;
   tools: readonly AgentTool[];
-  ssh: SshClient;
-  target: SshTarget;
-  cwd: string;
+  /** Where the tools act. */
+  host: ToolHost;
   autonomyLevel: AutonomyLevel;
   /** The conversation so far, ending with the user's new message(s). */
   history: readonly RuntimeMessage[];
@@ -168,6 +167,6 @@ async function runToolCall(
   if (!tool) return result(`Unknown tool "${call.name}". Available tools: ${[...byName.keys()].join(', ')}.`, true);
   if (!runsWithoutApproval(opts.autonomyLevel, tool.kind)) return result(needsApprovalMessage(opts.autonomyLevel, tool.name), true);
   const onOutput = opts.onToolOutput && ((stream: OutputStream, text: string) => opts.onToolOutput!(call.id, stream, text));
-  const out = await tool.run(opts.ssh, opts.target, opts.cwd, call.input, opts.signal, onOutput);
+  const out = await tool.run(opts.host, call.input, opts.signal, onOutput);
   return result(out.output, out.isError, out.effects);
 }

@@ -1,7 +1,5 @@
-import { egressRefusalIn } from '../../../egress/guard.ts';
+import { egressRefusalIn } from '../egress/guard.ts';
 import type { ContentBlock, RuntimeMessage } from './content.ts';
-import { createAnthropicClient } from './anthropic-messages.ts';
-import { createOpenAiChatClient } from './openai-chat.ts';
 
 /** One entry of the models file, with the API key already read from its `apiKeyEnv`. */
 export interface ModelConfig {
@@ -92,8 +90,4 @@ export function addUsage(a: Usage, b: Usage): Usage {
     cacheWriteTokens: a.cacheWriteTokens + b.cacheWriteTokens,
     thinkingTokens: a.thinkingTokens + b.thinkingTokens,
   };
-}
-
-export function createModelClient(model: ModelConfig): ModelClient {
-  return model.provider === 'anthropic' ? createAnthropicClient(model) : createOpenAiChatClient(model);
 }

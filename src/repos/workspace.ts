@@ -37,8 +37,3 @@ export const LIST_FILES_COMMAND = 'git ls-files -z --cached --others --exclude-s
 export function parseFileList(stdout: string): string[] {
   return [...new Set(stdout.split('\0').filter(Boolean))].sort();
 }
-
-/** Quotes a value for `sh -c`. */
-export function sh(value: string): string {
-  return `'${value.replace(/'/g, `'\\''`)}'`;
-}

@@ -1,6 +1,6 @@
 import path from 'node:path/posix';
 import { z } from 'zod';
-import { Cancelled, SshError, SshTimeout, type SshClient, type SshTarget } from '../../../provisioning/ssh/index.ts';
+import { ExecTimedOut, type ToolHost } from './tool-host.ts';
 
 /** What autonomy levels gate: reading never changes the computer, writing changes files, shell can do anything. */
 export type ToolKind = 'read' | 'write' | 'shell';
@@ -24,10 +24,8 @@ export type OutputStream = 'stdout' | 'stderr';
 export type OnToolOutput = (stream: OutputStream, text: string) => void;
 
 export interface ToolContext {
-  ssh: SshClient;
-  target: SshTarget;
-  /** Absolute working directory of the session on its computer. */
-  cwd: string;
+  /** Where the tool acts: the session's computer in its cwd, or the wiki's checkout. */
+  host: ToolHost;
   signal?: AbortSignal;
   /** Where a tool that streams (run_command) reports its output as it arrives; the result still carries it. */
   onOutput?: OnToolOutput;
@@ -46,7 +44,7 @@ export interface AgentTool {
   /** JSON schema of the input for the model, derived from `inputSchema`. */
   jsonSchema: Record<string, unknown>;
   /** Validates `input` and runs the tool; never throws: failures are `isError` results. */
-  run(ssh: SshClient, target: SshTarget, cwd: string, input: unknown, signal?: AbortSignal, onOutput?: OnToolOutput): Promise<ToolResult>;
+  run(host: ToolHost, input: unknown, signal?: AbortSignal, onOutput?: OnToolOutput): Promise<ToolResult>;
 }
 
 /** Longest tool output handed to the model; longer output keeps its head and says so. */
@@ -63,9 +61,8 @@ export function resolvePath(cwd: string, p: string): string {
 }
 
 export function describeError(err: unknown, signal?: AbortSignal): string {
-  if (err instanceof Cancelled || signal?.aborted) return 'Interrupted: the tool was stopped before it finished.';
-  if (err instanceof SshTimeout) return `Timed out: ${err.message}`;
-  if (err instanceof SshError) return err.message;
+  if (signal?.aborted) return 'Interrupted: the tool was stopped before it finished.';
+  if (err instanceof ExecTimedOut) return `Timed out: ${err.message}`;
   if (err instanceof Error) return err.message;
   return String(err);
 }
@@ -87,12 +84,12 @@ export function defineTool<S extends z.ZodType>(def: {
     concurrent: def.concurrent ?? false,
     inputSchema: def.input,
     jsonSchema,
-    async run(ssh, target, cwd, input, signal, onOutput) {
+    async run(host, input, signal, onOutput) {
       const parsed = def.input.safeParse(input);
       if (!parsed.success) return { isError: true, output: `Invalid input for ${def.name}:\n${z.prettifyError(parsed.error)}` };
       if (signal?.aborted) return { isError: true, output: describeError(undefined, signal) };
       try {
-        const result = await def.execute({ ssh, target, cwd, signal, onOutput }, parsed.data);
+        const result = await def.execute({ host, signal, onOutput }, parsed.data);
         return { ...result, output: capOutput(result.output) };
       } catch (err) {
         return { isError: true, output: describeError(err, signal) };

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { billableTokens } from '../../analytics/metrics.ts';
+import { billableTokens } from '../modules/analytics/metrics.ts';
 import type { Usage } from './model-client.ts';
 
 /**

@@ -1,5 +1,6 @@
 import net from 'node:net';
-import type { CheckedTarget } from './guard.ts';
+import type { CheckedTarget } from '../egress/guard.ts';
+import { schemeOf } from './url.ts';
 
 /** How one `git clone` is held to the addresses its URL was checked at. */
 export interface PinnedClone {
@@ -20,7 +21,7 @@ const bracketed = (address: string) => (net.isIPv6(address) ? `[${address}]` : a
  */
 export function pinClone(url: string, target: CheckedTarget): PinnedClone {
   const addresses = target.addresses.map(bracketed);
-  const scheme = /^([a-z][a-z0-9+.-]*):\/\//i.exec(url)?.[1]?.toLowerCase();
+  const scheme = schemeOf(url);
   if (scheme === 'http' || scheme === 'https') {
     return {
       url,

@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { cloneUrlProblem, redactCredentials, repoKey } from '../../../src/modules/readiness/repo-url.ts';
+import { repoKey, scratchCloneProblem } from '../../../src/repos/policy.ts';
+import { redactCredentials } from '../../../src/repos/redact.ts';
 
 describe('repository URLs', () => {
   it('gives https, ssh and scp-like forms of one repository the same key', () => {
@@ -26,12 +27,12 @@ describe('repository URLs', () => {
   });
 
   it('clones only over network transports', () => {
-    expect(cloneUrlProblem('https://github.com/acme/app')).toBeUndefined();
-    expect(cloneUrlProblem('git@github.com:acme/app.git')).toBeUndefined();
-    expect(cloneUrlProblem('file:///etc')).toMatch(/^uses file:/);
-    expect(cloneUrlProblem('ext::sh -c touch% /tmp/pwned')).toMatch(/not a repository URL/);
-    expect(cloneUrlProblem('/srv/repos/app.git')).toMatch(/not a repository URL/);
-    expect(cloneUrlProblem('https://github.com/')).toMatch(/not a repository URL/);
+    expect(scratchCloneProblem('https://github.com/acme/app')).toBeUndefined();
+    expect(scratchCloneProblem('git@github.com:acme/app.git')).toBeUndefined();
+    expect(scratchCloneProblem('file:///etc')).toMatch(/^uses file:/);
+    expect(scratchCloneProblem('ext::sh -c touch% /tmp/pwned')).toMatch(/not a repository URL/);
+    expect(scratchCloneProblem('/srv/repos/app.git')).toMatch(/not a repository URL/);
+    expect(scratchCloneProblem('https://github.com/')).toMatch(/not a repository URL/);
   });
 
   it('removes credentials from text', () => {

@@ -1,8 +1,8 @@
 import path from 'node:path/posix';
-import { shellQuote, type SshClient, type SshTarget } from '../ssh/index.ts';
-import { MachineCommandFailed, tailOf } from './errors.ts';
-import { LOGIN_PATH, requireTool, throwIfToolMissing } from './remote-shell.ts';
-import { directoryCandidates, parseRepoUrl, sameRepository } from './repo-url.ts';
+import { shellQuote, type SshClient, type SshTarget } from '../provisioning/ssh/index.ts';
+import { MachineCommandFailed, tailOf } from '../provisioning/machine/errors.ts';
+import { LOGIN_PATH, requireTool, throwIfToolMissing } from '../provisioning/machine/remote-shell.ts';
+import { computerRepo, directoryCandidates, sameRepository } from './policy.ts';
 
 export interface CloneOptions {
   url: string;
@@ -75,7 +75,7 @@ const AUTH_FAILURE = /Authentication failed|could not read (Username|Password)|t
  * renamed into place only when complete, so an interrupted clone never looks like a finished one.
  */
 export async function cloneRepo(ssh: SshClient, target: SshTarget, opts: CloneOptions): Promise<CloneResult> {
-  const repo = parseRepoUrl(opts.url);
+  const repo = computerRepo(opts.url);
   const workspace = workspacePath(opts.workspaceDir);
   const candidates = directoryCandidates(repo);
   const timeoutMs = opts.timeoutMs ?? 20 * 60_000;

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { shellQuote } from '../../../provisioning/ssh/index.ts';
+import { shellQuote } from '../provisioning/ssh/index.ts';
 import { defineTool, resolvePath } from './tool-definition.ts';
 
 const MAX_GLOB_RESULTS = 1_000;
@@ -12,11 +12,8 @@ export const listDirectoryTool = defineTool({
   kind: 'read',
   concurrent: true,
   input: z.object({ path: z.string().min(1).optional().describe('Directory, relative to the working directory or absolute (default: the working directory).') }),
-  async execute({ ssh, target, cwd, signal }, input) {
-    const dir = resolvePath(cwd, input.path ?? '.');
-    const res = await ssh.exec(target, `LC_ALL=C ls -lA -- ${shellQuote(dir)}`, { signal, timeoutMs: LISTING_TIMEOUT_MS, maxOutputBytes: 256 * 1024 });
-    if (res.exitCode !== 0) return { isError: true, output: res.stderr.trim() || `ls exited with ${res.exitCode}` };
-    return { isError: false, output: res.stdout.trimEnd() };
+  async execute({ host, signal }, input) {
+    return { isError: false, output: await host.list(resolvePath(host.cwd, input.path ?? '.'), { signal }) };
   },
 });
 
@@ -29,12 +26,12 @@ export const globTool = defineTool({
     pattern: z.string().min(1).describe('Glob pattern.'),
     path: z.string().min(1).optional().describe('Directory to search from (default: the working directory).'),
   }),
-  async execute({ ssh, target, cwd, signal }, input) {
-    const dir = resolvePath(cwd, input.path ?? '.');
+  async execute({ host, signal }, input) {
+    const dir = resolvePath(host.cwd, input.path ?? '.');
     // The pattern reaches bash as "$1", expanded unquoted with IFS empty: globbing without word splitting or code execution.
     const script = `cd -- "$2" && IFS= && for f in $1; do { [ -e "$f" ] || [ -L "$f" ]; } && printf '%s\\n' "$f"; done; true`;
     const command = `bash -O globstar -O nullglob -O dotglob -c ${shellQuote(script)} glob ${shellQuote(input.pattern)} ${shellQuote(dir)} | head -n ${MAX_GLOB_RESULTS + 1}`;
-    const res = await ssh.exec(target, command, { signal, timeoutMs: LISTING_TIMEOUT_MS });
+    const res = await host.exec(command, { signal, timeoutMs: LISTING_TIMEOUT_MS });
     if (res.stderr.trim()) return { isError: true, output: res.stderr.trim() };
     const lines = res.stdout.split('\n').filter(Boolean);
     if (lines.length === 0) return { isError: false, output: 'No files match.' };
@@ -55,14 +52,14 @@ export const searchTextTool = defineTool({
     ignoreCase: z.boolean().optional(),
     fixedStrings: z.boolean().optional(),
   }),
-  async execute({ ssh, target, cwd, signal }, input) {
-    const where = resolvePath(cwd, input.path ?? '.');
+  async execute({ host, signal }, input) {
+    const where = resolvePath(host.cwd, input.path ?? '.');
     const flags = ['-rnI', '--exclude-dir=.git', input.fixedStrings ? '-F' : '-E'];
     if (input.ignoreCase) flags.push('-i');
     if (input.include) flags.push(`--include=${shellQuote(input.include)}`);
     // grep's status goes to stderr (the pipe to head hides it); 141 is grep stopped by head (SIGPIPE).
     const command = `{ grep ${flags.join(' ')} -e ${shellQuote(input.pattern)} -- ${shellQuote(where)}; echo "__status=$?" >&2; } | head -n ${MAX_SEARCH_LINES + 1}`;
-    const res = await ssh.exec(target, command, { cwd, signal, timeoutMs: LISTING_TIMEOUT_MS });
+    const res = await host.exec(command, { signal, timeoutMs: LISTING_TIMEOUT_MS });
     const status = Number(/__status=(\d+)/.exec(res.stderr)?.[1] ?? '2');
     const stderr = res.stderr.replace(/__status=\d+\n?/, '').trim();
     if (status === 1) return { isError: false, output: 'No matches.' };

@@ -2,7 +2,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { createLocalScratchWorkspace, localWorkspace } from '../../../src/modules/readiness/local-workspace.ts';
+import { createLocalScratchWorkspace, localWorkspace } from '../../../src/repos/local-workspace.ts';
 
 const parent = fs.mkdtempSync(path.join(os.tmpdir(), 'agentplane-scratch-test-'));
 afterAll(() => fs.rmSync(parent, { recursive: true, force: true }));

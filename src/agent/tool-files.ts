@@ -1,17 +1,16 @@
-import path from 'node:path/posix';
 import { z } from 'zod';
 import { defineTool, resolvePath, type ToolContext } from './tool-definition.ts';
 
 const DEFAULT_READ_LINES = 2_000;
-/** Larger files are refused rather than pulled whole over SFTP. */
+/** Larger files are refused rather than pulled whole (over SFTP, for a computer). */
 const MAX_READ_BYTES = 5 * 1024 * 1024;
 
 async function readText(ctx: ToolContext, file: string): Promise<string> {
-  const st = await ctx.ssh.stat(ctx.target, file, { signal: ctx.signal });
+  const st = await ctx.host.stat(file, { signal: ctx.signal });
   if (!st) throw new Error(`${file}: no such file`);
   if (st.isDirectory) throw new Error(`${file} is a directory; use list_directory`);
   if (st.size > MAX_READ_BYTES) throw new Error(`${file} is ${st.size} bytes, more than the ${MAX_READ_BYTES} this tool reads; use run_command with head, tail or grep`);
-  const data = await ctx.ssh.readFile(ctx.target, file, { signal: ctx.signal });
+  const data = await ctx.host.readFile(file, { signal: ctx.signal });
   if (data.includes(0)) throw new Error(`${file} looks binary (it contains NUL bytes)`);
   return data.toString('utf8');
 }
@@ -27,7 +26,7 @@ export const readFileTool = defineTool({
     limit: z.number().int().min(1).optional().describe('Number of lines to return.'),
   }),
   async execute(ctx, input) {
-    const file = resolvePath(ctx.cwd, input.path);
+    const file = resolvePath(ctx.host.cwd, input.path);
     const text = await readText(ctx, file);
     if (text === '') return { isError: false, output: '(empty file)' };
     const lines = text.split('\n');
@@ -50,10 +49,9 @@ export const writeFileTool = defineTool({
     content: z.string().describe('The complete new content of the file.'),
   }),
   async execute(ctx, input) {
-    const file = resolvePath(ctx.cwd, input.path);
-    const existed = (await ctx.ssh.stat(ctx.target, file, { signal: ctx.signal })) !== null;
-    await ctx.ssh.mkdirp(ctx.target, path.dirname(file), { signal: ctx.signal });
-    await ctx.ssh.writeFile(ctx.target, file, input.content, { signal: ctx.signal });
+    const file = resolvePath(ctx.host.cwd, input.path);
+    const existed = (await ctx.host.stat(file, { signal: ctx.signal })) !== null;
+    await ctx.host.writeFile(file, input.content, { signal: ctx.signal });
     return {
       isError: false,
       output: `Wrote ${Buffer.byteLength(input.content)} bytes to ${file}`,
@@ -81,7 +79,7 @@ export const editFileTool = defineTool({
   }),
   async execute(ctx, input) {
     if (input.oldString === input.newString) return { isError: true, output: 'oldString and newString are the same; nothing to change.' };
-    const file = resolvePath(ctx.cwd, input.path);
+    const file = resolvePath(ctx.host.cwd, input.path);
     const text = await readText(ctx, file);
     const count = occurrences(text, input.oldString);
     if (count === 0) return { isError: true, output: `oldString was not found in ${file}; read the file and copy the text exactly.` };
@@ -89,7 +87,7 @@ export const editFileTool = defineTool({
       return { isError: true, output: `oldString appears ${count} times in ${file}; add surrounding lines to make it unique, or set replaceAll.` };
     }
     const next = input.replaceAll ? text.split(input.oldString).join(input.newString) : text.replace(input.oldString, () => input.newString);
-    await ctx.ssh.writeFile(ctx.target, file, next, { signal: ctx.signal });
+    await ctx.host.writeFile(file, next, { signal: ctx.signal });
     return {
       isError: false,
       output: `Replaced ${input.replaceAll ? count : 1} occurrence${count > 1 && input.replaceAll ? 's' : ''} in ${file}`,

@@ -1,6 +1,6 @@
-import type { Principal } from '../../auth/principal.ts';
-import { AppError } from '../../lib/errors.ts';
-import type { SshTarget } from '../../provisioning/ssh/index.ts';
+import type { Principal } from '../auth/principal.ts';
+import { AppError } from '../lib/errors.ts';
+import type { SshTarget } from '../provisioning/ssh/index.ts';
 
 /**
  * How the computers module reaches a computer for `principal`: throws NotFound for unknown

@@ -1,7 +1,7 @@
 import fs from 'node:fs';
 import { z } from 'zod';
-import type { ModelConfig } from './runtime/model-client.ts';
-import { ModelPricingSchema, type ModelPricing } from './runtime/pricing.ts';
+import type { ModelConfig } from './model-client.ts';
+import { ModelPricingSchema, type ModelPricing } from './pricing.ts';
 
 /** One model from the models file (`AGENTPLANE_MODELS_FILE`). */
 const FileModelSchema = z.object({
@@ -11,7 +11,7 @@ const FileModelSchema = z.object({
   /** Names the environment variable that holds the API key; the key itself never sits in the file. */
   apiKeyEnv: z.string().min(1),
   upstreamModel: z.string().min(1).optional(),
-  /** Input and output tokens per call together; default per provider (runtime/context-limits.ts). */
+  /** Input and output tokens per call together; default per provider (context-limits.ts). */
   contextWindow: z.int().min(1_024).optional(),
   /** Output tokens each call may produce, reserved out of the window; default per provider. */
   maxOutputTokens: z.int().min(256).optional(),

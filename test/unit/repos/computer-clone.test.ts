@@ -1,9 +1,9 @@
 import { describe, expect, it } from 'vitest';
-import { decideCloneTarget, parseProbe } from '../../src/provisioning/machine/clone.ts';
-import { InvalidMachineInput } from '../../src/provisioning/machine/errors.ts';
-import { directoryCandidates, parseRepoUrl, sameRepository } from '../../src/provisioning/machine/repo-url.ts';
+import { decideCloneTarget, parseProbe } from '../../../src/repos/computer-clone.ts';
+import { InvalidMachineInput } from '../../../src/provisioning/machine/errors.ts';
+import { computerRepo, directoryCandidates, sameRepository } from '../../../src/repos/policy.ts';
 
-describe('parseRepoUrl', () => {
+describe('computerRepo', () => {
   it.each([
     ['https://github.com/acme/api.git', 'github.com', 'acme', 'api'],
     ['https://github.com/acme/api', 'github.com', 'acme', 'api'],
@@ -16,7 +16,7 @@ describe('parseRepoUrl', () => {
     ['https://github.com/acme/.github', 'github.com', 'acme', '.github'],
     ['https://github.com/acme/my%20repo', 'github.com', 'acme', 'my-repo'],
   ])('%s', (url, host, owner, name) => {
-    expect(parseRepoUrl(url)).toMatchObject({ host, owner, name });
+    expect(computerRepo(url)).toMatchObject({ host, owner, name });
   });
 
   it.each([
@@ -30,12 +30,12 @@ describe('parseRepoUrl', () => {
     ['/srv/git/repo', /neither a URL/],
     ['https://user:ghp_secret@github.com/acme/api.git', /contains a password; remove it and configure a git credential for github.com/],
   ])('refuses %j', (url, message) => {
-    expect(() => parseRepoUrl(url)).toThrow(InvalidMachineInput);
-    expect(() => parseRepoUrl(url)).toThrow(message);
+    expect(() => computerRepo(url)).toThrow(InvalidMachineInput);
+    expect(() => computerRepo(url)).toThrow(message);
   });
 
   it('never echoes the password of a refused URL', () => {
-    expect(() => parseRepoUrl('https://user:ghp_secret@github.com/acme/api.git')).toThrow(expect.objectContaining({ message: expect.not.stringContaining('ghp_secret') }));
+    expect(() => computerRepo('https://user:ghp_secret@github.com/acme/api.git')).toThrow(expect.objectContaining({ message: expect.not.stringContaining('ghp_secret') }));
   });
 
   it('gives the same repository reached over https and ssh one identity', () => {
@@ -48,11 +48,11 @@ describe('parseRepoUrl', () => {
 
 describe('directory names', () => {
   it('tries the name, then owner-name, then name-hash, the same way every time', () => {
-    const a = directoryCandidates(parseRepoUrl('https://github.com/acme/api.git'));
+    const a = directoryCandidates(computerRepo('https://github.com/acme/api.git'));
     expect(a.slice(0, 2)).toEqual(['api', 'acme-api']);
     expect(a[2]).toMatch(/^api-[0-9a-f]{8}$/);
-    expect(directoryCandidates(parseRepoUrl('git@github.com:acme/api'))).toEqual(a);
-    expect(directoryCandidates(parseRepoUrl('https://github.com/other/api'))[2]).not.toBe(a[2]);
+    expect(directoryCandidates(computerRepo('git@github.com:acme/api'))).toEqual(a);
+    expect(directoryCandidates(computerRepo('https://github.com/other/api'))[2]).not.toBe(a[2]);
   });
 
   it('parses the probe', () => {

@@ -1,0 +1,44 @@
+import { CloneFailed } from './errors.ts';
+import type { PinnedClone } from './pinned-clone.ts';
+import { redactCredentials } from './redact.ts';
+import { shellQuote } from '../provisioning/ssh/index.ts';
+import type { RepoWorkspace } from './workspace.ts';
+
+const CHECKOUT_DIR = 'repo';
+const CLONE_TIMEOUT_MS = 15 * 60_000;
+
+/**
+ * Clones into a scratch workspace (readiness evaluations, wiki runs) with nothing interactive and
+ * nothing but network transports: no prompts for credentials, no host-key questions, no local
+ * paths or `ext::` helpers, no LFS downloads. Returns the checkout's directory; throws
+ * CloneFailed, credentials redacted, when git fails.
+ */
+export async function cloneRepository(
+  ws: RepoWorkspace,
+  source: { repoUrl: string; branch?: string | null },
+  signal?: AbortSignal,
+  /** Set where the control plane clones from its own network: the egress guard's checked addresses. */
+  pinned?: PinnedClone,
+  /** `bare`: objects only, no checkout (the wiki survey reads blobs, never a work tree). */
+  opts: { bare?: boolean } = {},
+): Promise<string> {
+  const branch = source.branch ? `--branch ${shellQuote(source.branch)} --single-branch ` : '';
+  const ssh = ['ssh', '-o', 'BatchMode=yes', ...(pinned?.sshOptions ?? []).flatMap((o) => ['-o', o])].join(' ');
+  const env = [
+    'GIT_TERMINAL_PROMPT=0',
+    'GIT_ALLOW_PROTOCOL=https:http:ssh:git',
+    'GIT_LFS_SKIP_SMUDGE=1',
+    `GIT_SSH_COMMAND=${shellQuote(ssh)}`,
+  ].join(' ');
+  const config = (pinned?.config ?? []).map((c) => `-c ${shellQuote(c)} `).join('');
+  const url = pinned?.url ?? source.repoUrl;
+  const res = await ws.exec(`${env} git ${config}clone --quiet --no-tags ${opts.bare ? '--bare ' : ''}${branch}-- ${shellQuote(url)} ${CHECKOUT_DIR}`, {
+    timeoutMs: CLONE_TIMEOUT_MS,
+    signal,
+  });
+  if (res.exitCode !== 0) {
+    const reason = redactCredentials(res.stderr.trim().split('\n').slice(-3).join(' ')) || `git exited with ${res.exitCode}`;
+    throw new CloneFailed(`cloning ${redactCredentials(source.repoUrl)}${source.branch ? ` (branch ${source.branch})` : ''} on ${ws.where} failed: ${reason}`);
+  }
+  return CHECKOUT_DIR;
+}
