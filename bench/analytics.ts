@@ -10,18 +10,14 @@
  * the same size from a plain node:http server answering a ready buffer, the floor no handler can
  * go under.
  */
-import { createEgressGuard } from '../src/egress/guard.ts';
-import { parseEgressAllow } from '../src/egress/policy.ts';
 import { mkdtempSync } from 'node:fs';
 import http from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
-import { createApp } from '../src/app.ts';
-import { createEventHub } from '../src/modules/events/hub.ts';
 import { issueApiKey } from '../src/auth/issue-api-key.ts';
+import { compose } from '../src/compose.ts';
 import { loadConfig } from '../src/config.ts';
-import { startBackground } from '../src/background.ts';
 import { fixedClock } from '../src/lib/clock.ts';
 import { newId } from '../src/lib/ids.ts';
 import { createLogger } from '../src/lib/logger.ts';
@@ -29,8 +25,6 @@ import { openBenchPostgres } from './postgres-database.ts';
 import { addDays } from '../src/modules/analytics/dates.ts';
 import { rollupDays } from '../src/modules/analytics/rollup.ts';
 import { seedAnalytics } from '../src/modules/analytics/seed.ts';
-import { startMachineAccess } from '../src/modules/computers/machine-access.ts';
-import { createProviderRegistry } from '../src/provisioning/providers/registry.ts';
 import { listenOnFreePort } from '../test/support/http.ts';
 
 const { values: args } = parseArgs({
@@ -91,13 +85,9 @@ try {
   console.log(`roll-up of one day (a weekday, windows of the 29 days after it refreshed): median ${spread(rollups)} of ${RUNS} (goal < 2000 ms)`);
 
   const dataDir = mkdtempSync(join(tmpdir(), 'agentplane-bench-'));
-  const machines = await startMachineAccess({ dataDir, host: '127.0.0.1' }, prisma, log);
-  const background = await startBackground({ db, config: loadConfig({ AGENTPLANE_DATA_DIR: dataDir }), log, clock, machines, work: false, schedules: false });
-  const { queue } = background;
-  const { app } = createApp({
-    config: loadConfig({}), prisma, reads: db.reads, authEpoch: db.authEpoch, log, clock, providers: createProviderRegistry([]), queue, machines, pendingMigrations: async () => [], egress: createEgressGuard(parseEgressAllow(undefined)),
-    eventHub: createEventHub({ db: prisma, listen: db.listen, log }),
-  });
+  const plane = await compose({ config: loadConfig({ AGENTPLANE_DATA_DIR: dataDir }), db, log, overrides: { clock, work: false, schedules: false } });
+  await plane.start();
+  const { app } = plane;
   const api = await listenOnFreePort(app);
   const year = `startDate=${FIRST}&endDate=${LAST}`;
   const paths = [
@@ -134,8 +124,7 @@ try {
     console.log(`  ${name.padEnd(28)} ${spread(times).padStart(20)}  ${(bytes / 1e6).toFixed(2).padStart(6)} MB  transfer alone ${ms(await transferFloor(bytes)).padStart(9)}`);
   }
   await api.close();
-  await background.stop(5_000);
-  await machines.close();
+  await plane.stop(5_000);
 } finally {
   await stop();
 }

@@ -8,24 +8,20 @@
  * repositories, beside the forge's own API calls for the same result made back to back (per
  * repository: one contents call that cuts the branch and commits, one pull request); goal: under 2×.
  */
-import { createEventHub } from '../src/modules/events/hub.ts';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
-import { createApp } from '../src/app.ts';
 import { issueApiKey } from '../src/auth/issue-api-key.ts';
+import { compose } from '../src/compose.ts';
 import { loadConfig } from '../src/config.ts';
 import { openDatabase } from '../src/db/client.ts';
 import { migrateDatabase } from '../src/db/migrations.ts';
-import { createEgressGuard } from '../src/egress/guard.ts';
 import { systemClock } from '../src/lib/clock.ts';
 import { newId } from '../src/lib/ids.ts';
 import { createLogger } from '../src/lib/logger.ts';
-import { startMachineAccess } from '../src/modules/computers/machine-access.ts';
 import { createProviderRegistry } from '../src/provisioning/providers/registry.ts';
 import { giteaBinDir, startGitea } from '../test/support/gitea.ts';
-import { listenOnFreePort } from '../test/support/http.ts';
 
 const { values: args } = parseArgs({
   options: { repos: { type: 'string', default: '50' }, edit: { type: 'string', default: '20' }, runs: { type: 'string', default: '30' } },
@@ -51,17 +47,13 @@ const dataDir = mkdtempSync(join(tmpdir(), 'agentplane-bench-'));
 const config = loadConfig({ AGENTPLANE_DATA_DIR: dataDir, AGENTPLANE_EGRESS_ALLOW: '127.0.0.0/8', AGENTPLANE_LOCAL_PROVIDER: 'false' });
 const db = await openDatabase(config);
 await migrateDatabase(db, log);
-const machines = await startMachineAccess({ dataDir, host: '127.0.0.1' }, db.prisma, log);
+const plane = await compose({ config, db, log, overrides: { providers: createProviderRegistry([]), queue: { send: async () => '' } } });
+await plane.start();
 const org = await db.prisma.organization.create({ data: { id: newId('org'), name: 'bench' } });
 const owner = await db.prisma.user.create({ data: { id: newId('usr'), email: 'owner@bench.test' } });
 await db.prisma.membership.create({ data: { id: newId('mem'), organizationId: org.id, userId: owner.id, role: 'owner' } });
 const key = await issueApiKey(db.prisma, { organizationId: org.id, owner: { userId: owner.id }, name: 'bench', now: new Date() });
-const { app } = createApp({
-  config, prisma: db.prisma, reads: db.reads, authEpoch: db.authEpoch, log, clock: systemClock, providers: createProviderRegistry([]),
-  queue: { send: async () => '' }, machines, pendingMigrations: async () => [], egress: createEgressGuard(config.egress),
-  eventHub: createEventHub({ db: db.prisma, listen: db.listen, log }),
-});
-const server = await listenOnFreePort(app);
+const server = await plane.listen(0, '127.0.0.1');
 const api = {
   async call(method: string, path: string, opts: { as: string; body?: unknown }) {
     const res = await fetch(`${server.url}${path}`, {
@@ -130,8 +122,7 @@ try {
     `edit across ${EDIT} repositories: ${ms(editMs)}; the forge's own calls back to back (${EDIT * 2} calls): ${ms(forgeMs)}; ratio ${(editMs / forgeMs).toFixed(2)}× (goal < 2×)\n`,
   );
 } finally {
-  await server.close();
-  await machines.close();
+  await plane.stop();
   await db.close();
   await gitea.stop();
   rmSync(dataDir, { recursive: true, force: true });

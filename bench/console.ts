@@ -21,22 +21,17 @@
  *   from Node.
  */
 import fs from 'node:fs';
-import type { AddressInfo } from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import type { Page } from 'playwright-core';
-import { createApp } from '../src/app.ts';
+import { compose } from '../src/compose.ts';
 import { loadConfig } from '../src/config.ts';
 import { openDatabase } from '../src/db/client.ts';
 import { migrateDatabase } from '../src/db/migrations.ts';
-import { createEgressGuard } from '../src/egress/guard.ts';
-import { parseEgressAllow } from '../src/egress/policy.ts';
 import { systemClock } from '../src/lib/clock.ts';
 import { newId } from '../src/lib/ids.ts';
 import { createLogger } from '../src/lib/logger.ts';
-import { startMachineAccess } from '../src/modules/computers/machine-access.ts';
 import { bootstrapOrganization } from '../src/modules/organization/bootstrap.ts';
-import { createEventHub } from '../src/modules/events/hub.ts';
 import { createProviderRegistry } from '../src/provisioning/providers/registry.ts';
 import { chromiumMissing, launchChromium } from '../test/support/browser.ts';
 
@@ -70,23 +65,15 @@ await migrateDatabase(db, log);
 const boot = await bootstrapOrganization(db.prisma, { org: 'bench', email: 'owner@bench.test' }, systemClock);
 const key = boot.apiKey!;
 const owner = boot.userId;
-const { app } = createApp({
-  config: loadConfig({}),
-  prisma: db.prisma,
-  reads: db.reads,
-  authEpoch: db.authEpoch,
+const plane = await compose({
+  config: loadConfig({ AGENTPLANE_DATA_DIR: dataDir }),
+  db,
   log,
-  clock: systemClock,
-  providers: createProviderRegistry([]),
-  queue: { send: () => Promise.reject(new Error('the benchmarked pages send no jobs')) },
-  machines: await startMachineAccess({ dataDir, host: '127.0.0.1' }, db.prisma, log),
-  pendingMigrations: async () => [],
-  egress: createEgressGuard(parseEgressAllow(undefined)),
-  eventHub: createEventHub({ db: db.prisma, listen: db.listen, log }),
+  overrides: { providers: createProviderRegistry([]), queue: { send: () => Promise.reject(new Error('the benchmarked pages send no jobs')) } },
 });
-const server = app.listen(0, '127.0.0.1');
-await new Promise((resolve) => server.once('listening', resolve));
-const api = { url: `http://127.0.0.1:${(server.address() as AddressInfo).port}` };
+await plane.start();
+const { url } = await plane.listen(0, '127.0.0.1');
+const api = { url };
 await db.prisma.computer.createMany({
   data: Array.from({ length: COMPUTERS }, (_, i) => ({
     id: newId('cmp'),
@@ -203,7 +190,7 @@ for (let run = 0; run < RUNS; run++) {
     await browser.close();
   }
 }
-await new Promise((resolve) => server.close(resolve));
+await plane.stop();
 await db.close();
 fs.rmSync(dataDir, { recursive: true, force: true });
 

@@ -22,7 +22,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import pg from 'pg';
-import { createApp } from '../src/app.ts';
+import { compose } from '../src/compose.ts';
 import { loadConfig } from '../src/config.ts';
 import { openDatabase, type Database } from '../src/db/client.ts';
 import { migrateDatabase } from '../src/db/migrations.ts';
@@ -32,8 +32,6 @@ import { createJobQueue } from '../src/jobs/queue.ts';
 import { systemClock } from '../src/lib/clock.ts';
 import { newId } from '../src/lib/ids.ts';
 import { createLogger } from '../src/lib/logger.ts';
-import { startMachineAccess } from '../src/modules/computers/machine-access.ts';
-import { createEventHub, type EventHub } from '../src/modules/events/hub.ts';
 import { publish } from '../src/modules/events/publish.ts';
 import { bootstrapOrganization } from '../src/modules/organization/bootstrap.ts';
 import { appendMessage } from '../src/modules/sessions/store.ts';
@@ -111,38 +109,16 @@ async function serveReplica(db: Database, dataDir: string) {
     AGENTPLANE_EGRESS_ALLOW: '127.0.0.0/8',
     AGENTPLANE_EVENTS_HEARTBEAT_SECONDS: process.env.AGENTPLANE_EVENTS_HEARTBEAT_SECONDS ?? '15',
   });
-  const machines = await startMachineAccess({ dataDir, host: '127.0.0.1' }, db.prisma, log);
-  const eventHub = createEventHub({ db: db.prisma, listen: db.listen, log });
-  await eventHub.start();
-  const { app } = createApp({
+  const plane = await compose({
     config,
-    prisma: db.prisma,
-    reads: db.reads,
-    authEpoch: db.authEpoch,
+    db,
     log,
-    clock: systemClock,
-    providers: createProviderRegistry([]),
-    queue: { send: () => Promise.reject(new Error('the benchmarked routes send no jobs')) },
-    machines,
-    pendingMigrations: async () => [],
-    egress: createEgressGuard(config.egress),
-    eventHub,
+    overrides: { providers: createProviderRegistry([]), queue: { send: () => Promise.reject(new Error('the benchmarked routes send no jobs')) } },
   });
-  const server = await new Promise<http.Server>((resolve) => {
-    const s = app.listen(0, '127.0.0.1', () => resolve(s));
-  });
-  const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
-  return {
-    url,
-    hub: eventHub as EventHub,
-    machines,
-    close: async () => {
-      await eventHub.close();
-      server.closeAllConnections();
-      await new Promise<void>((resolve) => server.close(() => resolve()));
-      await machines.close();
-    },
-  };
+  await plane.start();
+  const { url } = await plane.listen(0, '127.0.0.1');
+  // No grace: the hub ends the streams, and what is still open is closed at once.
+  return { url, hub: plane.hub, machines: plane.machines, close: () => plane.stop(0) };
 }
 
 /** An SSE client that records when each event id arrived. */

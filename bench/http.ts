@@ -16,8 +16,6 @@
  * it) and the PostgreSQL server: on a small machine the load generator, the server and the
  * database share the cores, so CPU per request is the steadier figure.
  */
-import { createEgressGuard } from '../src/egress/guard.ts';
-import { parseEgressAllow } from '../src/egress/policy.ts';
 import { spawn } from 'node:child_process';
 import fs from 'node:fs';
 import type { AddressInfo } from 'node:net';
@@ -27,15 +25,13 @@ import { fileURLToPath } from 'node:url';
 import express, { type Express } from 'express';
 import pg from 'pg';
 import { pino } from 'pino';
-import { createApp } from '../src/app.ts';
-import { createEventHub } from '../src/modules/events/hub.ts';
+import { compose } from '../src/compose.ts';
 import { loadConfig } from '../src/config.ts';
 import { openDatabase, type Database } from '../src/db/client.ts';
 import { migrateDatabase } from '../src/db/migrations.ts';
 import { systemClock } from '../src/lib/clock.ts';
 import { newId } from '../src/lib/ids.ts';
 import { createLogger } from '../src/lib/logger.ts';
-import { startMachineAccess } from '../src/modules/computers/machine-access.ts';
 import { bootstrapOrganization } from '../src/modules/organization/bootstrap.ts';
 import { createProviderRegistry } from '../src/provisioning/providers/registry.ts';
 import { startPostgres } from '../test/support/postgres-server.ts';
@@ -212,21 +208,14 @@ async function benchBackend(kind: string) {
     });
     // The server's default level, as `npm start` runs it; the lines go nowhere, as they would to a collector's pipe.
     const log = createLogger({ level: process.env.BENCH_LOG_LEVEL ?? 'info', destination: pino.destination({ dest: '/dev/null', sync: true }) });
-    const machines = await startMachineAccess({ dataDir, host: '127.0.0.1' }, db.prisma, log);
-    const { app } = createApp({
-      config: loadConfig({}),
-      prisma: db.prisma,
-      reads: db.reads,
-      authEpoch: db.authEpoch,
+    const plane = await compose({
+      config: loadConfig({ AGENTPLANE_DATA_DIR: dataDir }),
+      db,
       log,
-      clock: systemClock,
-      providers: createProviderRegistry([]),
-      queue: { send: () => Promise.reject(new Error('the benchmarked routes send no jobs')) },
-      machines,
-      pendingMigrations: async () => [],
-      egress: createEgressGuard(parseEgressAllow(undefined)),
-      eventHub: createEventHub({ db: db.prisma, listen: db.listen, log }),
+      overrides: { providers: createProviderRegistry([]), queue: { send: () => Promise.reject(new Error('the benchmarked routes send no jobs')) } },
     });
+    await plane.start();
+    const { app } = plane;
     const bare = express();
     bare.get('/hello', (_req, res) => {
       res.json({ hello: 'world' });
@@ -271,7 +260,7 @@ async function benchBackend(kind: string) {
     } finally {
       await appServer.close();
       await bareServer.close();
-      await machines.close();
+      await plane.stop();
     }
   } finally {
     await dispose();

@@ -13,26 +13,19 @@
  *    `session.tool_output`, so the line after it is what streaming adds. `--command` runs another
  *    command than `true`, e.g. `seq 1 3000` (about 14 KB of output per call).
  */
-import { createEgressGuard } from '../src/egress/guard.ts';
-import { parseEgressAllow } from '../src/egress/policy.ts';
 import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
-import { createApp } from '../src/app.ts';
-import { createEventHub } from '../src/modules/events/hub.ts';
 import { issueApiKey } from '../src/auth/issue-api-key.ts';
+import { compose, type ControlPlane } from '../src/compose.ts';
 import { loadConfig } from '../src/config.ts';
 import { encodeOpaqueCursor } from '../src/http/pagination.ts';
-import { startBackground } from '../src/background.ts';
-import type { JobQueue } from '../src/jobs/queue.ts';
 import { systemClock } from '../src/lib/clock.ts';
 import { newId } from '../src/lib/ids.ts';
 import { createLogger } from '../src/lib/logger.ts';
 import { openBenchPostgres } from './postgres-database.ts';
 import { contextFigures } from './sessions-context.ts';
-import { startMachineAccess } from '../src/modules/computers/machine-access.ts';
-import { createProviderRegistry } from '../src/provisioning/providers/registry.ts';
 import { listenOnFreePort } from '../test/support/http.ts';
 import { startModelServer } from '../test/support/model-server.ts';
 import { startSshd } from '../test/support/sshd.ts';
@@ -71,20 +64,19 @@ try {
   const user = await prisma.user.create({ data: { id: newId('usr'), email: 'user@bench.test' } });
   await prisma.membership.create({ data: { id: newId('mem'), organizationId: org.id, userId: user.id, role: 'user' } });
   const dataDir = mkdtempSync(join(tmpdir(), 'agentplane-bench-'));
-  const machines = await startMachineAccess({ dataDir, host: '127.0.0.1' }, prisma, log);
-  const background = await startBackground({ db, config: loadConfig({ AGENTPLANE_DATA_DIR: dataDir }), log, clock: systemClock, machines, work: false, schedules: false });
-  const { queue } = background;
-  if (ONLY.has('lists')) await messageLists(prisma, { organizationId: org.id, userId: user.id }, machines, queue);
+  const plane = await compose({ config: loadConfig({ AGENTPLANE_DATA_DIR: dataDir }), db, log, overrides: { work: false, schedules: false } });
+  await plane.start();
+  const { machines } = plane;
+  if (ONLY.has('lists')) await messageLists(prisma, { organizationId: org.id, userId: user.id }, plane.app);
   if (ONLY.has('overhead')) await toolCallOverhead(prisma, { organizationId: org.id, userId: user.id, machines });
   if (ONLY.has('context')) await contextFigures(prisma, { organizationId: org.id, userId: user.id, machines });
-  await background.stop(5_000);
-  await machines.close();
+  await plane.stop(5_000);
 } finally {
   await stop();
 }
 
 /** Message-list latency over HTTP on a session of MESSAGES messages (figure 1 of issue #6). */
-async function messageLists(prisma: PrismaClient, ids: { organizationId: string; userId: string }, machines: MachineAccess, queue: JobQueue) {
+async function messageLists(prisma: PrismaClient, ids: { organizationId: string; userId: string }, app: ControlPlane['app']) {
   const org = { id: ids.organizationId };
   const user = { id: ids.userId };
   const key = await issueApiKey(prisma, { organizationId: org.id, owner: { userId: user.id }, name: 'bench', now: new Date() });
@@ -126,10 +118,6 @@ async function messageLists(prisma: PrismaClient, ids: { organizationId: string;
     return encodeOpaqueCursor({ s: rows[0]!.seq.toString() });
   };
 
-  const { app } = createApp({
-    config: loadConfig({}), prisma, reads: db.reads, authEpoch: db.authEpoch, log, clock: systemClock, providers: createProviderRegistry([]), queue, machines, pendingMigrations: async () => [], egress: createEgressGuard(parseEgressAllow(undefined)),
-    eventHub: createEventHub({ db: prisma, listen: db.listen, log }),
-  });
   const api = await listenOnFreePort(app);
   const base = `/api/v0/sessions/${sessionId}`;
   const cases: [string, string, boolean][] = [

@@ -12,7 +12,6 @@
  *    with GET .../pages/{pageId}, with the server's peak RSS growth during each. Goal: under 1 s,
  *    memory flat (growth well below the pages' size).
  */
-import { createEventHub } from '../src/modules/events/hub.ts';
 import { execFile, execFileSync } from 'node:child_process';
 import { promisify } from 'node:util';
 import fs from 'node:fs';
@@ -21,19 +20,15 @@ import path from 'node:path';
 import { parseArgs } from 'node:util';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { createApp } from '../src/app.ts';
 import { issueApiKey } from '../src/auth/issue-api-key.ts';
+import { compose } from '../src/compose.ts';
 import { loadConfig } from '../src/config.ts';
 import { openDatabase } from '../src/db/client.ts';
 import { migrateDatabase } from '../src/db/migrations.ts';
-import { createEgressGuard } from '../src/egress/guard.ts';
-import { startBackground } from '../src/background.ts';
 import { systemClock } from '../src/lib/clock.ts';
 import { newId } from '../src/lib/ids.ts';
 import { createLogger } from '../src/lib/logger.ts';
-import { startMachineAccess } from '../src/modules/computers/machine-access.ts';
 import { createProviderRegistry } from '../src/provisioning/providers/registry.ts';
-import { listenOnFreePort } from '../test/support/http.ts';
 import { waitForRun } from '../test/support/wiki.ts';
 
 const { values: args } = parseArgs({ options: { runs: { type: 'string', default: '3' }, queries: { type: 'string', default: '200' } } });
@@ -78,14 +73,9 @@ async function startServer(dataDir: string) {
   const db = await openDatabase({ dataDir: path.join(dataDir, 'pgdata') });
   await migrateDatabase(db, log);
   const config = loadConfig({ AGENTPLANE_DATA_DIR: dataDir, AGENTPLANE_EGRESS_ALLOW: '127.0.0.0/8', AGENTPLANE_LOCAL_PROVIDER: 'false' });
-  const machines = await startMachineAccess({ dataDir, host: '127.0.0.1' }, db.prisma, log);
-  const egress = createEgressGuard(config.egress);
-  const background = await startBackground({ db, config, log, clock: systemClock, machines, egress, work: true, schedules: false });
-  const { queue } = background;
-  const providers = createProviderRegistry([]);
-  const server = await listenOnFreePort(
-    createApp({ config, prisma: db.prisma, reads: db.reads, authEpoch: db.authEpoch, log, clock: systemClock, providers, queue, machines, pendingMigrations: async () => [], egress, eventHub: createEventHub({ db: db.prisma, listen: db.listen, log }) }).app,
-  );
+  const plane = await compose({ config, db, log, overrides: { work: true, schedules: false, providers: createProviderRegistry([]) } });
+  await plane.start();
+  const server = await plane.listen(0, '127.0.0.1');
   const org = await db.prisma.organization.create({ data: { id: newId('org'), name: 'bench' } });
   const user = await db.prisma.user.create({ data: { id: newId('usr'), email: 'user@bench.test' } });
   await db.prisma.membership.create({ data: { id: newId('mem'), organizationId: org.id, userId: user.id, role: 'user', status: 'active' } });
@@ -99,9 +89,7 @@ async function startServer(dataDir: string) {
     key: key.value,
     call,
     close: async () => {
-      await server.close();
-      await background.stop(5_000);
-      await machines.close();
+      await plane.stop(5_000);
       await db.close();
     },
   };

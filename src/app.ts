@@ -147,7 +147,7 @@ export function createApp(deps: AppDeps) {
     ...automationRoutes(
       createAutomationsService({ db: deps.prisma, clock: deps.clock, secrets: deps.machines.secrets, egress: deps.egress, wiki: { createRun: wiki.create } }),
     ),
-    ...wikiRoutes(wiki, { dataDirectoryVideos, clock: deps.clock }),
+    ...wikiRoutes(wiki, { dataDirectoryVideos, clock: deps.clock, uploadLimit: deps.config.wiki.uploadLimit }),
     ...sessionRoutes(
       createSessionsService({
         db: deps.prisma,
@@ -169,13 +169,12 @@ export function createApp(deps: AppDeps) {
   // API responses are not cached by validators; hashing every body for an ETag costs ~40 ms on large analytics answers.
   app.set('etag', false);
   app.set('query parser', 'simple');
-  // Uploaded wikis are larger than other requests: their own limit, parsed before the general one.
-  app.use(requestId, accessLog(deps.log), express.json({ limit: deps.config.wiki.uploadLimit, type: (req) => req.url?.startsWith('/api/v0/wiki') === true && req.headers['content-type']?.includes('json') === true }));
-  app.use(express.json({ limit: deps.config.bodyLimit }));
+  app.use(requestId, accessLog(deps.log));
   const router = express.Router();
-  for (const route of routes) mountRoute(router, route, { authenticate, authEpoch: deps.authEpoch, eventStreams: deps.config.events });
+  for (const route of routes) mountRoute(router, route, { authenticate, authEpoch: deps.authEpoch, eventStreams: deps.config.events, bodyLimit: deps.config.bodyLimit });
   // The web console after the API: an API path always wins, and what neither serves is the API's 404.
-  app.use(router, serveConsole(), notFound, errorHandler);
+  // A body no route took is still read (the server's limit), so a malformed or oversized one is answered as such.
+  app.use(router, express.json({ limit: deps.config.bodyLimit }), serveConsole(), notFound, errorHandler);
   return { app, routes, relay: relayEndpoints(deps, authenticate) };
 }
 

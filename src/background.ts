@@ -1,23 +1,23 @@
 import type { Config } from './config.ts';
 import type { Database } from './db/client.ts';
-import { createEgressGuard, type EgressGuard } from './egress/guard.ts';
+import type { EgressGuard } from './egress/guard.ts';
 import { JOB_SCHEDULES, jobsFor } from './job-catalog.ts';
 import { createJobQueue, type JobQueue, type JobQueueOptions } from './jobs/queue.ts';
 import type { Clock } from './lib/clock.ts';
 import type { Logger } from './lib/logger.ts';
 import type { MachineAccess } from './modules/computers/machine-access.ts';
 import { startWebhookDispatcher } from './modules/webhooks/dispatcher.ts';
-import { createProvisioner, type Provisioner } from './provisioning/provisioner.ts';
+import type { Provisioner } from './provisioning/provisioner.ts';
 
 export interface BackgroundOptions {
   db: Database;
-  config: Pick<Config, 'dataDir' | 'pulumiHome' | 'managed' | 'kubernetes' | 'events' | 'webhooks' | 'wiki' | 'egress' | 'port'>;
+  config: Pick<Config, 'dataDir' | 'managed' | 'events' | 'webhooks' | 'wiki'>;
   log: Logger;
   clock: Clock;
   machines: Pick<MachineAccess, 'ssh' | 'secrets' | 'gateway'>;
-  /** The process's own when it has one (the server shares it with the API); else made from `config`. */
-  provisioner?: Provisioner;
-  egress?: EgressGuard;
+  /** The process's own, shared with the API. */
+  provisioner: Provisioner;
+  egress: EgressGuard;
   /** Run job handlers and deliver webhooks in this process; without it, jobs are only sent. */
   work: boolean;
   /** Register the cron schedules and send their start-up runs (default true; tests that drive jobs themselves leave them out). */
@@ -27,18 +27,20 @@ export interface BackgroundOptions {
 }
 
 export interface Background {
-  /** The started queue: the process sends through it too, so one process runs one pg-boss. */
+  /** The queue: the process sends through it too, so one process runs one pg-boss. */
   queue: JobQueue;
+  /** Starts the queue, registers the schedules and, when this process works jobs, the worker and the webhook dispatcher. */
+  start(): Promise<void>;
   /** Graceful: running handlers get up to `timeoutMs` to finish, then are aborted and retried elsewhere. */
   stop(timeoutMs: number): Promise<void>;
 }
 
 /**
  * The job queue with the whole catalog, its schedules, and (when this process works jobs) the
- * worker and the webhook dispatcher: built the same way by `serve`, `agentplane worker`, the test
- * servers and the benches.
+ * worker and the webhook dispatcher: built by the composition root (src/compose.ts) for `serve`,
+ * `agentplane worker`, the test servers and the benches alike. Nothing runs before `start`.
  */
-export async function startBackground(opts: BackgroundOptions): Promise<Background> {
+export function createBackground(opts: BackgroundOptions): Background {
   const { db, config, log, clock, machines } = opts;
   const jobs = jobsFor({
     prisma: db.prisma,
@@ -47,24 +49,26 @@ export async function startBackground(opts: BackgroundOptions): Promise<Backgrou
     ssh: machines.ssh,
     secrets: machines.secrets,
     gateway: machines.gateway,
-    provisioner: opts.provisioner ?? createProvisioner(config, machines.secrets),
+    provisioner: opts.provisioner,
     managed: config.managed,
-    egress: opts.egress ?? createEgressGuard(config.egress),
+    egress: opts.egress,
     events: config.events,
     webhooks: config.webhooks,
     wiki: config.wiki,
   });
   const queue = createJobQueue(db, { log, ...opts.queue, jobs });
-  await queue.start();
-  if (opts.schedules ?? true) await registerSchedules(queue);
-  if (opts.work) await queue.work();
-  // Webhook attempts are queued beside the worker, never by a request.
-  const dispatcher = opts.work
-    ? await startWebhookDispatcher({ db: db.prisma, listen: db.listen, queue, clock, log, endpointConcurrency: config.webhooks.endpointConcurrency })
-    : undefined;
-  if (opts.work) log.info({ jobs: jobs.map((j) => j.name) }, 'worker started');
+  let dispatcher: { stop(): Promise<void> } | undefined;
   return {
     queue,
+    start: async () => {
+      await queue.start();
+      if (opts.schedules ?? true) await registerSchedules(queue);
+      if (!opts.work) return;
+      await queue.work();
+      // Webhook attempts are queued beside the worker, never by a request.
+      dispatcher = await startWebhookDispatcher({ db: db.prisma, listen: db.listen, queue, clock, log, endpointConcurrency: config.webhooks.endpointConcurrency });
+      log.info({ jobs: jobs.map((j) => j.name) }, 'worker started');
+    },
     stop: async (timeoutMs) => {
       await dispatcher?.stop();
       await queue.stop({ timeoutMs });

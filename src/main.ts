@@ -1,12 +1,11 @@
 import { Command } from 'commander';
-import { startBackground } from './background.ts';
 import { z } from 'zod';
+import { compose } from './compose.ts';
 import { loadConfig, type Config } from './config.ts';
 import { makeDataDirPrivate } from './lib/private-data-dir.ts';
 import { openDatabase, type Database } from './db/client.ts';
 import { migrateDatabase } from './db/migrations.ts';
 import { runAgentCommand, type AgentCommandOptions } from './machine-agent/command.ts';
-import { startMachineAccess } from './modules/computers/machine-access.ts';
 import { systemClock } from './lib/clock.ts';
 import { createLogger, type Logger } from './lib/logger.ts';
 import { onStopRequest } from './lib/stop-request.ts';
@@ -114,13 +113,11 @@ program
     privateDataDir(config, log);
     const db = await openDatabase(config);
     await migrateDatabase(db, log);
-    // A worker holds no agent tunnels; with PostgreSQL it reaches them through the replicas that do.
-    const machines = await startMachineAccess({ ...config, holdsTunnels: false }, db.prisma, log);
-    const worker = await startBackground({ db, config, log, clock: systemClock, machines, work: true });
+    const worker = await compose({ role: 'worker', config, db, log });
+    await worker.start();
     log.info({ database: db.kind }, 'worker running');
     untilStopRequested(log, async () => {
-      await worker.stop(config.shutdownTimeoutMs);
-      await machines.close();
+      await worker.stop();
       await db.close();
     });
   });

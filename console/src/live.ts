@@ -2,7 +2,7 @@ import { createParser } from 'eventsource-parser';
 import { authorizedFetch } from './api.ts';
 
 /** One event of a stream: its type and the event's `data` (docs/console.md has the wire shape). */
-export interface LiveEvent {
+interface LiveEvent {
   id?: string;
   type: string;
   data: Record<string, unknown>;

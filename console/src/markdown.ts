@@ -26,7 +26,7 @@ const LANGUAGE_ALIASES: Record<string, string> = {
 };
 
 /** The sanitized HTML of `markdown`, as a fragment not yet in the document. */
-export function parseMarkdown(markdown: string): DocumentFragment {
+function parseMarkdown(markdown: string): DocumentFragment {
   const raw = marked.parse(markdown) as string;
   return DOMPurify.sanitize(raw, { RETURN_DOM_FRAGMENT: true, FORBID_TAGS: ['style', 'form', 'input', 'button', 'textarea', 'select'] });
 }

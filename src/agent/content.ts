@@ -6,10 +6,10 @@ import { z } from 'zod';
  * every model adapter, and the sessions API stores and returns them unchanged.
  */
 
-export const ImageMediaTypeSchema = z.enum(['image/jpeg', 'image/png', 'image/gif', 'image/webp']);
+const ImageMediaTypeSchema = z.enum(['image/jpeg', 'image/png', 'image/gif', 'image/webp']);
 
 /** ModelProvider of the wire reference (section 1.3, `providerLock`). */
-export const ModelProviderSchema = z.enum([
+const ModelProviderSchema = z.enum([
   'anthropic',
   'openai',
   'generic-chat-completion-api',
@@ -19,11 +19,10 @@ export const ModelProviderSchema = z.enum([
   'voyage',
   'bedrock-converse',
 ]);
-export type ModelProvider = z.infer<typeof ModelProviderSchema>;
 
-export const ImageSourceSchema = z.object({ type: z.literal('base64'), data: z.string(), mediaType: ImageMediaTypeSchema });
+const ImageSourceSchema = z.object({ type: z.literal('base64'), data: z.string(), mediaType: ImageMediaTypeSchema });
 
-export const DocumentSourceSchema = z.discriminatedUnion('type', [
+const DocumentSourceSchema = z.discriminatedUnion('type', [
   z.object({
     type: z.literal('base64'),
     mediaType: z.literal('application/pdf'),
@@ -41,9 +40,9 @@ export const DocumentSourceSchema = z.discriminatedUnion('type', [
   }),
 ]);
 
-export const TextBlockSchema = z.object({ type: z.literal('text'), id: z.string().optional(), text: z.string() });
-export const ImageBlockSchema = z.object({ type: z.literal('image'), id: z.string().optional(), source: ImageSourceSchema });
-export const ThinkingBlockSchema = z.object({
+const TextBlockSchema = z.object({ type: z.literal('text'), id: z.string().optional(), text: z.string() });
+const ImageBlockSchema = z.object({ type: z.literal('image'), id: z.string().optional(), source: ImageSourceSchema });
+const ThinkingBlockSchema = z.object({
   type: z.literal('thinking'),
   id: z.string().optional(),
   thinking: z.string(),
@@ -52,8 +51,8 @@ export const ThinkingBlockSchema = z.object({
   signatureProvider: z.union([ModelProviderSchema, z.literal('unknown')]).optional(),
   durationMs: z.number().nonnegative().optional(),
 });
-export const RedactedThinkingBlockSchema = z.object({ type: z.literal('redacted_thinking'), id: z.string().optional(), data: z.string() });
-export const ToolUseBlockSchema = z.object({
+const RedactedThinkingBlockSchema = z.object({ type: z.literal('redacted_thinking'), id: z.string().optional(), data: z.string() });
+const ToolUseBlockSchema = z.object({
   type: z.literal('tool_use'),
   /** The tool use id; `tool_result.toolUseId` points at it. */
   id: z.string(),
@@ -61,8 +60,8 @@ export const ToolUseBlockSchema = z.object({
   input: z.record(z.string(), z.unknown()),
   thoughtSignature: z.string().optional(),
 });
-export const DocumentBlockSchema = z.object({ type: z.literal('document'), id: z.string().optional(), source: DocumentSourceSchema });
-export const ToolResultBlockSchema = z.object({
+const DocumentBlockSchema = z.object({ type: z.literal('document'), id: z.string().optional(), source: DocumentSourceSchema });
+const ToolResultBlockSchema = z.object({
   type: z.literal('tool_result'),
   id: z.string().optional(),
   toolUseId: z.string(),
@@ -80,17 +79,11 @@ export const ContentBlockSchema = z.discriminatedUnion('type', [
   DocumentBlockSchema,
 ]);
 
-export type TextBlock = z.infer<typeof TextBlockSchema>;
-export type ImageBlock = z.infer<typeof ImageBlockSchema>;
-export type ThinkingBlock = z.infer<typeof ThinkingBlockSchema>;
-export type RedactedThinkingBlock = z.infer<typeof RedactedThinkingBlockSchema>;
 export type ToolUseBlock = z.infer<typeof ToolUseBlockSchema>;
 export type ToolResultBlock = z.infer<typeof ToolResultBlockSchema>;
-export type DocumentBlock = z.infer<typeof DocumentBlockSchema>;
 export type ContentBlock = z.infer<typeof ContentBlockSchema>;
 
-export const MessageRoleSchema = z.enum(['user', 'assistant', 'tool', 'system']);
-export type MessageRole = z.infer<typeof MessageRoleSchema>;
+const MessageRoleSchema = z.enum(['user', 'assistant', 'tool', 'system']);
 
 /**
  * What the runtime reads and emits: a role and its content. The stored message adds `id`,
@@ -99,7 +92,7 @@ export type MessageRole = z.infer<typeof MessageRoleSchema>;
  * stands for: itself once stored, or for a compaction summary the range it replaces, so a later
  * compaction can say which stored messages it replaces. Model adapters ignore it.
  */
-export const RuntimeMessageSchema = z.object({
+const RuntimeMessageSchema = z.object({
   role: MessageRoleSchema,
   content: z.array(ContentBlockSchema),
   covers: z.object({ fromSeq: z.number(), toSeq: z.number() }).optional(),

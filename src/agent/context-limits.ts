@@ -12,7 +12,7 @@ export interface ContextLimits {
  * OpenAI-compatible servers vary (vLLM serves what it was started with), 128k is what OpenAI's
  * and most hosted models take. Both reserve 8192 output tokens, the runtime's cap before windows existed.
  */
-export const PROVIDER_LIMITS: Record<ModelConfig['provider'], ContextLimits> = {
+const PROVIDER_LIMITS: Record<ModelConfig['provider'], ContextLimits> = {
   anthropic: { contextWindow: 200_000, maxOutputTokens: 8192 },
   'openai-compatible': { contextWindow: 128_000, maxOutputTokens: 8192 },
 };

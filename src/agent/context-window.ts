@@ -6,7 +6,7 @@ import type { ModelClient, ModelConfig, ToolSpec, Usage } from './model-client.t
 import { messageSize, TokenEstimator, type RequestSize } from './token-estimate.ts';
 
 /** Share of the input budget past which older turns are compacted. */
-export const COMPACT_AT = 0.75;
+const COMPACT_AT = 0.75;
 /** Share of the input budget the recent turns kept after a compaction may take. */
 const KEEP_RECENT = 0.3;
 /** Share of the input budget a summary may take. */

@@ -21,7 +21,7 @@ export interface ToolResult {
 export type OutputStream = 'stdout' | 'stderr';
 
 /** Output as a tool produces it (a command's stdout and stderr), before its result exists; decoded text, in order per stream. */
-export type OnToolOutput = (stream: OutputStream, text: string) => void;
+type OnToolOutput = (stream: OutputStream, text: string) => void;
 
 export interface ToolContext {
   /** Where the tool acts: the session's computer in its cwd, or the wiki's checkout. */
@@ -50,7 +50,7 @@ export interface AgentTool {
 /** Longest tool output handed to the model; longer output keeps its head and says so. */
 export const MAX_TOOL_OUTPUT_CHARS = 30_000;
 
-export function capOutput(text: string, max = MAX_TOOL_OUTPUT_CHARS): string {
+function capOutput(text: string, max = MAX_TOOL_OUTPUT_CHARS): string {
   if (text.length <= max) return text;
   return `${text.slice(0, max)}\n[output truncated: ${text.length - max} more characters not shown]`;
 }
@@ -60,7 +60,7 @@ export function resolvePath(cwd: string, p: string): string {
   return path.resolve(cwd, p);
 }
 
-export function describeError(err: unknown, signal?: AbortSignal): string {
+function describeError(err: unknown, signal?: AbortSignal): string {
   if (signal?.aborted) return 'Interrupted: the tool was stopped before it finished.';
   if (err instanceof ExecTimedOut) return `Timed out: ${err.message}`;
   if (err instanceof Error) return err.message;

@@ -27,11 +27,11 @@ export interface ToolHost {
   list(dir: string, opts?: FileOptions): Promise<string>;
 }
 
-export interface FileOptions {
+interface FileOptions {
   signal?: AbortSignal;
 }
 
-export interface ExecOptions {
+interface ExecOptions {
   cwd?: string;
   /** Kill the command after this long; the call rejects with `ExecTimedOut`. */
   timeoutMs?: number;
@@ -43,7 +43,7 @@ export interface ExecOptions {
   onStderr?: (chunk: Buffer) => void;
 }
 
-export interface HostStat {
+interface HostStat {
   size: number;
   isFile: boolean;
   isDirectory: boolean;

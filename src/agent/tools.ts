@@ -4,7 +4,7 @@ import { editFileTool, readFileTool, writeFileTool } from './tool-files.ts';
 import { globTool, listDirectoryTool, searchTextTool } from './tool-listing.ts';
 import { runCommandTool } from './tool-shell.ts';
 
-export { defineTool, resolvePath, capOutput, MAX_TOOL_OUTPUT_CHARS, type AgentTool, type OnToolOutput, type OutputStream, type ToolContext, type ToolEffects, type ToolKind, type ToolResult } from './tool-definition.ts';
+export { defineTool, resolvePath, MAX_TOOL_OUTPUT_CHARS, type AgentTool, type OutputStream, type ToolEffects } from './tool-definition.ts';
 export { editFileTool, readFileTool, writeFileTool } from './tool-files.ts';
 export { globTool, listDirectoryTool, searchTextTool } from './tool-listing.ts';
 export { runCommandTool } from './tool-shell.ts';

@@ -10,7 +10,7 @@ import type { ToolHost } from './tool-host.ts';
 import { TokenEstimator } from './token-estimate.ts';
 import { toolSpecs } from './tools.ts';
 
-export const DEFAULT_MAX_STEPS = 50;
+const DEFAULT_MAX_STEPS = 50;
 
 export interface TurnOptions {
   model: ModelClient;
@@ -48,7 +48,7 @@ export interface TurnOptions {
   onToolCall?(call: { toolUse: ToolUseBlock; result: ToolResultBlock; effects?: ToolEffects; durationMs: number }): Promise<void> | void;
 }
 
-export type TurnStopReason = 'end_turn' | 'interrupted' | 'max_steps' | 'error';
+type TurnStopReason = 'end_turn' | 'interrupted' | 'max_steps' | 'error';
 
 export interface TurnResult {
   stopReason: TurnStopReason;

@@ -2,7 +2,7 @@ import { createHash, timingSafeEqual } from 'node:crypto';
 import { randomToken } from '../lib/ids.ts';
 
 /** Every agentplane API key starts with this, so scanners and humans recognise one. */
-export const API_KEY_PREFIX = 'apk_';
+const API_KEY_PREFIX = 'apk_';
 const SECRET_LENGTH = 40; // base36: about 206 bits of entropy
 const FINGERPRINT_LENGTH = 6;
 const API_KEY_PATTERN = new RegExp(`^${API_KEY_PREFIX}[0-9a-z]{${SECRET_LENGTH}}$`);

@@ -9,7 +9,7 @@ export interface JwtSettings {
   audience?: string;
 }
 
-export interface AccessTokenClaims {
+interface AccessTokenClaims {
   sub: string;
   email?: string;
   orgId: string;

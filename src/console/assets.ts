@@ -12,7 +12,7 @@ const REPO_ROOT = path.resolve(import.meta.dirname, '../..');
  * TypeScript served as JavaScript with their types stripped (positions kept, so the browser's
  * devtools show the very lines of the file); no build step, no build artefact.
  */
-export const SOURCE_ROOTS: Record<string, string> = {
+const SOURCE_ROOTS: Record<string, string> = {
   '/console/': path.join(REPO_ROOT, 'console/'),
   '/clients/typescript/src/': path.join(REPO_ROOT, 'clients/typescript/src/'),
 };
@@ -36,7 +36,7 @@ function packageDir(name: string): string {
   }
   return dir;
 }
-export const VENDOR_FILES: Record<string, string> = {
+const VENDOR_FILES: Record<string, string> = {
   '/vendor/preact.js': path.join(packageDir('preact'), 'dist/preact.mjs'),
   '/vendor/preact-hooks.js': path.join(packageDir('preact'), 'hooks/dist/hooks.mjs'),
   '/vendor/htm.js': path.join(packageDir('htm'), 'dist/htm.mjs'),

@@ -10,7 +10,7 @@ export interface DataDirLock {
 }
 
 /** Another process holds the data directory: a second writer would corrupt the embedded database. */
-export class DataDirInUse extends Error {
+class DataDirInUse extends Error {
   constructor(dir: string, pid: string | undefined) {
     super(
       `the data directory ${dir} is in use by another agentplane process${pid ? ` (PID ${pid})` : ''}; ` +

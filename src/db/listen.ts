@@ -1,7 +1,7 @@
 import type { PGlite } from '@electric-sql/pglite';
 import pg from 'pg';
 
-export interface ListenHandlers {
+interface ListenHandlers {
   /** Each notification's payload, in the order the database sent them. */
   onPayload(payload: string): void;
   /**

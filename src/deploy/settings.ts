@@ -2,16 +2,16 @@ import { z } from 'zod';
 import { dnsLabel } from '../lib/kubernetes-names.ts';
 
 /** The Pulumi config namespace of every setting: `agentplane:<name>` in stacks/Pulumi.<stack>.yaml. */
-export const SETTINGS_NAMESPACE = 'agentplane';
+const SETTINGS_NAMESPACE = 'agentplane';
 
 /** Settings that hold credentials: the stack file must keep them encrypted (`pulumi config set --secret`). */
-export const SECRET_SETTINGS = ['databaseUrl', 'postgresPassword', 'jwtSecret', 'pulumiPassphrase', 'encryptionKey'] as const;
+const SECRET_SETTINGS = ['databaseUrl', 'postgresPassword', 'jwtSecret', 'pulumiPassphrase', 'encryptionKey'] as const;
 
 /** Where the server keeps local state in its container; a file:// Pulumi backend must live below it. */
 export const DATA_DIR = '/var/lib/agentplane';
 
 /** Env vars the program sets itself; `env` may not override them, or the wiring would silently break. */
-export const MANAGED_ENV = [
+const MANAGED_ENV = [
   'PORT',
   'AGENTPLANE_HOST',
   'AGENTPLANE_DATA_DIR',
@@ -66,7 +66,7 @@ const defaultResources = {
   limits: { cpu: '2', memory: '2Gi' },
 };
 
-export const SettingsSchema = z
+const SettingsSchema = z
   .object({
     image: z.string().regex(/^\S+$/, 'must be an image reference such as registry.example.com/agentplane:0.1.0'),
     imagePullPolicy: z.enum(['Always', 'IfNotPresent', 'Never']).default('IfNotPresent'),

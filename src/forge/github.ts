@@ -6,7 +6,7 @@ import type { ForgeClient } from './types.ts';
 const PAGE = 100;
 
 /** github.com answers at api.github.com; GitHub Enterprise Server at `<baseUrl>/api/v3`. */
-export function githubApiUrl(baseUrl: string): string {
+function githubApiUrl(baseUrl: string): string {
   const url = new URL(baseUrl);
   if (url.hostname === 'github.com' || url.hostname === 'www.github.com') return 'https://api.github.com';
   return `${baseUrl.replace(/\/+$/, '')}/api/v3`;

@@ -58,7 +58,7 @@ export async function forgeRequest<T>(
 }
 
 /** The `rel="next"` target of an RFC 8288 Link header (GitHub and Gitea both page this way). */
-export function nextLink(link: string | null): string | undefined {
+function nextLink(link: string | null): string | undefined {
   if (!link) return undefined;
   for (const part of link.split(',')) {
     const m = /<([^>]+)>\s*;\s*rel="?([^";]+)"?/.exec(part.trim());

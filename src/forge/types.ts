@@ -7,7 +7,7 @@ export interface ForgeAccount {
   scopes: string[] | null;
 }
 
-export interface ForgeOwner {
+interface ForgeOwner {
   login: string;
   type: 'User' | 'Organization';
 }
@@ -69,7 +69,7 @@ export interface ForgeRun {
 }
 
 /** One change to one file, committed on a new branch cut from `base`. */
-export interface FileChange {
+interface FileChange {
   path: string;
   /** New content; null deletes the file. */
   content: string | null;

@@ -21,7 +21,6 @@ export const RequestErrorBodySchema = z
     requestId: z.string(),
   })
   .meta({ id: 'RequestError' });
-export type RequestErrorBody = z.infer<typeof RequestErrorBodySchema>;
 
 export function statusTitle(status: number): string {
   return STATUS_CODES[status] ?? 'Error';

@@ -4,7 +4,7 @@ import { ErrorBodySchema, RequestErrorBodySchema, statusTitle } from './errors.t
 import { usesRequestErrorBody } from './error-format.ts';
 import type { RouteSpec } from './route.ts';
 
-export const API_VERSION = '0.1.0';
+const API_VERSION = '0.1.0';
 
 /** The OpenAPI document, built from the very route specs the app mounts. */
 export function buildOpenApiDocument(routes: RouteSpec[], serverUrl?: string) {

@@ -1,5 +1,5 @@
 import type { Readable, Writable } from 'node:stream';
-import type { Request, Response, Router } from 'express';
+import express, { type Request, type Response, type Router } from 'express';
 import { z } from 'zod';
 import type { Authenticate } from '../auth/authenticate.ts';
 import type { Guard } from '../auth/guards.ts';
@@ -16,7 +16,7 @@ type Method = 'get' | 'post' | 'put' | 'patch' | 'delete';
 /** `optional`: a credential is checked when one is sent, and the handler decides what anonymous callers get. */
 export type RouteAuth = boolean | 'optional';
 
-export interface RouteContext<P, Q, B, A extends RouteAuth> {
+interface RouteContext<P, Q, B, A extends RouteAuth> {
   params: P;
   query: Q;
   body: B;
@@ -36,7 +36,7 @@ export interface RouteContext<P, Q, B, A extends RouteAuth> {
   stillAuthorized(): Promise<boolean>;
 }
 
-export interface RouteResult {
+interface RouteResult {
   status: number;
   /** A value, checked against the status's schema before it is sent, or JSON text built to satisfy it. */
   body?: unknown;
@@ -70,6 +70,8 @@ export interface RouteSpec<P = unknown, Q = unknown, B = unknown, A extends Rout
   responses: Record<number, { description: string; schema?: z.ZodType; eventStream?: boolean }>;
   /** Error statuses this route documents. */
   errors: number[];
+  /** The largest JSON body this route accepts, when it is not the server's (`AGENTPLANE_BODY_LIMIT`), e.g. `20mb` for uploaded wikis. */
+  bodyLimit?: string;
   handler(ctx: RouteContext<P, Q, B, A>): Promise<RouteResult>;
 }
 
@@ -96,10 +98,11 @@ function parsePart<T>(schema: z.ZodType<T> | undefined, value: unknown, where: s
 export function mountRoute(
   router: Router,
   route: RouteSpec,
-  deps: { authenticate: Authenticate; authEpoch: AuthEpoch; eventStreams?: SinkOptions },
+  deps: { authenticate: Authenticate; authEpoch: AuthEpoch; eventStreams?: SinkOptions; /** JSON bodies past it are refused with 413, unless the route sets its own. */ bodyLimit?: string },
 ): void {
   const responseSchemas = route.responses;
-  router[route.method](expressPath(route.path), async (req: Request, res: Response) => {
+  const parseJson = express.json({ limit: route.bodyLimit ?? deps.bodyLimit });
+  router[route.method](expressPath(route.path), parseJson, async (req: Request, res: Response) => {
     const fence = requestFence(deps.authEpoch);
     const wantsCredential = route.auth === 'optional' ? req.get('authorization') !== undefined : route.auth !== false;
     const principal = wantsCredential ? await deps.authenticate(req.get('authorization'), fence) : undefined;

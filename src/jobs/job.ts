@@ -6,6 +6,8 @@ export interface JobContext {
   jobId: string;
   /** 1 on the first run; each later run (after a failure, an expiry, a lost heartbeat or a shutdown) adds one. */
   attempt: number;
+  /** No retry follows if this run fails (`attempt` is past the kind's `retryLimit`): the handler records the failure. */
+  lastAttempt: boolean;
   /** Aborted when the job expires, its claim is lost, or the worker shuts down past its grace period. */
   signal: AbortSignal;
   log: Logger;
@@ -13,7 +15,7 @@ export interface JobContext {
   send<P, I>(kind: JobKind<P, I>, payload: I, opts?: SendOptions): Promise<string>;
 }
 
-export type JobHandler<P> = (payload: P, ctx: JobContext) => Promise<void>;
+type JobHandler<P> = (payload: P, ctx: JobContext) => Promise<void>;
 
 export interface JobSpec<P extends object, I> {
   /** Queue name: letters, digits, `_`, `-`, `.`, `/` (pg-boss's rule). */
@@ -41,7 +43,7 @@ export interface JobSpec<P extends object, I> {
 }
 
 /** What the process running the worker may set for a job from its configuration. */
-export type JobTuning = Partial<Pick<JobSpec<object, unknown>, 'concurrency' | 'expireInSeconds'>>;
+type JobTuning = Partial<Pick<JobSpec<object, unknown>, 'concurrency' | 'expireInSeconds'>>;
 
 /**
  * A job's name, payload and policies: enough to send one, so senders need not hold the handler's

@@ -142,7 +142,7 @@ export function createJobQueue(db: Database, opts: JobQueueOptions): JobQueue {
       return { id: job.id, status: 'deadletter', output: { message } };
     }
     try {
-      await def.handler(parsed.data, { jobId: job.id, attempt, signal: job.signal, log: jobLog, send: (...args) => api.send(...args) });
+      await def.handler(parsed.data, { jobId: job.id, attempt, lastAttempt: attempt > def.retryLimit, signal: job.signal, log: jobLog, send: (...args) => api.send(...args) });
       jobLog.info('job completed');
       return { id: job.id, status: 'completed' };
     } catch (err) {

@@ -5,7 +5,7 @@ import pretty from 'pino-pretty';
 export type { Logger };
 
 /** Paths whose values never reach a log line: credentials, keys, tokens, passwords. */
-export const REDACTED_PATHS = [
+const REDACTED_PATHS = [
   'req.headers.authorization',
   'req.headers.cookie',
   'headers.authorization',
@@ -24,7 +24,7 @@ export const REDACTED_PATHS = [
   '*.token',
 ];
 
-export type LogFormat = 'json' | 'pretty';
+type LogFormat = 'json' | 'pretty';
 
 export interface LoggerOptions {
   level: string;

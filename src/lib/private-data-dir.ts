@@ -2,7 +2,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 
 /** The data directory's folder of `local` computers made before AGENTPLANE_LOCAL_ROOT: their users' files. */
-export const LEGACY_COMPUTERS_DIR = 'computers';
+const LEGACY_COMPUTERS_DIR = 'computers';
 
 /**
  * Makes the data directory the control plane's alone, and keeps what it writes from now on so:

@@ -41,7 +41,7 @@ export class RegistrationUnavailable extends Error {
 const ComputerSchema = z.object({ id: z.string().min(1), relayAgentUrl: z.string().nullish() });
 const ErrorSchema = z.object({ detail: z.string().optional(), title: z.string().optional() });
 
-export function computersUrl(baseUrl: string): string {
+function computersUrl(baseUrl: string): string {
   return `${baseUrl.replace(/\/+$/, '')}/api/v0/computers`;
 }
 

@@ -16,9 +16,9 @@ const AgentStateSchema = z.object({
   /** Random host id, only for machines without /etc/machine-id. */
   fallbackHostId: z.string().optional(),
 });
-export type AgentState = z.infer<typeof AgentStateSchema>;
+type AgentState = z.infer<typeof AgentStateSchema>;
 
-export interface AgentKeys {
+interface AgentKeys {
   /** Authenticates the agent to the gateway: its per-computer credential. */
   client: SshKeyPair;
   /** The host key of the agent's own SSH server, which the control plane pins at registration. */

@@ -1,5 +1,5 @@
 import path from 'node:path';
-import { loadConfig, type Config } from '../config.ts';
+import type { Config } from '../config.ts';
 import { createSecretBox, type SecretBox } from '../lib/secret-box.ts';
 import { managedProviders } from './providers/index.ts';
 import { LOCAL_PROVIDER } from './providers/local/provider.ts';

@@ -12,7 +12,7 @@ export interface PortForwardOptions {
 }
 
 /** `3000` or `8080:3000` (local:remote); a local 0 picks a free port. */
-export function parsePortSpec(spec: string): { local: number; remote: number } {
+function parsePortSpec(spec: string): { local: number; remote: number } {
   const m = /^(\d{1,5})(?::(\d{1,5}))?$/.exec(spec);
   const local = Number(m?.[1]);
   const remote = Number(m?.[2] ?? m?.[1]);

@@ -13,7 +13,7 @@ export interface GitCredential {
 const DIR = '.config/agentplane';
 export const GIT_CREDENTIALS_FILE = `${DIR}/git-credentials`;
 const STAGED = `${GIT_CREDENTIALS_FILE}.new`;
-export const GIT_CREDENTIAL_HELPER = `${DIR}/git-credential-helper`;
+const GIT_CREDENTIAL_HELPER = `${DIR}/git-credential-helper`;
 
 /**
  * The helper git runs. Not plain `store --file=...`: git also calls every helper with `store`
@@ -43,7 +43,7 @@ function validate(credentials: GitCredential[]): void {
 }
 
 /** git-credential-store's format: one URL per line, user and password percent-encoded. Later duplicates of host+user win. */
-export function credentialStoreFile(credentials: GitCredential[]): string {
+function credentialStoreFile(credentials: GitCredential[]): string {
   const byKey = new Map<string, GitCredential>();
   for (const c of credentials) byKey.set(`${c.host.toLowerCase()}\n${c.username}`, c);
   return [...byKey.values()].map((c) => `https://${encodeURIComponent(c.username)}:${encodeURIComponent(c.token)}@${c.host.toLowerCase()}\n`).join('');

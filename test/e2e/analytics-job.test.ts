@@ -4,19 +4,18 @@ import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { loadConfig } from '../../src/config.ts';
-import { registerSchedules, startBackground, type Background } from '../../src/background.ts';
+import { registerSchedules } from '../../src/background.ts';
+import { compose, type ComposedWorker } from '../../src/compose.ts';
 import { fixedClock } from '../../src/lib/clock.ts';
 import { createLogger } from '../../src/lib/logger.ts';
 import { recordEvents } from '../../src/modules/analytics/events.ts';
 import { analyticsRollupJob } from '../../src/modules/analytics/jobs.ts';
-import { startMachineAccess, type MachineAccess } from '../../src/modules/computers/machine-access.ts';
 import { createOrgFixture } from '../support/api.ts';
 import { BACKENDS, openTestDatabase } from '../support/test-db.ts';
 
 describe.each(BACKENDS)('analytics roll-up job on %s', (backend) => {
   let db: Awaited<ReturnType<typeof openTestDatabase>>;
-  let background: Background;
-  let machines: MachineAccess;
+  let worker: ComposedWorker;
   const clock = fixedClock(new Date('2026-02-10T00:20:00.000Z'));
 
   beforeAll(async () => {
@@ -24,21 +23,17 @@ describe.each(BACKENDS)('analytics roll-up job on %s', (backend) => {
     const log = createLogger({ level: 'silent' });
     // The worker's whole job catalog, as a server runs it (computer jobs need the SSH side).
     const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'agentplane-analytics-job-'));
-    machines = await startMachineAccess({ dataDir, host: '127.0.0.1' }, db.prisma, log);
-    background = await startBackground({
-      db,
+    worker = await compose({
+      role: 'worker',
       config: loadConfig({ AGENTPLANE_DATA_DIR: dataDir }),
+      db,
       log,
-      clock,
-      machines,
-      work: true,
-      schedules: false,
-      queue: { maintenanceIntervalSeconds: 1, pollingIntervalSeconds: 0.5 },
+      overrides: { clock, schedules: false, queueTimings: { maintenanceIntervalSeconds: 1, pollingIntervalSeconds: 0.5 } },
     });
+    await worker.start();
   });
   afterAll(async () => {
-    await background?.stop(5_000);
-    await machines?.close();
+    await worker?.stop(5_000);
     await db?.dispose();
   });
 
@@ -48,8 +43,8 @@ describe.each(BACKENDS)('analytics roll-up job on %s', (backend) => {
     await recordEvents(db.prisma, [
       { organizationId: org.id, userId: org.members.user.userId, occurredAt: new Date('2026-02-05T10:00:00.000Z'), kind: 'session_started', client: 'web' },
     ]);
-    await registerSchedules(background.queue);
-    expect(await background.queue.boss.getSchedules(analyticsRollupJob.name)).toMatchObject([
+    await registerSchedules(worker.background!.queue);
+    expect(await worker.background!.queue.boss.getSchedules(analyticsRollupJob.name)).toMatchObject([
       { name: analyticsRollupJob.name, cron: '15 0 * * *', timezone: 'UTC' },
     ]);
 

@@ -63,8 +63,8 @@ function documentedMatrix(): Record<string, Pick<Rule, 'minRole' | 'humanOnly'>>
   return Object.fromEntries(rows.map(([, endpoint, minRole, sa]) => [endpoint!, { minRole: minRole as Role, humanOnly: sa === 'refused' }]));
 }
 
-describe('authorization matrix', () => {
-  const { routes } = appWithoutDatabase();
+describe('authorization matrix', async () => {
+  const { routes } = await appWithoutDatabase();
   const routeOf = (endpoint: string) => routes.find((r) => `${r.method.toUpperCase()} ${r.path}` === endpoint)!;
 
   it('covers every administrative endpoint the app serves', () => {

@@ -5,13 +5,15 @@ import path from 'node:path';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ALLOW_LOOPBACK, startTestApi, type TestApi } from '../support/api.ts';
-import { giteaBinDir, mergeWhenReady, startGitea, startGiteaRunner, type Gitea, type GiteaRunner, type GiteaUser } from '../support/gitea.ts';
+import { giteaBinDir, giteaMissing, mergeWhenReady, startGitea, startGiteaRunner, type Gitea, type GiteaRunner, type GiteaUser } from '../support/gitea.ts';
 import { skipMachineTests, startMachine, type TestMachine } from '../support/machine.ts';
 import { startModelServer, type ModelServer } from '../support/model-server.ts';
 import { CODER_KEY_ENV, coderModel, writeModelsFile } from '../support/models-file.ts';
 import { waitFor } from '../support/wait.ts';
+import { skipWithout } from '../support/parts.ts';
 
 const bin = giteaBinDir();
+const skip = skipWithout('the gitea-runner end-to-end test', giteaMissing());
 const CI = '/api/v0/automations/ci';
 const CLI = `${process.execPath} ${path.resolve('bin/agentplane.js')}`;
 
@@ -20,7 +22,7 @@ const CLI = `${process.execPath} ${path.resolve('bin/agentplane.js')}`;
  * the forge triggers it, its one step runs `agentplane ci run`, the session runs on a computer
  * with the scripted model, and the review lands on the pull request as a comment.
  */
-describe.skipIf(!bin || skipMachineTests)('a generated workflow run by gitea-runner end to end', () => {
+describe.skipIf(skip || skipMachineTests)('a generated workflow run by gitea-runner end to end', () => {
   let gitea: Gitea;
   let runner: GiteaRunner;
   let api: TestApi;

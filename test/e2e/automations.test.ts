@@ -1,9 +1,11 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import YAML from 'yaml';
 import { ALLOW_LOOPBACK, startTestApi, type TestApi } from '../support/api.ts';
-import { giteaBinDir, mergeWhenReady, startGitea, type Gitea, type GiteaUser } from '../support/gitea.ts';
+import { giteaBinDir, giteaMissing, mergeWhenReady, startGitea, type Gitea, type GiteaUser } from '../support/gitea.ts';
+import { skipWithout } from '../support/parts.ts';
 
 const bin = giteaBinDir();
+const skip = skipWithout('the tests against a real Gitea', giteaMissing());
 const SOURCE_CONTROL = '/api/v0/integrations/source-control';
 const CI = '/api/v0/automations/ci';
 
@@ -25,7 +27,7 @@ jobs:
 `;
 
 /** The real Gitea forge, driven end to end through agentplane's API. */
-describe.skipIf(!bin)('CI automations against a real Gitea', () => {
+describe.skipIf(skip)('CI automations against a real Gitea', () => {
   let gitea: Gitea;
   let api: TestApi;
   let alice: GiteaUser;
@@ -282,7 +284,7 @@ describe.skipIf(!bin)('CI automations against a real Gitea', () => {
   });
 });
 
-describe.skipIf(!bin)('readiness evaluations and wiki runs of private repositories', () => {
+describe.skipIf(skip)('readiness evaluations and wiki runs of private repositories', () => {
   let gitea: Gitea;
   let api: TestApi;
   let carol: GiteaUser;

@@ -12,11 +12,10 @@ import { cgroupDirs, hostTraces, localComputerNames, localProviderMissing, remov
 import { startServerProcess, type ServerProcess } from '../support/server-process.ts';
 import { connectSse } from '../support/sse.ts';
 import { waitFor } from '../support/wait.ts';
+import { skipWithout } from '../support/parts.ts';
 
 const missing = await localProviderMissing();
-// Locally a missing part skips; in CI it must fail, so the tests still run there and say why.
-const skip = missing !== undefined && process.env.CI !== 'true';
-if (skip) console.warn(`skipping the local provider e2e tests: ${missing}`);
+const skip = skipWithout('the local provider e2e tests', missing);
 
 const PROVISION_MS = 90_000;
 

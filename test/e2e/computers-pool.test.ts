@@ -11,11 +11,10 @@ import { postgresUrl } from '../support/databases.ts';
 import { cgroupDirs, hostTraces, killSandbox, localComputerNames, localProviderMissing, removeLocalComputer, startGitDaemon, type GitDaemon } from '../support/local-computers.ts';
 import { startServerProcess, type ServerProcess } from '../support/server-process.ts';
 import { waitFor } from '../support/wait.ts';
+import { skipWithout } from '../support/parts.ts';
 
 const missing = await localProviderMissing();
-// Locally a missing part skips; in CI it must fail, so the tests still run there and say why.
-const skip = missing !== undefined && process.env.CI !== 'true';
-if (skip) console.warn(`skipping the warm pool e2e tests: ${missing}`);
+const skip = skipWithout('the warm pool e2e tests', missing);
 
 const PROVISION_MS = 120_000;
 const ENV = { AGENTPLANE_LOCAL_PROVIDER: 'true', AGENTPLANE_COMPUTER_CPUS: '0.5', AGENTPLANE_COMPUTER_MEMORY_MIB: '256' };

@@ -9,11 +9,10 @@ import { keyedCaller } from '../support/http.ts';
 import { hostAddress, hostTraces, killSandbox, localComputerNames, localProviderMissing, removeLocalComputer } from '../support/local-computers.ts';
 import { REPO_ROOT, startServerProcess, type ServerProcess } from '../support/server-process.ts';
 import { waitFor } from '../support/wait.ts';
+import { skipWithout } from '../support/parts.ts';
 
 const missing = await localProviderMissing();
-// Locally a missing part skips; in CI it must fail, so the tests still run there and say why.
-const skip = missing !== undefined && process.env.CI !== 'true';
-if (skip) console.warn(`skipping the local sandbox e2e tests: ${missing}`);
+const skip = skipWithout('the local sandbox e2e tests', missing);
 
 const PROVISION_MS = 90_000;
 const OWNER_EMAIL = 'owner@agentplane.local';

@@ -12,10 +12,10 @@ import { startTestApi, type TestApi } from '../support/api.ts';
 import { isRoot, sshdMissing, startSshd, TEST_USER, type TestSshd } from '../support/sshd.ts';
 import { BACKENDS } from '../support/test-db.ts';
 import { waitFor } from '../support/wait.ts';
+import { skipWithout } from '../support/parts.ts';
 
 const missing = sshdMissing();
-const skip = missing !== undefined && process.env.CI !== 'true';
-if (skip) console.warn(`skipping the computers e2e tests: ${missing}`);
+const skip = skipWithout('the computers e2e tests', missing);
 
 
 /** A git repository on the machine (this host), owned by the user the sshd logs in as. */

@@ -3,12 +3,12 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { ALLOW_LOOPBACK, startTestApi, type TestApi } from '../support/api.ts';
 import { chromiumMissing, launchChromium, screenshot } from '../support/browser.ts';
 import { expectAccessible, LAYOUTS, signInConsole, useLayout } from '../support/console-page.ts';
-import { giteaBinDir, mergeWhenReady, startGitea, type Gitea, type GiteaUser } from '../support/gitea.ts';
+import { giteaBinDir, giteaMissing, mergeWhenReady, startGitea, type Gitea, type GiteaUser } from '../support/gitea.ts';
+import { skipWithout } from '../support/parts.ts';
 
 const bin = giteaBinDir();
-const missing = chromiumMissing() ?? (bin ? undefined : 'Gitea is not built (bash scripts/gitea-toolchain.sh)');
-const skip = missing !== undefined && process.env.CI !== 'true';
-if (skip) console.warn(`skipping the console's CI-automation tests: ${missing}`);
+const missing = chromiumMissing() ?? giteaMissing();
+const skip = skipWithout("the console's CI-automation tests", missing);
 
 const CI_WORKFLOW = 'name: CI\non: [push]\njobs:\n  test:\n    runs-on: ubuntu-latest\n    steps:\n      - run: echo test\n';
 

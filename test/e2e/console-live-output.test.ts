@@ -3,11 +3,10 @@ import { axeViolations, chromiumMissing, launchChromium, screenshot } from '../s
 import { startSessionHarness, type SessionHarness } from '../support/session-harness.ts';
 import { machineMissing } from '../support/machine.ts';
 import { CODER_KEY_ENV, coderModel } from '../support/models-file.ts';
+import { skipWithout } from '../support/parts.ts';
 
 const missing = chromiumMissing() ?? machineMissing;
-// Locally a missing part skips; in CI it must fail, so the tests still run there and say why.
-const skip = missing !== undefined && process.env.CI !== 'true';
-if (skip) console.warn(`skipping the console live output test: ${missing}`);
+const skip = skipWithout('the console live output test', missing);
 
 /**
  * The session page in a real Chromium following the real `GET /api/v0/sessions/{id}/events` of a

@@ -10,10 +10,10 @@ import { TS_MONOREPO } from '../support/wiki-fixtures.ts';
 import { unzip } from '../support/wiki.ts';
 import { useFixtureRepos } from '../unit/readiness/fixture-repo.ts';
 import { startGitHttpServer } from '../unit/readiness/git-http-server.ts';
+import { skipWithout } from '../support/parts.ts';
 
 const missing = chromiumMissing();
-const skip = missing !== undefined && process.env.CI !== 'true';
-if (skip) console.warn(`skipping the console's wiki tests: ${missing}`);
+const skip = skipWithout("the console's wiki tests", missing);
 
 /** A page of Markdown written to attack its reader: scripts, handlers, javascript: links, a hostile diagram. */
 const HOSTILE = [

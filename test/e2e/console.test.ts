@@ -9,14 +9,12 @@ import { startModelServer, type ModelServer } from '../support/model-server.ts';
 import { CODER_KEY_ENV, coderModel, writeModelsFile } from '../support/models-file.ts';
 import { seedAnalytics } from '../../src/modules/analytics/seed.ts';
 import { waitFor } from '../support/wait.ts';
+import { skipWithout } from '../support/parts.ts';
 
 const missing = chromiumMissing() ?? machineMissing;
-// Locally a missing part skips; in CI it must fail, so the tests still run there and say why.
-const skip = missing !== undefined && process.env.CI !== 'true';
-if (skip) console.warn(`skipping the console e2e tests: ${missing}`);
+const skip = skipWithout('the console e2e tests', missing);
 const localMissing = await localProviderMissing();
-const skipLocal = localMissing !== undefined && process.env.CI !== 'true';
-if (!skip && skipLocal) console.warn(`skipping the console's managed-computer test: ${localMissing}`);
+const skipLocal = !skip && skipWithout("the console's managed-computer tests", localMissing);
 
 const PROVISION_MS = 90_000;
 

@@ -14,7 +14,7 @@ import { waitFor } from '../support/wait.ts';
 /** A listener on one loopback address that answers 200, or redirects to `redirectTo`. */
 async function listener(host: string, redirectTo?: string): Promise<{ url: string; hits: () => number; close(): Promise<void> }> {
   let hits = 0;
-  const server = http.createServer((req, res) => {
+  const server = http.createServer((_req, res) => {
     hits++;
     if (redirectTo) res.writeHead(302, { location: redirectTo }).end();
     else res.writeHead(200, { 'content-type': 'text/plain' }).end('reached');

@@ -7,12 +7,13 @@ import pg from 'pg';
 import WebSocket from 'ws';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { agentUser, runCli, startAgentProcess, type AgentProcess } from '../support/agent-cli.ts';
-import { createTestDatabase, postgresUrl } from '../support/databases.ts';
+import { createTestDatabase, postgresMissing } from '../support/databases.ts';
 import { startModelServer, type ModelServer } from '../support/model-server.ts';
 import { CODER_KEY_ENV, coderModel, writeModelsFile } from '../support/models-file.ts';
 import { startServerProcess, type ServerProcess } from '../support/server-process.ts';
 import { startTcpBalancer } from '../support/tcp-balancer.ts';
 import { waitFor } from '../support/wait.ts';
+import { skipWithout } from '../support/parts.ts';
 
 /**
  * Two real `agentplane serve` processes on one PostgreSQL database behind a load balancer, as a
@@ -23,9 +24,9 @@ import { waitFor } from '../support/wait.ts';
  * a clear message and exits; nothing hangs.
  */
 
-const runs = postgresUrl() !== undefined || process.env.CI === 'true';
+const skip = skipWithout('the relay across two replicas', postgresMissing());
 
-describe.skipIf(!runs)('the relay across two replicas on PostgreSQL', () => {
+describe.skipIf(skip)('the relay across two replicas on PostgreSQL', () => {
   const who = agentUser();
   const stateDir = fs.mkdtempSync(path.join(os.tmpdir(), 'agentplane-replicas-'));
   // The agent may run as another user (agentUser), whose state directory lies below this one.

@@ -10,6 +10,7 @@ import { startTestApi, type TestApi } from '../support/api.ts';
 import { CLI } from '../support/server-process.ts';
 import { sshdMissing, startSshd, type TestSshd } from '../support/sshd.ts';
 import { waitFor } from '../support/wait.ts';
+import { skipWithout } from '../support/parts.ts';
 
 /**
  * People reaching their computers through the relay: `agentplane ssh` (a command, a shell, and
@@ -168,7 +169,7 @@ describe('agentplane ssh through the relay', () => {
   });
 });
 
-describe.skipIf(sshdMissing() !== undefined)('agentplane ssh to a computer the control plane reaches directly (sshd)', () => {
+describe.skipIf(skipWithout('agentplane ssh to an sshd computer', sshdMissing()))('agentplane ssh to a computer the control plane reaches directly (sshd)', () => {
   let sshd: TestSshd;
   let id: string;
 

@@ -4,8 +4,9 @@ import os from 'node:os';
 import path from 'node:path';
 import { SignJWT } from 'jose';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createTestDatabase, postgresUrl } from '../support/databases.ts';
+import { createTestDatabase, postgresMissing } from '../support/databases.ts';
 import { startServerProcess, type ServerProcess } from '../support/server-process.ts';
+import { skipWithout } from '../support/parts.ts';
 
 const JWT_SECRET = 'e2e-secret-e2e-secret-e2e-secret-123';
 const OWNER = 'owner@example.test';
@@ -29,7 +30,7 @@ const backends: Backend[] = [
   },
 ];
 
-const requirePostgres = !postgresUrl() && process.env.CI !== 'true';
+const requirePostgres = skipWithout('agentplane serve on PostgreSQL', postgresMissing());
 
 describe.each(backends)('agentplane serve on $name', (backend) => {
   let server: ServerProcess;

@@ -11,12 +11,13 @@ import { startTestApi, type OrgFixture, type TestApi } from '../support/api.ts';
 import { freePort } from '../support/http.ts';
 import { isRoot, sshdMissing, startSshd, type TestSshd } from '../support/sshd.ts';
 import { BACKENDS } from '../support/test-db.ts';
+import { skipWithout } from '../support/parts.ts';
 
 const BASE = '/api/v0/service-accounts';
 const MINUTE = 60_000;
 const sha256 = (v: string) => createHash('sha256').update(v).digest('hex');
 const sshdMissingReason = sshdMissing();
-const withoutSshd = sshdMissingReason !== undefined && process.env.CI !== 'true';
+const withoutSshd = skipWithout("the tests of deleting an account's computers", sshdMissingReason);
 
 describe.each(BACKENDS)('service accounts on %s', (backend) => {
   const clock = fixedClock(new Date());

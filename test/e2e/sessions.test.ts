@@ -1,29 +1,24 @@
 import { execFileSync } from 'node:child_process';
-import { createEgressGuard } from '../../src/egress/guard.ts';
-import { parseEgressAllow } from '../../src/egress/policy.ts';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createApp } from '../../src/app.ts';
-import { createEventHub } from '../../src/modules/events/hub.ts';
+import { compose } from '../../src/compose.ts';
 import { loadConfig } from '../../src/config.ts';
 import { systemClock } from '../../src/lib/clock.ts';
 import { newId } from '../../src/lib/ids.ts';
 import { createLogger } from '../../src/lib/logger.ts';
-import { createProviderRegistry } from '../../src/provisioning/providers/registry.ts';
 import { purgeExpiredSessions } from '../../src/modules/sessions/jobs.ts';
 import { knownModel } from '../../src/agent/models.ts';
 import { addActiveTime, addUsage, appendMessage, setSessionStatus, takeQueuedMessages } from '../../src/modules/sessions/store.ts';
 import { ALLOW_LOOPBACK, JWT_SECRET, startTestApi, type TestApi } from '../support/api.ts';
-import { listenOnFreePort } from '../support/http.ts';
 import { writeModelsFile } from '../support/models-file.ts';
 import { isRoot, sshdMissing, startSshd, TEST_USER, type TestSshd } from '../support/sshd.ts';
 import { BACKENDS } from '../support/test-db.ts';
+import { skipWithout } from '../support/parts.ts';
 
 const missing = sshdMissing();
-const skip = missing !== undefined && process.env.CI !== 'true';
-if (skip) console.warn(`skipping the sessions e2e tests: ${missing}`);
+const skip = skipWithout('the sessions e2e tests', missing);
 
 Object.assign(
   process.env,
@@ -239,21 +234,13 @@ describe.skipIf(skip).each(BACKENDS)('sessions API on %s', (backend) => {
   });
 
   it('answers 403 to organizations AGENTPLANE_SESSIONS_ORGS does not select', async () => {
-    const { app } = createApp({
+    const plane = await compose({
       config: loadConfig({ AGENTPLANE_JWT_SECRET: JWT_SECRET, AGENTPLANE_SESSIONS_ORGS: api.globex.id }),
-      prisma: api.db.prisma,
-      reads: api.db.reads,
-      authEpoch: api.db.authEpoch,
+      db: api.db,
       log: createLogger({ level: 'silent' }),
-      clock: systemClock,
-      providers: createProviderRegistry([]),
-      queue: api.queue,
-      machines: api.machines,
-      pendingMigrations: async () => [],
-      egress: createEgressGuard(parseEgressAllow(undefined)),
-      eventHub: createEventHub({ db: api.db.prisma, listen: api.db.listen, log: createLogger({ level: 'silent' }) }),
+      overrides: { machines: api.machines, queue: api.queue },
     });
-    const server = await listenOnFreePort(app);
+    const server = await plane.listen(0, '127.0.0.1');
     try {
       const get = (key: string) => fetch(`${server.url}/api/v0/sessions`, { headers: { authorization: `Bearer ${key}` } });
       const denied = await get(user);
@@ -261,7 +248,7 @@ describe.skipIf(skip).each(BACKENDS)('sessions API on %s', (backend) => {
       expect(await denied.json()).toEqual({ detail: 'Sessions are not enabled for this organization', status: 403, title: 'Forbidden' });
       expect((await get(api.globex.members.user.apiKey)).status).toBe(200);
     } finally {
-      await server.close();
+      await plane.stop();
     }
   });
 

@@ -19,9 +19,10 @@ import { openTestDatabase } from '../support/test-db.ts';
 import { GO_MODULE } from '../support/wiki-fixtures.ts';
 import { useFixtureRepos } from '../unit/readiness/fixture-repo.ts';
 import { startGitHttpServer } from '../unit/readiness/git-http-server.ts';
+import { skipWithout } from '../support/parts.ts';
 
 const missing = sshdMissing();
-const skip = missing !== undefined && process.env.CI !== 'true';
+const skip = skipWithout('the wiki generation tests over SSH', missing);
 const log = createLogger({ level: 'silent' });
 
 /** Generation with computerId: the clone is made on the computer over SSH and comes back as a bundle. */
@@ -68,7 +69,7 @@ describe.skipIf(skip)('wiki generation on a computer over SSH', () => {
         settings: { ...DEFAULT_WIKI_JOB_SETTINGS, bounds },
       },
       id,
-      { attempt: 1, retryLimit: 2, signal: new AbortController().signal, log },
+      { lastAttempt: false, signal: new AbortController().signal, log },
     );
     return db.prisma.wikiRun.findUniqueOrThrow({ where: { id } });
   }

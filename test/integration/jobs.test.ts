@@ -29,6 +29,7 @@ describe.each(BACKENDS)('job queue on %s', (backend) => {
   });
 
   const flakyAttempts = new Map<string, number[]>();
+  const flakyLast = new Map<string, boolean[]>();
   const flaky = defineJobKind({
     name: 'test.flaky',
     payload: z.object({}),
@@ -36,6 +37,7 @@ describe.each(BACKENDS)('job queue on %s', (backend) => {
     expireInSeconds: 30,
   }).handledBy(async (_payload, ctx) => {
     flakyAttempts.set(ctx.jobId, [...(flakyAttempts.get(ctx.jobId) ?? []), ctx.attempt]);
+    flakyLast.set(ctx.jobId, [...(flakyLast.get(ctx.jobId) ?? []), ctx.lastAttempt]);
     throw new Error(`boom on attempt ${ctx.attempt}`);
   });
 
@@ -130,6 +132,7 @@ describe.each(BACKENDS)('job queue on %s', (backend) => {
       return r?.state === 'failed' ? r : undefined;
     });
     expect(flakyAttempts.get(id)).toEqual([1, 2, 3]);
+    expect(flakyLast.get(id)).toEqual([false, false, true]);
     expect(row.retryCount).toBe(2);
     expect(row.output).toMatchObject({ message: 'boom on attempt 3' });
   });

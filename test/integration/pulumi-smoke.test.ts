@@ -7,12 +7,11 @@ import { local } from '@pulumi/command';
 import { LocalWorkspace } from '@pulumi/pulumi/automation/index.js';
 import { engineEnv, pulumiCommand } from '../../src/provisioning/pulumi/engine-env.ts';
 import { locatePulumiToolchain } from '../../src/provisioning/pulumi/toolchain.ts';
+import { skipWithout } from '../support/parts.ts';
 
 const toolchain = locatePulumiToolchain();
 const missing = `Pulumi CLI ${toolchain.version} or pulumi-resource-command missing under ${path.dirname(toolchain.binDir)}; run scripts/pulumi-toolchain.sh`;
-// Locally a missing toolchain skips; in CI it must fail, so the test still runs there.
-const skip = !toolchain.available && process.env.CI !== 'true';
-if (skip) console.warn(`skipping the Pulumi smoke test: ${missing}`);
+const skip = skipWithout('the Pulumi smoke test', toolchain.available ? undefined : missing);
 
 describe.skipIf(skip)('Pulumi toolchain, offline on a file:// backend', () => {
   it('runs an inline program with a local.Command up and down again', { timeout: 180_000 }, async () => {

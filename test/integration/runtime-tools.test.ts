@@ -15,10 +15,10 @@ import {
 import { sshToolHost } from '../../src/agent/ssh-tool-host.ts';
 import { sshdMissing, startSshd, type TestSshd } from '../support/sshd.ts';
 import { waitFor } from '../support/wait.ts';
+import { skipWithout } from '../support/parts.ts';
 
 const missing = sshdMissing();
-const skip = missing !== undefined && process.env.CI !== 'true';
-if (skip) console.warn(`skipping the runtime tool tests: ${missing}`);
+const skip = skipWithout('the runtime tool tests', missing);
 
 function uniqueSleep(): string {
   return `sleep 60.${randomBytes(4).readUInt32BE(0)}`;

@@ -10,10 +10,10 @@ import { runTurn, type TurnOptions } from '../../src/agent/turn.ts';
 import { startModelServer, type ModelServer } from '../support/model-server.ts';
 import { sshdMissing, startSshd, type TestSshd } from '../support/sshd.ts';
 import { waitFor } from '../support/wait.ts';
+import { skipWithout } from '../support/parts.ts';
 
 const missing = sshdMissing();
-const skip = missing !== undefined && process.env.CI !== 'true';
-if (skip) console.warn(`skipping the agent turn tests: ${missing}`);
+const skip = skipWithout('the agent turn tests', missing);
 
 const SYSTEM = 'You are a coding agent working on a remote computer.';
 

@@ -17,11 +17,10 @@ import {
   type SshTarget,
 } from '../../src/provisioning/ssh/index.ts';
 import { netnsMissing, sshdMissing, startSshd, type TestSshd } from '../support/sshd.ts';
+import { skipWithout } from '../support/parts.ts';
 
 const missing = sshdMissing();
-// Locally a missing sshd skips; in CI it must fail, so the tests still run there.
-const skip = missing !== undefined && process.env.CI !== 'true';
-if (skip) console.warn(`skipping the SSH tests: ${missing}`);
+const skip = skipWithout('the SSH tests', missing);
 const noNetns = netnsMissing();
 if (!skip && noNetns) console.warn(`skipping the second-machine SSH tests: ${noNetns}`);
 

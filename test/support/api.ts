@@ -1,32 +1,24 @@
 import fs from 'node:fs';
-import { createEgressGuard } from '../../src/egress/guard.ts';
 import os from 'node:os';
 import path from 'node:path';
 import { SignJWT } from 'jose';
-import { createApp } from '../../src/app.ts';
 import type { Role } from '../../src/auth/principal.ts';
 import { issueApiKey } from '../../src/auth/issue-api-key.ts';
+import { compose } from '../../src/compose.ts';
 import { loadConfig } from '../../src/config.ts';
-import { openDatabase, type Database } from '../../src/db/client.ts';
+import { openDatabase } from '../../src/db/client.ts';
+import type { Clock } from '../../src/lib/clock.ts';
+import type { MachineAccess } from '../../src/modules/computers/machine-access.ts';
 import type { ReadRows } from '../../src/db/reads.ts';
-import { systemClock, type Clock } from '../../src/lib/clock.ts';
-import { startBackground } from '../../src/background.ts';
 import type { JobQueue } from '../../src/jobs/queue.ts';
 import { newId } from '../../src/lib/ids.ts';
-import { startMachineAccess, type MachineAccess } from '../../src/modules/computers/machine-access.ts';
 import { createLogger } from '../../src/lib/logger.ts';
-import { createProvisioner } from '../../src/provisioning/provisioner.ts';
-import { attachRelay } from '../../src/relay/upgrade.ts';
-import { relayUrls } from '../../src/relay/urls.ts';
-import { createEventHub } from '../../src/modules/events/hub.ts';
-import { listenOnFreePort } from './http.ts';
 import { openTestDatabase, type Backend } from './test-db.ts';
 
 export const JWT_SECRET = 'test-api-secret-test-api-secret-123456';
 export const ROLES: Role[] = ['owner', 'manager', 'user', 'guest'];
-export type CredentialKind = 'apiKey' | 'jwt';
 
-export interface Member {
+interface Member {
   userId: string;
   email: string;
   role: Role;
@@ -119,65 +111,33 @@ export interface TestApiOptions {
 export async function startTestApi(backend: Backend, opts: TestApiOptions = {}): Promise<TestApi> {
   const db = await openTestDatabase(backend);
   const log = createLogger({ level: 'silent' });
-  const clock = opts.clock ?? systemClock;
   const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'agentplane-api-'));
-  const machines = await startMachineAccess(
-    { dataDir, host: '127.0.0.1', holdsTunnels: opts.gateway, sshGateway: opts.sshGatewayPort ? { port: 0 } : undefined },
-    db.prisma,
-    log,
-  );
-  const config = loadConfig({ AGENTPLANE_JWT_SECRET: JWT_SECRET, AGENTPLANE_DATA_DIR: dataDir, AGENTPLANE_LOCAL_PROVIDER: 'false', ...opts.env });
-  // Local computers reach the API's port alone: the one this server listens on, once it does.
-  let listening: string | undefined;
-  const provisioner = createProvisioner(config, machines.secrets, () => Number(listening ? new URL(listening).port : 0));
-  const egress = createEgressGuard(config.egress);
-  // Tests drive scheduled jobs themselves: no cron schedules here.
-  const background = await startBackground({
-    db,
-    config,
-    log,
-    clock,
-    machines,
-    provisioner,
-    egress,
-    work: opts.worker ?? false,
-    schedules: false,
-    queue: { maintenanceIntervalSeconds: 1, pollingIntervalSeconds: 0.5 },
+  const config = loadConfig({
+    AGENTPLANE_JWT_SECRET: JWT_SECRET,
+    AGENTPLANE_DATA_DIR: dataDir,
+    AGENTPLANE_HOST: '127.0.0.1',
+    AGENTPLANE_LOCAL_PROVIDER: 'false',
+    ...(opts.sshGatewayPort ? { AGENTPLANE_SSH_GATEWAY_PORT: '0' } : {}),
+    ...opts.env,
   });
-  const { queue } = background;
-  const urls = relayUrls(() => listening);
-  const serve = async (database: Database) => {
-    const eventHub = createEventHub({ db: database.prisma, listen: database.listen, log });
-    await eventHub.start();
-    const { app, relay } = createApp({
-      config,
-      prisma: database.prisma,
-      reads: opts.wrapReads ? opts.wrapReads(database.reads) : database.reads,
-      authEpoch: database.authEpoch,
-      log,
-      clock,
-      providers: provisioner.providers,
-      queue,
-      machines,
-      relayUrls: urls,
-      pendingMigrations: async () => [],
-      egress,
-      eventHub,
-    });
-    const served = await listenOnFreePort(app);
-    if (relay) attachRelay(served.server, relay.endpoints, log);
-    listening ??= served.url;
-    return {
-      url: served.url,
-      close: async () => {
-        relay?.close();
-        // Streams never end by themselves; the hub ends them so the server can close.
-        await eventHub.close();
-        await served.close();
-      },
-    };
-  };
-  const server = await serve(db);
+  const plane = await compose({
+    config,
+    db,
+    log,
+    // Tests drive scheduled jobs themselves: no cron schedules here.
+    overrides: {
+      clock: opts.clock,
+      holdsTunnels: opts.gateway ?? false,
+      work: opts.worker ?? false,
+      schedules: false,
+      queueTimings: { maintenanceIntervalSeconds: 1, pollingIntervalSeconds: 0.5 },
+      wrapReads: opts.wrapReads,
+    },
+  });
+  await plane.start();
+  const queue = plane.background!.queue;
+  const { machines } = plane;
+  const server = await plane.listen(0, '127.0.0.1');
   const [acme, globex] = [await createOrgFixture(db, 'acme'), await createOrgFixture(db, 'globex')];
   return {
     url: server.url,
@@ -200,19 +160,20 @@ export async function startTestApi(backend: Backend, opts: TestApiOptions = {}):
     replica: async () => {
       if (db.kind !== 'postgres') throw new Error('only a PostgreSQL database is shared by replicas');
       const other = await openDatabase({ databaseUrl: db.url, dataDir });
-      const replica = await serve(other);
+      const { clock, relayUrls } = plane;
+      const replica = await compose({ config, db: other, log, overrides: { clock, machines, queue, relayUrls, wrapReads: opts.wrapReads } });
+      await replica.start();
+      const { url } = await replica.listen(0, '127.0.0.1');
       return {
-        url: replica.url,
+        url,
         close: async () => {
-          await replica.close();
+          await replica.stop(5_000);
           await other.close();
         },
       };
     },
     close: async () => {
-      await background.stop(5_000);
-      await machines.close();
-      await server.close();
+      await plane.stop(5_000);
       await db.dispose();
       fs.rmSync(dataDir, { recursive: true, force: true });
     },

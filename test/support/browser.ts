@@ -6,14 +6,14 @@ import { chromium, type BrowserContext, type Page } from 'playwright-core';
 import { REPO_ROOT } from './server-process.ts';
 
 /** Debian's Chromium (`apt-get install chromium`); nothing downloads a browser. */
-export const CHROMIUM = process.env.AGENTPLANE_CHROMIUM ?? '/usr/bin/chromium';
+const CHROMIUM = process.env.AGENTPLANE_CHROMIUM ?? '/usr/bin/chromium';
 
 export function chromiumMissing(): string | undefined {
   return fs.existsSync(CHROMIUM) ? undefined : `${CHROMIUM} is missing (apt-get install chromium)`;
 }
 
 /** Where the e2e run writes its screenshots (git-ignored), for a reviewer to look at. */
-export const SCREENSHOTS = path.join(REPO_ROOT, 'test-results', 'console');
+const SCREENSHOTS = path.join(REPO_ROOT, 'test-results', 'console');
 
 /**
  * Headless Chromium with the flags this machine needs: no sandbox (root), no GPU, and none of

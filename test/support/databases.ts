@@ -8,6 +8,11 @@ export function postgresUrl(): string | undefined {
   return inject('postgresUrl') || undefined;
 }
 
+/** Why the tests on PostgreSQL cannot run here, or undefined when they can. */
+export function postgresMissing(): string | undefined {
+  return postgresUrl() ? undefined : 'PostgreSQL is not installed (apt-get install postgresql) and DATABASE_URL is not set';
+}
+
 /** A fresh, migrated database copied from the template; drop it when done. */
 export async function createTestDatabase(): Promise<{ url: string; drop(): Promise<void> }> {
   const adminUrl = postgresUrl();

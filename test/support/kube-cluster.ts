@@ -18,14 +18,14 @@ import { waitFor } from './wait.ts';
  * run directory global-setup.ts provides; the others find it there; global setup's teardown stops it.
  */
 
-export const KUBE_VERSION = process.env.AGENTPLANE_KUBE_VERSION ?? 'v1.33.13';
+const KUBE_VERSION = process.env.AGENTPLANE_KUBE_VERSION ?? 'v1.33.13';
 const BINARIES = ['etcd', 'kube-apiserver', 'kube-controller-manager', 'kube-scheduler', 'kwok', 'kwok.yaml', 'storage-class.yaml'];
 /** The simulated node's name. */
-export const KWOK_NODE = 'kwok-node-0';
+const KWOK_NODE = 'kwok-node-0';
 
 /**
- * Where scripts/kube-toolchain.sh left the cluster's parts; undefined (with the reason) when they
- * are missing. Under CI=true a missing part throws: the tests must run there.
+ * Where scripts/kube-toolchain.sh left the cluster's parts, or why they are not there (the
+ * tests that need them skip or fail by parts.ts's rule).
  */
 export function kubeBinDir(): { bin: string; missing?: undefined } | { bin?: undefined; missing: string } {
   const home = process.env.AGENTPLANE_KUBE_HOME ?? path.join(os.homedir(), '.cache/agentplane/kubernetes');
@@ -33,7 +33,6 @@ export function kubeBinDir(): { bin: string; missing?: undefined } | { bin?: und
   const absent = BINARIES.filter((b) => !fs.existsSync(path.join(bin, b)));
   if (absent.length === 0) return { bin };
   const missing = `${absent.join(', ')} not in ${bin}: run bash scripts/kube-toolchain.sh (etcd comes from Debian's etcd-server)`;
-  if (process.env.CI === 'true') throw new Error(`CI=true requires the test cluster: ${missing}`);
   return { missing };
 }
 

@@ -1,6 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { createSshClient, type SshClient, type SshTarget } from '../../src/provisioning/ssh/index.ts';
 import { sshdMissing, startSshd, type TestSshd } from './sshd.ts';
+import { skipWithout } from './parts.ts';
 
 /**
  * A real machine for the machine-side operation tests: a test sshd, a client, and a scratch
@@ -20,8 +21,7 @@ export interface TestMachine {
 }
 
 export const machineMissing = sshdMissing();
-/** Locally a missing sshd skips; in CI it must fail, so the tests still run there. */
-export const skipMachineTests = machineMissing !== undefined && process.env.CI !== 'true';
+export const skipMachineTests = skipWithout('the tests on a real machine', machineMissing);
 
 export async function startMachine(): Promise<TestMachine> {
   if (machineMissing) throw new Error(machineMissing);

@@ -15,7 +15,7 @@ import { BYTES_PER_TOKEN, PromptCache } from './model-server-cache.ts';
  * and writes (model-server-cache.ts) instead of fixed figures.
  */
 
-export interface ScriptedToolCall {
+interface ScriptedToolCall {
   /** Default `call_<random>`. */
   id?: string;
   name: string;
@@ -57,7 +57,7 @@ export interface RecordedRequest {
   cache: { readTokens: number; writeTokens: number };
 }
 
-export interface ChatRequestBody {
+interface ChatRequestBody {
   model: string;
   stream?: boolean;
   stream_options?: { include_usage?: boolean };

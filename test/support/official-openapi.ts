@@ -35,7 +35,7 @@ for (const file of DOCS) {
   const doc = JSON.parse(fs.readFileSync(path.join(OFFICIAL_DIR, file), 'utf8')) as Doc;
   ajv.addSchema({ components: jsonSchema(doc.components) } as object, file);
   for (const [p, ops] of Object.entries(doc.paths)) {
-    for (const [code, res] of Object.entries(ops.get!.responses)) {
+    for (const res of Object.values(ops.get!.responses)) {
       const schema = res.content?.['application/json']?.schema as { $ref?: string } | undefined;
       if (schema?.$ref) schema.$ref = `${file}${schema.$ref}`;
     }

@@ -1,29 +1,26 @@
-import { createApp } from '../../src/app.ts';
-import { createEventHub } from '../../src/modules/events/hub.ts';
-import { createEgressGuard } from '../../src/egress/guard.ts';
-import { parseEgressAllow } from '../../src/egress/policy.ts';
+import { compose } from '../../src/compose.ts';
 import { loadConfig } from '../../src/config.ts';
-import type { PrismaClient } from '../../src/db/client.ts';
-import { systemClock } from '../../src/lib/clock.ts';
+import type { Database } from '../../src/db/client.ts';
 import { createLogger } from '../../src/lib/logger.ts';
 import { createSecretBox } from '../../src/lib/secret-box.ts';
 import { createSshClient } from '../../src/provisioning/ssh/index.ts';
-import { createProviderRegistry } from '../../src/provisioning/providers/registry.ts';
 
-/** The app and its route table; building them touches no database, so none is given. */
+const noDatabase = () => Promise.reject(new Error('the route table reads no database'));
+
+/**
+ * The app and its route table, built by the composition root; building them touches no database,
+ * so none is given, and nothing is started.
+ */
 export function appWithoutDatabase() {
-  return createApp({
+  const ssh = createSshClient();
+  return compose({
     config: loadConfig({}),
-    prisma: {} as PrismaClient,
-    reads: () => Promise.reject(new Error('the route table reads no database')),
-    authEpoch: () => Promise.reject(new Error('the route table reads no database')),
+    db: { kind: 'postgres', url: '', prisma: {}, reads: noDatabase, authEpoch: noDatabase, listen: noDatabase, close: async () => {} } as unknown as Database,
     log: createLogger({ level: 'silent' }),
-    clock: systemClock,
-    providers: createProviderRegistry([]),
-    queue: { send: async () => '' },
-    machines: { ssh: createSshClient(), secrets: createSecretBox(Buffer.alloc(32)) },
-    pendingMigrations: async () => [],
-    egress: createEgressGuard(parseEgressAllow(undefined)),
-    eventHub: createEventHub({ db: {} as PrismaClient, listen: () => Promise.reject(new Error('the route table listens to no database')), log: createLogger({ level: 'silent' }) }),
+    overrides: {
+      machines: { ssh, secrets: createSecretBox(Buffer.alloc(32)), close: () => ssh.close() },
+      queue: { send: async () => '' },
+      pendingMigrations: async () => [],
+    },
   });
 }

@@ -114,7 +114,7 @@ function ppidOf(pid: number): number | undefined {
 }
 
 /** Every descendant of `pid`, children before their own children. */
-export function descendantsOf(pid: number): number[] {
+function descendantsOf(pid: number): number[] {
   const all = fs
     .readdirSync('/proc')
     .filter((d) => /^\d+$/.test(d))

@@ -4,12 +4,13 @@ import path from 'node:path';
 import { openDatabase, type Database } from '../../src/db/client.ts';
 import { migrateDatabase } from '../../src/db/migrations.ts';
 import { createLogger } from '../../src/lib/logger.ts';
-import { createTestDatabase, postgresUrl } from './databases.ts';
+import { createTestDatabase, postgresMissing } from './databases.ts';
+import { skipWithout } from './parts.ts';
 
 export type Backend = 'pglite' | 'postgres';
 
-/** Both databases agentplane runs on; PostgreSQL is skipped only off CI on a machine without it. */
-export const BACKENDS: Backend[] = postgresUrl() || process.env.CI === 'true' ? ['pglite', 'postgres'] : ['pglite'];
+/** Both databases agentplane runs on; PostgreSQL only where it is here (see parts.ts). */
+export const BACKENDS: Backend[] = skipWithout('the tests on PostgreSQL', postgresMissing()) ? ['pglite'] : ['pglite', 'postgres'];
 
 /** A fresh, migrated database of the given kind, with a `dispose` that removes it. */
 export async function openTestDatabase(kind: Backend): Promise<Database & { dispose(): Promise<void> }> {

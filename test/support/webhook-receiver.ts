@@ -2,7 +2,7 @@ import { createHmac, timingSafeEqual } from 'node:crypto';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 
-export interface ReceivedWebhook {
+interface ReceivedWebhook {
   path: string;
   headers: http.IncomingHttpHeaders;
   body: string;
@@ -12,7 +12,7 @@ export interface ReceivedWebhook {
 }
 
 /** What a path answers: a status, or `hang` to never answer. */
-export type Answer = number | 'hang';
+type Answer = number | 'hang';
 
 export interface WebhookReceiver {
   url: string;

@@ -13,8 +13,8 @@ function servedRoutes(stack: Layer[]): string[] {
   });
 }
 
-describe('OpenAPI document', () => {
-  const { app, routes } = appWithoutDatabase();
+describe('OpenAPI document', async () => {
+  const { app, routes } = await appWithoutDatabase();
 
   it('documents exactly the routes the app serves', async () => {
     const res = await new Promise<Record<string, Record<string, unknown>>>((resolve, reject) => {

@@ -30,11 +30,11 @@ export function daysBetween(from: string, to: string): string[] {
   return out;
 }
 
-export function maxDay(a: string, b: string): string {
+function maxDay(a: string, b: string): string {
   return a > b ? a : b;
 }
 
-export function minDay(a: string, b: string): string {
+function minDay(a: string, b: string): string {
   return a < b ? a : b;
 }
 

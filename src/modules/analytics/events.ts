@@ -15,7 +15,7 @@ const base = {
 };
 
 /** One thing that happened on the platform, as other modules report it to analytics. */
-export const AnalyticsEventSchema = z.discriminatedUnion('kind', [
+const AnalyticsEventSchema = z.discriminatedUnion('kind', [
   z.object({
     ...base,
     kind: z.literal('token_usage'),
@@ -114,4 +114,3 @@ export async function recordEvents(tx: Db, events: readonly AnalyticsEvent[]): P
   await insertEventRows(tx, rows);
 }
 
-export { COLUMNS as EVENT_COLUMNS };

@@ -23,9 +23,9 @@ export type TokensDay = Omit<TokensRow, 'date' | 'by_user'>;
 export type StoredUserTokens = Omit<UserTokenBreakdown, 'user_email'>;
 export type ToolsDay = Omit<ToolsRow, 'date'>;
 export type ActivityDay = Omit<ActivityRow, 'date' | 'daily_active_users' | 'weekly_active_users' | 'monthly_active_users'>;
-export type ProductivityDay = Omit<ProductivityRow, 'date'>;
+type ProductivityDay = Omit<ProductivityRow, 'date'>;
 /** A /users row as stored: `user_email` is read when served, as in `by_user`. */
-export type StoredUsersRow = Omit<UserRow, 'user_email'>;
+type StoredUsersRow = Omit<UserRow, 'user_email'>;
 type UserDayMetrics = Omit<StoredUsersRow, 'user_id' | 'date'>;
 
 /**
@@ -110,7 +110,7 @@ function sortedModels(models: Iterable<ModelUsage>) {
 }
 
 /** Folds one day's event groups into the day's per-user rows and the four endpoint rows. */
-export function summarizeDay(groups: EventGroup[], activeSessions: number) {
+function summarizeDay(groups: EventGroup[], activeSessions: number) {
   const users = new Map<string, UserDay>();
   const tools = new Map<string, number>();
   const mcpServers = new Map<string, number>();
@@ -420,7 +420,7 @@ export async function rollupDays(prisma: PrismaClient, organizationId: string, d
  * The days one organization needs rolled up as of `yesterday`: days since its history start that
  * have no roll-up yet, and days whose events were recorded after the organization's last roll-up.
  */
-export async function dueDays(db: Db, organizationId: string, createdAt: Date, yesterday: string): Promise<string[]> {
+async function dueDays(db: Db, organizationId: string, createdAt: Date, yesterday: string): Promise<string[]> {
   const [state] = await db.$queryRawUnsafe<{ first_day: string | null; last_rollup: Date | null }[]>(
     `SELECT to_char(min(day), 'YYYY-MM-DD') AS first_day, max(rolled_up_at) AS last_rollup
        FROM analytics_org_days WHERE organization_id = $1`,

@@ -49,10 +49,10 @@ const PagedMetaSchema = MetaSchema.extend({
 const envelope = <T extends z.ZodType>(row: T, id: string, meta: z.ZodType = MetaSchema) =>
   z.strictObject({ data: z.array(row), meta }).meta({ id });
 
-export const ModelBreakdownSchema = z
+const ModelBreakdownSchema = z
   .strictObject({ model_id: z.string(), model_tier: z.enum(MODEL_TIERS), billable_tokens: n, input_tokens: n, output_tokens: n })
   .meta({ id: 'ModelBreakdown' });
-export const UserTokenBreakdownSchema = z
+const UserTokenBreakdownSchema = z
   .strictObject({ user_id: z.string(), user_email: z.string().nullable(), billable_tokens: n, by_model: z.array(ModelBreakdownSchema) })
   .meta({ id: 'UserTokenBreakdown' });
 

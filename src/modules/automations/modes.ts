@@ -6,7 +6,7 @@ export const MODE_IDS = ['code-review', 'ci-fix', 'wiki-refresh', 'custom'] as c
 export type ModeId = (typeof MODE_IDS)[number];
 
 /** The hosted platform's event names (`changes.githubEvents`) and the workflow triggers each stands for. */
-export const EVENT_TRIGGERS = {
+const EVENT_TRIGGERS = {
   'pull-request': { pull_request: ['opened', 'synchronize', 'reopened', 'ready_for_review'] },
   'pr-opened': { pull_request: ['opened'] },
   'comment-added': { issue_comment: ['created'] },
@@ -37,7 +37,7 @@ export interface ModeDefinition {
 }
 
 /** `on:` for a set of events: types are merged per trigger. */
-export function triggersFor(events: readonly EventId[], workflows: string[]): Record<string, unknown> {
+function triggersFor(events: readonly EventId[], workflows: string[]): Record<string, unknown> {
   const on: Record<string, Set<string>> = {};
   for (const e of events) for (const [trigger, types] of Object.entries(EVENT_TRIGGERS[e])) for (const t of types) (on[trigger] ??= new Set()).add(t);
   for (const e of events) for (const trigger of Object.keys(EVENT_TRIGGERS[e])) on[trigger] ??= new Set();

@@ -7,7 +7,7 @@ import type { ScanResponse } from './schemas.ts';
 import { scanWorkflow } from './workflow-scan.ts';
 import type { z } from 'zod';
 
-export const SCAN_TTL_MS = 30 * 60 * 1000;
+const SCAN_TTL_MS = 30 * 60 * 1000;
 /** Repositories scanned at once: enough to hide the forge's latency, few enough not to flood it. */
 const PARALLEL = 8;
 const WORKFLOW_FILE = /\.ya?ml$/;

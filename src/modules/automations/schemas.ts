@@ -5,7 +5,7 @@ import { cronProblem } from './cron.ts';
 import { EVENT_IDS, MODE_IDS } from './modes.ts';
 import { PARAM_KEYS } from './workflow-file.ts';
 
-export const MAX_EDIT_REPOS = 50;
+const MAX_EDIT_REPOS = 50;
 const WORKFLOW_PATH = /^\.(github|gitea|forgejo)\/workflows\/[A-Za-z0-9._-]+\.ya?ml$/;
 
 const Integration = z.strictObject({
@@ -37,7 +37,7 @@ export const RepositoriesResponse = z.strictObject({
 export const ScanQuery = z.object({
   forceRefresh: z.enum(['true', 'false'], { message: 'forceRefresh must be "true" or "false"' }).optional(),
 });
-export const ScannedWorkflowSchema = z.strictObject({
+const ScannedWorkflowSchema = z.strictObject({
   repoFullName: z.string(),
   filePath: z.string(),
   workflowName: z.string(),

@@ -1,5 +1,5 @@
 import YAML from 'yaml';
-import type { EventId, ModeId } from './modes.ts';
+import type { EventId } from './modes.ts';
 import type { Params } from './workflow-file.ts';
 
 /** What an automation's workflow is generated from; kept on the automation so an edit changes only what it names. */
@@ -11,7 +11,7 @@ export interface AutomationSettings {
 }
 
 /** `yamlParams` text as params (lists become comma-separated, as the workflow's env holds them). */
-export function parseParams(yamlParams: string | undefined): Params | undefined {
+function parseParams(yamlParams: string | undefined): Params | undefined {
   if (yamlParams === undefined) return undefined;
   const parsed = (YAML.parse(yamlParams) ?? {}) as Record<string, unknown>;
   return Object.fromEntries(Object.entries(parsed).map(([k, v]) => [k, Array.isArray(v) ? v.join(',') : String(v)])) as Params;
@@ -30,5 +30,3 @@ export function mergeSettings(
     params: parseParams(changes.yamlParams) ?? stored.params,
   };
 }
-
-export const modeTitle = (mode: ModeId) => `agentplane ${mode}`;

@@ -13,12 +13,12 @@ const end = (b: Block) => `# <<< agentplane ${b}`;
 
 /** Inputs `yamlParams` may set, and where each goes. */
 export const PARAM_KEYS = ['model', 'reasoning-effort', 'register-runner', 'timeout-minutes', 'runs-on', 'workflows'] as const;
-export type ParamKey = (typeof PARAM_KEYS)[number];
+type ParamKey = (typeof PARAM_KEYS)[number];
 export type Params = Partial<Record<ParamKey, string>>;
 /** Params that shape the workflow itself rather than the run's inputs. */
 const LAYOUT_PARAMS: readonly ParamKey[] = ['timeout-minutes', 'runs-on', 'workflows'];
 
-export const envName = (key: string) => `AGENTPLANE_${key.toUpperCase().replace(/-/g, '_')}`;
+const envName = (key: string) => `AGENTPLANE_${key.toUpperCase().replace(/-/g, '_')}`;
 
 export interface WorkflowSpec {
   automationId: string;

@@ -41,9 +41,9 @@ export async function reachableComputer(db: Db, principal: Principal, computerId
  * service account named by `serviceAccountId`.
  */
 export async function creatingOwner(db: Db, principal: Principal, serviceAccountId: string | undefined): Promise<Owner> {
-  if (principal.role === 'guest') throw new Forbidden('Guests cannot create computers; ask a manager for the user role');
+  if (!roleAtLeast(principal.role, 'user')) throw new Forbidden('Guests cannot create computers; ask a manager for the user role');
   if (serviceAccountId === undefined) return ownerOf(principal);
-  if (principal.kind !== 'user' || !['manager', 'owner'].includes(principal.role)) {
+  if (principal.kind !== 'user' || !roleAtLeast(principal.role, 'manager')) {
     throw new Forbidden('Only human managers and owners can create computers for a service account');
   }
   const account = await db.serviceAccount.findFirst({

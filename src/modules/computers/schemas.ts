@@ -99,7 +99,7 @@ const AgentConnection = z.strictObject({
   agentPublicKey: z.string().min(1).max(8192).meta({ description: 'OpenSSH public key the agent authenticates to the relay with' }),
   hostPublicKey: z.string().min(1).max(8192).meta({ description: 'OpenSSH public host key the agent serves SSH sessions with' }),
 });
-export const ConnectionSchema = z
+const ConnectionSchema = z
   .union([DirectConnection, AgentConnection])
   .meta({
     description:
@@ -136,7 +136,7 @@ const NamePrefix = z
   .max(59, 'namePrefix must be at most 59 characters, leaving room for "-<n>"')
   .regex(/^[A-Za-z0-9][A-Za-z0-9._-]*$/, 'namePrefix may hold letters, digits, ".", "_" and "-", starting with a letter or digit');
 
-export const MAX_BULK = 20;
+const MAX_BULK = 20;
 
 export const BulkCreateBody = z.strictObject({
   quantity: z.int('quantity must be an integer').min(1, 'quantity must be at least 1').max(MAX_BULK, `quantity must be at most ${MAX_BULK}`),
@@ -186,7 +186,7 @@ export const MetricsQuery = z.strictObject({
     .optional()
     .meta({ description: 'Start of time range (ISO 8601)' }),
 });
-export const MetricSampleSchema = z.strictObject({
+const MetricSampleSchema = z.strictObject({
   timestamp: z.string(),
   cpuUsedPct: z.number(),
   cpuCount: z.number(),

@@ -13,7 +13,7 @@ function sourceView(source: unknown): ComputerView['computerSource'] {
   return s.kind === 'computer' ? { kind: 'computer', computerId: s.sourceComputerId } : { kind: s.kind, templateId: s.templateId };
 }
 
-export function stepView(step: ProvisioningStep) {
+function stepView(step: ProvisioningStep) {
   return {
     id: step.id,
     name: step.name,

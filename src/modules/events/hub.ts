@@ -6,7 +6,7 @@ import { ORGANIZATION_EVENT_TYPES } from './types.ts';
 import { wireEvent, type WireEvent } from './wire.ts';
 
 /** One connected stream, as the hub sees it. */
-export interface Subscriber {
+interface Subscriber {
   /** `session:<id>`, `computer:<id>` or `org:<id>`: the events it is offered. */
   key: string;
   deliver(event: WireEvent): void;
@@ -34,7 +34,7 @@ const PAGE = 500;
 const RETRY_MS = 1_000;
 
 /** The hub keys an event is offered under. */
-export function keysOf(e: WireEvent): string[] {
+function keysOf(e: WireEvent): string[] {
   const keys: string[] = [];
   if (e.sessionId) keys.push(`session:${e.sessionId}`);
   if (e.computerId) keys.push(`computer:${e.computerId}`);

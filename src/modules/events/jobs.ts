@@ -5,7 +5,7 @@ import type { Clock } from '../../lib/clock.ts';
 import { purgeExpiredEvents } from './retention.ts';
 
 /** Removes stored events past their retention. */
-export const eventsPurgeJob = defineJobKind({
+const eventsPurgeJob = defineJobKind({
   name: 'events.purge',
   payload: z.object({}),
   retryLimit: 3,

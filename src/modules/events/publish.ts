@@ -13,7 +13,7 @@ export const EVENTS_CHANNEL = 'agentplane_events';
 const EVENT_ORDER_LOCK = 0x6170_6576; // "apev"
 
 /** PostgreSQL's limit on a NOTIFY payload is 8000 bytes; transient events stay well under it. */
-export const TRANSIENT_MAX_BYTES = 7000;
+const TRANSIENT_MAX_BYTES = 7000;
 
 export interface NewEvent {
   type: EventType;

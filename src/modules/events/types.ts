@@ -18,7 +18,7 @@ export type OrganizationEventType = keyof typeof ORGANIZATION_EVENT_TYPES;
 export const organizationEventTypes = Object.keys(ORGANIZATION_EVENT_TYPES) as [OrganizationEventType, ...OrganizationEventType[]];
 
 /** Events of one session's or computer's stream that are not organization events. */
-export type ResourceEventType =
+type ResourceEventType =
   | 'session.status'
   | 'session.message.created'
   | 'session.message.updated'

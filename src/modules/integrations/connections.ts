@@ -14,7 +14,7 @@ export interface ForgeConnection {
   token: string;
 }
 
-export function openConnection(row: SourceControlIntegration, secrets: SecretBox): ForgeConnection {
+function openConnection(row: SourceControlIntegration, secrets: SecretBox): ForgeConnection {
   return {
     id: row.id,
     provider: row.provider === 'gitea' ? 'gitea' : 'github',

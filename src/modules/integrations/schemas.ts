@@ -1,6 +1,6 @@
 import { z } from 'zod';
 
-export const PROVIDERS = ['github', 'gitea'] as const;
+const PROVIDERS = ['github', 'gitea'] as const;
 
 const BaseUrl = z
   .string()

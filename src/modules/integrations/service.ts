@@ -12,7 +12,7 @@ import { integrationView, tokenHint } from './views.ts';
 const AUDIT_EVENT = 'source_control_integration_change';
 
 /** A forge's "who am I", as a 400 that carries the forge's own reason when it refuses the token. */
-export async function verifyToken(deps: Pick<IntegrationsDeps, 'egress'>, body: CreateIntegrationBody): Promise<ForgeAccount> {
+async function verifyToken(deps: Pick<IntegrationsDeps, 'egress'>, body: CreateIntegrationBody): Promise<ForgeAccount> {
   await deps.egress.screen(body.baseUrl);
   try {
     return await forgeClient(body, deps.egress.fetch).whoAmI();

@@ -16,7 +16,7 @@ const MASK = '••••';
 const CIPHERTEXT = 'apiKeyCiphertext';
 
 /** `••••` and the key's last four characters; a short key shows nothing of itself. */
-export function maskApiKey(key: string): string {
+function maskApiKey(key: string): string {
   return key.length >= 12 ? `${MASK}${key.slice(-4)}` : MASK;
 }
 

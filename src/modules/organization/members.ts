@@ -1,4 +1,4 @@
-import type { Principal } from '../../auth/principal.ts';
+import { roleAtLeast, type Principal } from '../../auth/principal.ts';
 import type { Db, Prisma } from '../../db/client.ts';
 import type { Membership, User } from '../../generated/prisma/client.ts';
 import { pageQuery, toPage, type PageQuery } from '../../http/pagination.ts';
@@ -125,7 +125,7 @@ function findMembership(tx: Db, organizationId: string, email: string) {
 
 /** Owners alone may hand out or take away the owner role; managers manage everyone else. */
 function requireOwner(actor: Principal, action: string): void {
-  if (actor.role !== 'owner') {
+  if (!roleAtLeast(actor.role, 'owner')) {
     throw new Forbidden(`Only an owner may ${action}; ask an owner of the organization to do it`);
   }
 }

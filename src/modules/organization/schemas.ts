@@ -9,12 +9,11 @@ const EmailSchema = z.email('must be an email address').max(254, 'must be at mos
 /** Email as stored; answers do not re-validate it, so one odd stored address cannot fail a whole list. */
 const StoredEmailSchema = z.string().meta({ format: 'email' });
 
-export const RoleSchema = z.enum(['owner', 'manager', 'user', 'guest']).meta({ id: 'OrganizationRole' });
-export type RoleName = z.infer<typeof RoleSchema>;
+const RoleSchema = z.enum(['owner', 'manager', 'user', 'guest']).meta({ id: 'OrganizationRole' });
 
 // ---- users ----
 
-export const OrganizationUserSchema = z
+const OrganizationUserSchema = z
   .strictObject({
     id: z.string().meta({ description: "Identity-provider user id; agentplane's own id (usr_...) until the user first signs in with a token" }),
     email: StoredEmailSchema,
@@ -39,8 +38,7 @@ export const InviteBodySchema = z
   .meta({ id: 'InviteUserRequest' });
 export type InviteBody = z.infer<typeof InviteBodySchema>;
 
-export const InviteStatusSchema = z.enum(['invited', 'already_member', 'role_updated', 'already_invited', 'error']);
-export type InviteStatus = z.infer<typeof InviteStatusSchema>;
+const InviteStatusSchema = z.enum(['invited', 'already_member', 'role_updated', 'already_invited', 'error']);
 
 export const InviteResultSchema = z
   .strictObject({
@@ -58,10 +56,10 @@ export const RemoveUserQuerySchema = z.strictObject({
 
 // ---- credits limits ----
 
-export const MIN_CREDIT_LIMIT = 1_000_000;
+const MIN_CREDIT_LIMIT = 1_000_000;
 
 /** A limit as a client sets it: at least 1,000,000 credits, or null for none. */
-export const CreditLimitSchema = z
+const CreditLimitSchema = z
   .number('must be an integer or null')
   .int('must be an integer')
   .min(MIN_CREDIT_LIMIT, `must be at least ${MIN_CREDIT_LIMIT.toLocaleString('en-US')}`)

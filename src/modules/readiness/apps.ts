@@ -14,7 +14,7 @@ export interface App {
 }
 
 /** Manifests in the order they decide an application's ecosystem. */
-export const MANIFESTS: readonly [string, Ecosystem][] = [
+const MANIFESTS: readonly [string, Ecosystem][] = [
   ['package.json', 'node'],
   ['pyproject.toml', 'python'],
   ['setup.py', 'python'],

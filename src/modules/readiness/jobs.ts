@@ -10,7 +10,7 @@ import type { ResolveComputerTarget } from '../../repos/computer-target.ts';
 import { runEvaluation } from './run-evaluation.ts';
 
 /** Clone, evaluate, store the report, settle the evaluation. */
-export const readinessEvaluateJob = defineJobKind({
+const readinessEvaluateJob = defineJobKind({
   name: 'readiness.evaluate',
   payload: z.object({ evaluationId: z.uuid() }),
   // Clone failures are final at once (run-evaluation.ts); these retries cover lost connections
@@ -36,7 +36,7 @@ export interface EvaluateJobDeps {
 
 export function readinessJobs(deps: EvaluateJobDeps): JobDefinition[] {
   return [
-    readinessEvaluateJob.handledBy((payload, ctx) => runEvaluation(deps, payload.evaluationId, { ...ctx, retryLimit: readinessEvaluateJob.retryLimit })),
+    readinessEvaluateJob.handledBy((payload, ctx) => runEvaluation(deps, payload.evaluationId, ctx)),
   ];
 }
 

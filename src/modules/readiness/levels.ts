@@ -1,15 +1,7 @@
 import type { Level } from './criteria/index.ts';
 
-export const LEVEL_NAMES: Record<Level, string> = {
-  1: 'Functional',
-  2: 'Documented',
-  3: 'Standardized',
-  4: 'Optimized',
-  5: 'Autonomous',
-};
-
 /** Share of a level's criteria that must pass for the next level to unlock. */
-export const UNLOCK_SHARE = 0.8;
+const UNLOCK_SHARE = 0.8;
 
 type Scores = Record<string, { numerator: number; denominator: number }>;
 

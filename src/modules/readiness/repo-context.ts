@@ -6,7 +6,7 @@ import type { RepoWorkspace } from '../../repos/workspace.ts';
 /** Text files larger than this are not read: no criterion needs one. */
 const MAX_TEXT_BYTES = 1024 * 1024;
 
-export interface GrepMatch {
+interface GrepMatch {
   path: string;
   line: number;
   text: string;

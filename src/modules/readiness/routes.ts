@@ -7,9 +7,9 @@ import {
   EvaluationParamsSchema,
   EvaluationSchema,
   ListQuerySchema,
-  ReportCreatedSchema,
   ReportInputSchema,
   ReportListSchema,
+  ReportSchema,
 } from './schemas.ts';
 import type { ReadinessService } from './service.ts';
 
@@ -47,7 +47,7 @@ export function readinessRoutes(service: ReadinessService, opts: { appUrl?: stri
       tags: TAGS,
       guards: [notGuest],
       body: ReportInputSchema,
-      responses: { 201: { description: 'The stored report', schema: ReportCreatedSchema } },
+      responses: { 201: { description: 'The stored report', schema: ReportSchema } },
       errors: [400, 401, 403, 500],
       handler: async ({ principal, body }) => ({ status: 201, body: await service.ingest(principal, body) }),
     }),

@@ -45,7 +45,7 @@ async function checkedClone(deps: EvaluateJobDeps, row: ReadinessEvaluation): Pr
 export async function runEvaluation(
   deps: EvaluateJobDeps,
   evaluationId: string,
-  ctx: Pick<JobContext, 'attempt' | 'signal' | 'log'> & { retryLimit: number },
+  ctx: Pick<JobContext, 'lastAttempt' | 'signal' | 'log'>,
 ): Promise<void> {
   const { prisma, clock } = deps;
   const row = await prisma.readinessEvaluation.findUnique({ where: { id: evaluationId } });
@@ -94,7 +94,7 @@ export async function runEvaluation(
     ctx.log.info({ evaluationId, reportId }, 'readiness evaluation succeeded');
   } catch (err) {
     const final = err instanceof FinalFailure || err instanceof CloneFailed;
-    if (!final && ctx.attempt <= ctx.retryLimit) throw err;
+    if (!final && !ctx.lastAttempt) throw err;
     const message = redactCredentials(err instanceof Error ? err.message : String(err));
     await prisma.readinessEvaluation.updateMany({
       where: { id: evaluationId, status: 'running' },

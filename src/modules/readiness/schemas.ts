@@ -5,8 +5,8 @@ const REASONING_EFFORTS = ['low', 'medium', 'high', 'off'] as const;
 /** Ingested report maps are bounded so one report stays one reasonable row. */
 const MAX_APPS = 1000;
 const MAX_CRITERIA = 500;
-export const MAX_LIST_LIMIT = 1000;
-export const DEFAULT_LIST_LIMIT = 50;
+const MAX_LIST_LIMIT = 1000;
+const DEFAULT_LIST_LIMIT = 50;
 
 const ms = z.number().int().meta({ description: 'Unix milliseconds' });
 
@@ -16,7 +16,7 @@ const repoUrl = z
   .refine((v) => repoKey(v) !== undefined, 'must be a repository URL, e.g. https://github.com/acme/app')
   .meta({ description: 'The evaluated repository', example: 'https://github.com/acme/app' });
 
-export const CriterionEvaluationSchema = z
+const CriterionEvaluationSchema = z
   .strictObject({
     numerator: z.number().min(0, 'must be at least 0').meta({ description: '0 to denominator' }),
     denominator: z.number().min(1, 'must be at least 1'),
@@ -81,7 +81,6 @@ export const ReportSchema = z
 export type Report = z.infer<typeof ReportSchema>;
 
 export const ReportListSchema = z.strictObject({ reports: z.array(ReportSchema) }).meta({ id: 'ReadinessReportList' });
-export const ReportCreatedSchema = ReportSchema;
 
 export const ListQuerySchema = z.object({
   repoId: z
@@ -131,7 +130,7 @@ export const EvaluateBodySchema = z
   .meta({ id: 'ReadinessEvaluateRequest' });
 export type EvaluateBody = z.infer<typeof EvaluateBodySchema>;
 
-export const EVALUATION_STATUSES = ['queued', 'running', 'succeeded', 'failed'] as const;
+const EVALUATION_STATUSES = ['queued', 'running', 'succeeded', 'failed'] as const;
 export type EvaluationStatus = (typeof EVALUATION_STATUSES)[number];
 
 export const EvaluationSchema = z

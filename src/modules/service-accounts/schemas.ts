@@ -31,7 +31,7 @@ export const ApiKeyIdParams = ServiceAccountIdParams.extend({
   keyId: z.string().min(1).meta({ description: 'API key id' }),
 });
 
-export const ServiceAccountSchema = z
+const ServiceAccountSchema = z
   .strictObject({
     id: z.string(),
     name: z.string().meta({ description: 'Unique in the organization; immutable' }),
@@ -45,7 +45,7 @@ export const ServiceAccountSchema = z
   .meta({ id: 'ServiceAccount' });
 export type ServiceAccountView = z.infer<typeof ServiceAccountSchema>;
 
-export const ApiKeySchema = z
+const ApiKeySchema = z
   .strictObject({
     id: z.string(),
     name: z.string(),
@@ -59,7 +59,7 @@ export const ApiKeySchema = z
 export type ApiKeyView = z.infer<typeof ApiKeySchema>;
 
 /** A key as issued: the only time its full value is ever shown. */
-export const IssuedApiKeySchema = z
+const IssuedApiKeySchema = z
   .strictObject({
     id: z.string(),
     value: z.string().meta({ description: 'The full key; shown once and never retrievable again' }),

@@ -23,7 +23,7 @@ export const sessionTurnJob = defineJobKind({
 });
 
 /** Removes deleted sessions past their retention. */
-export const sessionPurgeJob = defineJobKind({
+const sessionPurgeJob = defineJobKind({
   name: 'sessions.purge',
   payload: z.object({}),
   retryLimit: 3,
@@ -32,7 +32,7 @@ export const sessionPurgeJob = defineJobKind({
 });
 
 /** Ends or re-sends agent turns whose worker stopped. */
-export const sessionReapJob = defineJobKind({
+const sessionReapJob = defineJobKind({
   name: 'sessions.reap',
   payload: z.object({}),
   retryLimit: 0,
@@ -56,7 +56,7 @@ export async function purgeExpiredSessions(deps: { db: Db; clock: Clock }): Prom
 
 export function sessionJobs(deps: TurnRunnerDeps & { db: PrismaClient }): JobDefinition[] {
   return [
-    sessionTurnJob.handledBy((p, ctx) => runSessionTurn(deps, p.sessionId, ctx, ctx.attempt > sessionTurnJob.retryLimit)),
+    sessionTurnJob.handledBy((p, ctx) => runSessionTurn(deps, p.sessionId, ctx)),
     sessionPurgeJob.handledBy(async (_payload, ctx) => {
       const purged = await purgeExpiredSessions(deps);
       ctx.log.info({ purged }, 'purged deleted sessions past their retention');

@@ -33,7 +33,7 @@ export interface TurnEnvironment {
 }
 
 /** Spec mode only looks: its tools run as if autonomy were off. */
-export function effectiveAutonomy(settings: StoredSettings): AutonomyLevel {
+function effectiveAutonomy(settings: StoredSettings): AutonomyLevel {
   if (settings.interactionMode === 'spec') return 'off';
   return settings.autonomyLevel ?? 'off';
 }

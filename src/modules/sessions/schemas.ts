@@ -1,20 +1,20 @@
 import { z } from 'zod';
 import { PageQuerySchema, PaginationSchema } from '../../http/pagination.ts';
 
-export const REASONING_EFFORTS = ['none', 'dynamic', 'off', 'minimal', 'low', 'medium', 'high', 'xhigh', 'max'] as const;
+const REASONING_EFFORTS = ['none', 'dynamic', 'off', 'minimal', 'low', 'medium', 'high', 'xhigh', 'max'] as const;
 export const INTERACTION_MODES = ['auto', 'spec', 'agi', 'mission'] as const;
 export const AUTONOMY_LEVELS = ['off', 'low', 'medium', 'high'] as const;
 /** Deprecated: interactionMode + autonomyLevel replace it; both directions are mapped in settings.ts. */
 export const AUTONOMY_MODES = ['normal', 'spec', 'auto-low', 'auto-medium', 'auto-high'] as const;
-export const SESSION_STATUSES = ['idle', 'pending', 'running'] as const;
-export const MESSAGE_ROLES = ['user', 'assistant', 'tool', 'system'] as const;
+const SESSION_STATUSES = ['idle', 'pending', 'running'] as const;
+const MESSAGE_ROLES = ['user', 'assistant', 'tool', 'system'] as const;
 const MODEL_PROVIDERS = ['anthropic', 'openai', 'generic-chat-completion-api', 'factory', 'google', 'xai', 'voyage', 'bedrock-converse'] as const;
 const API_PROVIDERS = [
   'bedrock', 'anthropic', 'vertex_anthropic', 'bedrock_anthropic', 'bedrock_converse', 'openai', 'azure_openai',
   'google', 'xai', 'fireworks', 'baseten', 'snowflake',
 ] as const;
 
-export const SessionStatusSchema = z.enum(SESSION_STATUSES).meta({ description: 'Current session execution status' });
+const SessionStatusSchema = z.enum(SESSION_STATUSES).meta({ description: 'Current session execution status' });
 
 const nonBlank = (what: string, max = 200) =>
   z.string(`${what} must be a string`).min(1, `${what} must not be empty`).max(max, `${what} must be at most ${max} characters`).regex(/\S/, `${what} must not be blank`);
@@ -56,7 +56,7 @@ export const SessionSettingsInputSchema = z
 export type SessionSettingsInput = z.infer<typeof SessionSettingsInputSchema>;
 
 const count = z.number().nonnegative();
-export const TokenUsageSchema = z
+const TokenUsageSchema = z
   .strictObject({
     inputTokens: count,
     outputTokens: count,
@@ -68,7 +68,7 @@ export const TokenUsageSchema = z
   .meta({ id: 'TokenUsage' });
 export type TokenUsage = z.infer<typeof TokenUsageSchema>;
 
-export const SessionSettingsSchema = z
+const SessionSettingsSchema = z
   .strictObject({
     model: z.string().optional(),
     reasoningEffort: z.enum(REASONING_EFFORTS).optional(),
@@ -94,7 +94,6 @@ export const SessionSettingsSchema = z
     disabledToolIds: z.array(z.string()).optional(),
   })
   .meta({ id: 'SessionSettings' });
-export type SessionSettingsView = z.infer<typeof SessionSettingsSchema>;
 
 export const SessionSchema = z
   .strictObject({
@@ -149,7 +148,7 @@ const ImageBlock = z.strictObject({ ...blockId, type: z.literal('image'), source
 const DocumentBlock = z.strictObject({ ...blockId, type: z.literal('document'), source: DocumentSourceSchema });
 
 /** The seven content kinds of a message (wire 1.7). */
-export const ContentBlockSchema = z
+const ContentBlockSchema = z
   .discriminatedUnion('type', [
     TextBlock,
     ImageBlock,
@@ -187,7 +186,7 @@ export type ContentBlock = z.infer<typeof ContentBlockSchema>;
  * its window: the model is sent this summary instead of the messages it replaces, which stay in
  * the history.
  */
-export const CompactionMarkerSchema = z
+const CompactionMarkerSchema = z
   .strictObject({
     fromSeq: z.number().int().meta({ description: 'seq of the first message replaced' }),
     toSeq: z.number().int().meta({ description: 'seq of the last message replaced; later messages are sent as they are' }),
@@ -259,7 +258,7 @@ export const UpdateSessionBody = z.object({
   sessionSettings: SessionSettingsInputSchema.meta({ description: 'Fields to change; computed usage fields are ignored' }),
 });
 
-export const MAX_WAIT_MS = 600_000;
+const MAX_WAIT_MS = 600_000;
 export const DEFAULT_WAIT_MS = 60_000;
 export const PostMessageBody = z.strictObject({
   text: z.string('text is required and must be a string').min(1, 'text must not be empty').max(1_000_000, 'text must be at most 1,000,000 characters'),

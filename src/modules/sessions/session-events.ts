@@ -114,10 +114,10 @@ export interface ToolOutputStream {
 /** Characters of one tool call's output streamed live, stdout and stderr together: the cap its result has for the model. */
 export const TOOL_OUTPUT_LIVE_MAX_CHARS = MAX_TOOL_OUTPUT_CHARS;
 /** Live output is coalesced over this interval: a chatty command costs at most ten events a second (plus full chunks). */
-export const TOOL_OUTPUT_INTERVAL_MS = 100;
+const TOOL_OUTPUT_INTERVAL_MS = 100;
 
 /** What a `session.tool_output` event carries (docs/api-decisions.md, "Live events (#20)"). */
-export interface ToolOutputChunk {
+interface ToolOutputChunk {
   toolUseId: string;
   stream: OutputStream;
   /** 0, 1, 2, ... per tool call over both streams: a client sees a gap, or that it joined late. */

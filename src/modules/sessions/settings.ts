@@ -8,7 +8,7 @@ type AutonomyMode = (typeof AUTONOMY_MODES)[number];
 export type StoredSettings = Omit<SessionSettingsInput, 'archivedAt'>;
 
 /** Deprecated autonomyMode -> interactionMode + autonomyLevel. */
-export function fromAutonomyMode(mode: AutonomyMode): { interactionMode: InteractionMode; autonomyLevel?: AutonomyLevel } {
+function fromAutonomyMode(mode: AutonomyMode): { interactionMode: InteractionMode; autonomyLevel?: AutonomyLevel } {
   switch (mode) {
     case 'normal':
       return { interactionMode: 'auto', autonomyLevel: 'off' };

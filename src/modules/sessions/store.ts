@@ -1,27 +1,14 @@
 import type { Db, Prisma } from '../../db/client.ts';
-import type { Session, SessionMessage, SessionStatus } from '../../generated/prisma/client.ts';
+import type { SessionMessage, SessionStatus } from '../../generated/prisma/client.ts';
 import { newId } from '../../lib/ids.ts';
 import type { ContentBlock, MessageView, TokenUsage } from './schemas.ts';
 import { MESSAGE_EXTRA_FIELDS } from './schemas.ts';
-import type { StoredSettings } from './settings.ts';
 import { sessionEvents, type TurnOutcome } from './session-events.ts';
-import { storedSettings } from './views.ts';
 
 /**
  * What the agent runtime reads and writes of a session. Every function takes a Prisma client or a
  * transaction, so the runtime can group writes (a message and its usage) atomically.
  */
-
-export interface LoadedSession {
-  session: Session;
-  settings: StoredSettings;
-}
-
-/** A live (not deleted) session with its settings, or undefined. */
-export async function loadSession(db: Db, sessionId: string): Promise<LoadedSession | undefined> {
-  const session = await db.session.findFirst({ where: { id: sessionId, deletedAt: null } });
-  return session ? { session, settings: storedSettings(session) } : undefined;
-}
 
 /** The whole history in order (oldest first), queued user messages included. */
 export async function loadHistory(db: Db, sessionId: string): Promise<SessionMessage[]> {
@@ -88,7 +75,7 @@ export async function takeQueuedMessages(db: Db, sessionId: string, now: Date): 
   return taken;
 }
 
-export async function hasQueuedMessages(db: Db, sessionId: string): Promise<boolean> {
+async function hasQueuedMessages(db: Db, sessionId: string): Promise<boolean> {
   return (await db.sessionMessage.count({ where: { sessionId, queueStatus: 'queued' } })) > 0;
 }
 

@@ -8,7 +8,7 @@ import { defineTool, type AgentTool } from '../../agent/index.ts';
 import type { StoredSettings } from './settings.ts';
 import { appendMessage, setSessionStatus } from './store.ts';
 
-export const SUBAGENT_TOOL = 'task';
+const SUBAGENT_TOOL = 'task';
 
 /**
  * The `task` tool: hands a self-contained piece of work to a subagent, a child session on the

@@ -8,7 +8,7 @@ import type { StoredSettings } from './settings.ts';
 const NO_THINKING = new Set(['none', 'off', 'minimal']);
 
 /** The analytics autonomy level a session's tool calls run under. */
-export function analyticsAutonomy(settings: StoredSettings): AnalyticsAutonomy {
+function analyticsAutonomy(settings: StoredSettings): AnalyticsAutonomy {
   if (settings.interactionMode === 'spec') return 'spec';
   switch (settings.autonomyLevel) {
     case 'high':

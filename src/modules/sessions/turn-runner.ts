@@ -51,7 +51,7 @@ class TurnRefused extends Error {}
  * failures are retried, and the retry continues the turn; the last attempt ends it with a
  * message instead, so a session never stays running.
  */
-export async function runSessionTurn(deps: TurnRunnerDeps, sessionId: string, ctx: JobContext, lastAttempt: boolean): Promise<void> {
+export async function runSessionTurn(deps: TurnRunnerDeps, sessionId: string, ctx: JobContext): Promise<void> {
   if (!(await beginTurn(deps, sessionId))) return;
   const session = await deps.db.session.findUniqueOrThrow({ where: { id: sessionId } });
   try {
@@ -59,7 +59,7 @@ export async function runSessionTurn(deps: TurnRunnerDeps, sessionId: string, ct
     if (result === 'shutdown') throw new Error('the control plane stopped during the turn');
     await finishTurn(deps, session, result);
   } catch (err) {
-    if (!(err instanceof TurnRefused) && !lastAttempt) throw err;
+    if (!(err instanceof TurnRefused) && !ctx.lastAttempt) throw err;
     await finishTurn(deps, session, { stopReason: 'error', error: err instanceof Error ? err.message : String(err) });
     if (!(err instanceof TurnRefused)) ctx.log.error({ err, sessionId }, 'agent turn failed on its last attempt');
   }

@@ -2,7 +2,7 @@ import type { Db } from '../../db/client.ts';
 import type { Clock } from '../../lib/clock.ts';
 
 /** Why a running turn was stopped from outside. */
-export type StopCause = 'interrupt' | 'deleted' | 'shutdown';
+type StopCause = 'interrupt' | 'deleted' | 'shutdown';
 
 export interface TurnWatch {
   /** Aborts when the user interrupts, the session is deleted, or the worker must stop. */
@@ -12,9 +12,9 @@ export interface TurnWatch {
 }
 
 /** How often the interrupt flag is read: the bound on how long an interrupt takes to act. */
-export const WATCH_INTERVAL_MS = 250;
+const WATCH_INTERVAL_MS = 250;
 /** How often the heartbeat is written; the reaper gives up on a session after many missed beats. */
-export const HEARTBEAT_INTERVAL_MS = 5_000;
+const HEARTBEAT_INTERVAL_MS = 5_000;
 
 /**
  * Watches a running turn's session row: interrupts come from any replica through the database

@@ -2,7 +2,7 @@ import type { Session, SessionMessage } from '../../generated/prisma/client.ts';
 import { MESSAGE_EXTRA_FIELDS, type ContentBlock, type MessageView, type SessionView, type TokenUsage } from './schemas.ts';
 import { toAutonomyMode, type StoredSettings } from './settings.ts';
 
-export type UsageColumns = Pick<
+type UsageColumns = Pick<
   Session,
   'inputTokens' | 'outputTokens' | 'cacheCreationTokens' | 'cacheReadTokens' | 'thinkingTokens' | 'serviceCredits'
 >;
@@ -11,7 +11,7 @@ export type InclusiveColumns = Pick<
   'inclInputTokens' | 'inclOutputTokens' | 'inclCacheCreation' | 'inclCacheRead' | 'inclThinkingTokens' | 'inclServiceCredits'
 >;
 
-export function ownUsage(s: UsageColumns): TokenUsage {
+function ownUsage(s: UsageColumns): TokenUsage {
   return {
     inputTokens: Number(s.inputTokens),
     outputTokens: Number(s.outputTokens),
@@ -22,7 +22,7 @@ export function ownUsage(s: UsageColumns): TokenUsage {
   };
 }
 
-export function inclusiveUsage(s: InclusiveColumns): TokenUsage {
+function inclusiveUsage(s: InclusiveColumns): TokenUsage {
   return {
     inputTokens: Number(s.inclInputTokens),
     outputTokens: Number(s.inclOutputTokens),

@@ -19,13 +19,13 @@ const isCreator = (p: Principal, run: RunAccessFields) => {
 };
 
 /** `private` runs: their creator, managers and owners; the others: every member of the organization. */
-export function canRead(p: Principal, run: RunAccessFields): boolean {
+function canRead(p: Principal, run: RunAccessFields): boolean {
   if (p.organizationId !== run.organizationId) return false;
   return run.privacy !== 'private' || isCreator(p, run) || roleAtLeast(p.role, 'manager');
 }
 
 /** Deleting, changing privacy and attaching a video: the creator, managers and owners. */
-export function canManage(p: Principal, run: RunAccessFields): boolean {
+function canManage(p: Principal, run: RunAccessFields): boolean {
   return p.organizationId === run.organizationId && (isCreator(p, run) || roleAtLeast(p.role, 'manager'));
 }
 

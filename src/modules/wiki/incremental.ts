@@ -16,7 +16,7 @@ export interface BasePage {
  * whole repository cite what they quote but are drawn from every file, so callers pass only the
  * pages that describe part of it.
  */
-export function reusable(base: BasePage | undefined, blobs: Map<string, string>, linkTargets: Set<string>, file: string): boolean {
+function reusable(base: BasePage | undefined, blobs: Map<string, string>, linkTargets: Set<string>, file: string): boolean {
   if (!base || base.degraded || !base.sources.length) return false;
   if (!base.sources.every((s) => blobs.get(s.path) === s.blobSha)) return false;
   return markdownLinks(base.markdown, file).every((t) => linkTargets.has(t));

@@ -10,7 +10,7 @@ import { runGeneration } from './generate/run-generation.ts';
  * these retries cover lost connections and killed workers, whose job comes back after the 10 s
  * heartbeat. The worker sets `expireInSeconds` from the configured run deadline.
  */
-export const wikiGenerateJob = defineJobKind({
+const wikiGenerateJob = defineJobKind({
   name: 'wiki.generate',
   payload: z.object({ wikiRunId: z.uuid() }),
   retryLimit: 2,
@@ -22,7 +22,7 @@ export const wikiGenerateJob = defineJobKind({
 
 export function wikiJobs(deps: GenerateJobDeps): JobDefinition[] {
   return [
-    wikiGenerateJob.handledBy((payload, ctx) => runGeneration(deps, payload.wikiRunId, { ...ctx, retryLimit: wikiGenerateJob.retryLimit }), {
+    wikiGenerateJob.handledBy((payload, ctx) => runGeneration(deps, payload.wikiRunId, ctx), {
       expireInSeconds: deps.settings.runTimeoutSeconds,
     }),
   ];

@@ -26,7 +26,6 @@ export interface WikiPageContent extends PageNode {
 
 export const MAX_PAGES = 200;
 export const MAX_PAGE_BYTES = 500 * 1024;
-export const MAX_DEPTH = 2;
 
 /** Page ids are their paths with `.` for `/`: stable across runs, so pages can be matched and reused. */
 export const pageIdOf = (path: string) => path.replace(/\//g, '.');

@@ -32,7 +32,7 @@ const SignedVideoQuerySchema = z.strictObject({
   signature: z.string().min(1),
 });
 
-export function wikiRoutes(service: WikiService, opts: { dataDirectoryVideos?: DataDirectoryVideoStorage; clock: { now(): Date } }) {
+export function wikiRoutes(service: WikiService, opts: { dataDirectoryVideos?: DataDirectoryVideoStorage; clock: { now(): Date }; uploadLimit: string }) {
   const routes = [
     defineRoute({
       method: 'get',
@@ -52,6 +52,8 @@ export function wikiRoutes(service: WikiService, opts: { dataDirectoryVideos?: D
       summary: 'Create a wiki run: upload pages generated elsewhere, or have agentplane generate them',
       tags: TAGS,
       body: CreateRunBodySchema,
+      // Uploaded wikis carry their pages: larger than other requests.
+      bodyLimit: opts.uploadLimit,
       responses: { 200: { description: 'The run (an upload has succeeded; a generation is queued)', schema: WikiRunSchema } },
       errors: [400, 401, 403, 404, 413, 500],
       handler: async ({ principal, body }) => ({ status: 200, body: await service.create(principal, body) }),

@@ -5,11 +5,11 @@ import { MAX_PAGE_BYTES, MAX_PAGES } from './page.ts';
 
 const ms = z.number().int().meta({ description: 'Unix milliseconds' });
 
-export const PRIVACY_LEVELS = ['private', 'organization', 'public'] as const;
-export const PrivacySchema = z.enum(PRIVACY_LEVELS, { error: `must be one of ${PRIVACY_LEVELS.join(', ')}` }).meta({
+const PRIVACY_LEVELS = ['private', 'organization', 'public'] as const;
+const PrivacySchema = z.enum(PRIVACY_LEVELS, { error: `must be one of ${PRIVACY_LEVELS.join(', ')}` }).meta({
   description: 'private: its creator, managers and owners; organization: every member; public: also anyone with its public link',
 });
-export const RUN_STATUSES = ['queued', 'running', 'succeeded', 'failed'] as const;
+const RUN_STATUSES = ['queued', 'running', 'succeeded', 'failed'] as const;
 
 const repoUrl = z
   .string()
@@ -96,7 +96,7 @@ export const WikiRunSchema = z
   .meta({ id: 'WikiRun' });
 export type WikiRun = z.infer<typeof WikiRunSchema>;
 
-export const PageTreeItemSchema = z
+const PageTreeItemSchema = z
   .strictObject({ pageId: z.string(), title: z.string(), path: z.string(), parentId: z.string().nullable(), order: z.number().int() })
   .meta({ id: 'WikiPageTreeItem' });
 
@@ -106,7 +106,6 @@ export const WikiRunListSchema = z.strictObject({ wikiRuns: z.array(WikiRunSchem
 export const WikiHistorySchema = z.strictObject({ repoUrl: z.string(), wikiRuns: z.array(WikiRunSchema), pagination: PaginationSchema }).meta({ id: 'WikiRunHistory' });
 
 export const ListQuerySchema = PageQuerySchema;
-export type ListQuery = z.infer<typeof ListQuerySchema>;
 
 export const RunParamsSchema = z.strictObject({ wikiRunId: z.string() });
 export const PageParamsSchema = z.strictObject({ wikiRunId: z.string(), pageId: z.string() });

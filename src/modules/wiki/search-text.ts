@@ -17,7 +17,7 @@ export function identifierWords(identifier: string): string[] {
 }
 
 /** `text` with every compound identifier followed by its words. */
-export function expandIdentifiers(text: string): string {
+function expandIdentifiers(text: string): string {
   return text.replace(IDENTIFIER, (word) => {
     const parts = identifierWords(word);
     return parts.length > 1 ? `${word} ${parts.join(' ')}` : word;
@@ -25,7 +25,7 @@ export function expandIdentifiers(text: string): string {
 }
 
 /** Markdown reduced to its readable text: no code fences of diagrams, link targets, table rules or markup. */
-export function markdownToPlain(markdown: string): string {
+function markdownToPlain(markdown: string): string {
   return markdown
     .replace(/```mermaid[\s\S]*?```/g, ' ')
     .replace(/```[^\n]*\n([\s\S]*?)```/g, '$1')
@@ -38,7 +38,7 @@ export function markdownToPlain(markdown: string): string {
     .trim();
 }
 
-export function headingsOf(markdown: string): string {
+function headingsOf(markdown: string): string {
   return [...markdown.replace(/```[\s\S]*?```/g, '').matchAll(/^#{2,6}\s+(.+)$/gm)].map((m) => m[1]).join('\n');
 }
 

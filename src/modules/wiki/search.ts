@@ -8,7 +8,7 @@ import { identifierWords } from './search-text.ts';
  * identifiers in any case style (`createSshClient`, `ssh_client`). Returns a to_tsquery string of
  * sanitised lexemes and the lower-cased identifiers it names, for the defining-page boost.
  */
-export function parseSearchQuery(q: string): { tsquery: string; symbols: string[] } {
+function parseSearchQuery(q: string): { tsquery: string; symbols: string[] } {
   const terms: string[] = [];
   const symbols: string[] = [];
   const lexeme = (w: string) => w.toLowerCase().replace(/[^a-z0-9]/g, '');

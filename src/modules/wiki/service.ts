@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import type { Principal } from '../../auth/principal.ts';
+import { roleAtLeast, type Principal } from '../../auth/principal.ts';
 import { Prisma } from '../../generated/prisma/client.ts';
 import { encodeCursor, decodeCursor, pageQuery, toPage, type PageQuery } from '../../http/pagination.ts';
 import { BadRequest, Conflict, NotFound } from '../../lib/errors.ts';
@@ -20,7 +20,7 @@ import { uploadedPages } from './upload.ts';
 import { toWikiRun } from './views.ts';
 
 /** How long a video upload URL stays valid. */
-export const VIDEO_URL_TTL_MS = 15 * 60_000;
+const VIDEO_URL_TTL_MS = 15 * 60_000;
 
 const PUBLIC_TOKEN_LENGTH = 32;
 
@@ -44,7 +44,7 @@ export function createWikiService(deps: WikiDeps & { videoMaxBytes: number }) {
 
   /** `private` runs are listed only to their creator, managers and owners. */
   function visibleWhere(caller: Principal): Prisma.Sql {
-    if (caller.role === 'manager' || caller.role === 'owner') return Prisma.sql`TRUE`;
+    if (roleAtLeast(caller.role, 'manager')) return Prisma.sql`TRUE`;
     const c = creatorOf(caller);
     return Prisma.sql`(privacy <> 'private' OR (creator_kind = ${c.creatorKind} AND creator_id = ${c.creatorId}))`;
   }
@@ -80,7 +80,7 @@ export function createWikiService(deps: WikiDeps & { videoMaxBytes: number }) {
       const key = repoKey(rawRepoUrl);
       if (!key) throw new BadRequest(`${rawRepoUrl} is not a repository URL; URL-encode it into the path, e.g. /api/v0/wiki/history/${encodeURIComponent('https://github.com/acme/app')}`);
       const q = pageQuery(page);
-      const manager = caller.role === 'manager' || caller.role === 'owner';
+      const manager = roleAtLeast(caller.role, 'manager');
       const c = creatorOf(caller);
       const rows = await db.wikiRun.findMany({
         where: {

@@ -4,7 +4,7 @@ import type { WikiRun } from './schemas.ts';
 const ms = (d: Date | null) => (d ? d.getTime() : null);
 
 /** The public link of a run, relative to the API's base address. */
-export const publicUrlOf = (row: Pick<WikiRunRow, 'id' | 'privacy' | 'publicToken'>) =>
+const publicUrlOf = (row: Pick<WikiRunRow, 'id' | 'privacy' | 'publicToken'>) =>
   row.privacy === 'public' && row.publicToken ? `/api/v0/wiki/${row.id}?publicToken=${row.publicToken}` : null;
 
 export function toWikiRun(row: WikiRunRow): WikiRun {

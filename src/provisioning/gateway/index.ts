@@ -1,3 +1,3 @@
-export { createSshGateway, type PresentedAgentKey, type SshGateway, type SshGatewayOptions } from './gateway.ts';
+export { createSshGateway, type PresentedAgentKey, type SshGateway } from './gateway.ts';
 export { parsePublicKeyLine } from './public-keys.ts';
-export { AGENT_SERVER_SOFTWARE, FORWARD_BIND_ADDRESS, FORWARD_BIND_PORT, GATEWAY_SOFTWARE } from './protocol.ts';
+export { FORWARD_BIND_PORT } from './protocol.ts';

@@ -1,7 +1,7 @@
 import path from 'node:path/posix';
 import { z } from 'zod';
 
-export const packageManagers = ['npm', 'pnpm', 'yarn', 'bun', 'pip', 'uv', 'poetry', 'go', 'cargo', 'bundler', 'composer'] as const;
+const packageManagers = ['npm', 'pnpm', 'yarn', 'bun', 'pip', 'uv', 'poetry', 'go', 'cargo', 'bundler', 'composer'] as const;
 
 /** One install to run: a zod schema so a job payload carrying a plan is validated like any other. */
 export const installPlanSchema = z.object({
@@ -15,7 +15,7 @@ export const installPlanSchema = z.object({
   manifest: z.string().min(1),
 });
 export type InstallPlan = z.infer<typeof installPlanSchema>;
-export type PackageManager = InstallPlan['manager'];
+type PackageManager = InstallPlan['manager'];
 
 interface Rule {
   /** Every file must be present in the directory. */

@@ -11,7 +11,7 @@ export interface MetricsSample {
 }
 
 /** Section markers of the sampling command's output. */
-export const SECTIONS = ['stat1', 'stat2', 'meminfo', 'nproc', 'df'] as const;
+const SECTIONS = ['stat1', 'stat2', 'meminfo', 'nproc', 'df'] as const;
 type Section = (typeof SECTIONS)[number];
 
 export class MetricsParseError extends Error {

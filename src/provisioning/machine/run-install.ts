@@ -5,7 +5,7 @@ import type { InstallPlan } from './install-plan.ts';
 import { OutputTail } from '../ssh/output-tail.ts';
 import { LOGIN_PATH, requireTool, throwIfToolMissing } from './remote-shell.ts';
 
-export const INSTALL_OUTPUT_TAIL_BYTES = 64 * 1024;
+const INSTALL_OUTPUT_TAIL_BYTES = 64 * 1024;
 
 export interface RunInstallOptions {
   signal?: AbortSignal;

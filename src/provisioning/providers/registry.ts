@@ -1,7 +1,7 @@
 import type { ManagedProvider } from './types.ts';
 
 /** One managed provider as this deployment sees it now. */
-export interface ProviderStatus {
+interface ProviderStatus {
   name: string;
   available: boolean;
   /** Each missing prerequisite with what provides it; empty when available. */

@@ -18,14 +18,14 @@ import { processAlive } from '../../lib/process-alive.ts';
 export const COMPUTERS_PROJECT = 'agentplane-computers';
 
 /** How the control plane reaches a computer: its stack's outputs. */
-export interface ComputerEndpoint {
+interface ComputerEndpoint {
   host: string;
   port: number;
   username: string;
   hostPublicKey: string;
 }
 
-export interface StackRunOptions {
+interface StackRunOptions {
   signal?: AbortSignal;
   log: Logger;
   /** The stack was never created (a first provisioning): create it without trying to select it first. */
@@ -40,7 +40,7 @@ export interface ComputerStacks {
 }
 
 /** A Pulumi operation that failed; `message` holds the engine's error diagnostics. */
-export class StackOperationFailed extends Error {
+class StackOperationFailed extends Error {
   constructor(message: string, options?: ErrorOptions) {
     super(message, options);
     this.name = 'StackOperationFailed';

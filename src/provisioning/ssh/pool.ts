@@ -218,7 +218,7 @@ export async function openChannel<T>(
 }
 
 /** Why a channel could not be opened: the connection died, or sshd said no. */
-export function channelOpenError(target: SshTarget, conn: Connection, err: unknown): SshError {
+function channelOpenError(target: SshTarget, conn: Connection, err: unknown): SshError {
   const host = target.host;
   const port = portOf(target);
   if (conn.closed) return new ConnectionLost({ host, port, reason: conn.closeReason ?? 'closed', cause: err });

@@ -31,7 +31,7 @@ export interface SshTarget {
   dial?: (signal: AbortSignal) => Promise<Duplex>;
 }
 
-export const DEFAULT_SSH_PORT = 22;
+const DEFAULT_SSH_PORT = 22;
 export const DEFAULT_MAX_SESSIONS = 10;
 
 export function portOf(target: SshTarget): number {

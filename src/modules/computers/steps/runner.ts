@@ -56,7 +56,7 @@ export interface RetryRule {
 /** Fails at the first error. */
 export const NO_RETRY: RetryRule = { transient: () => false, budgetMs: 0, delayMs: 0 };
 
-export interface StepCall {
+interface StepCall {
   /** Aborted when the job is, or when the step's timeout passes. */
   signal: AbortSignal;
   /** The step had started in an earlier run (cut short: a crash, an expired job). */
@@ -68,7 +68,7 @@ export interface StepCall {
  * (left running: the work goes on elsewhere, which finishes the step). `complete` writes what
  * completing stores, in the completing transaction.
  */
-export type StepOutcome =
+type StepOutcome =
   | void
   | { skip: string }
   | { handOff: StepChange['fields'] }
@@ -105,7 +105,7 @@ export interface Step {
 }
 
 /** A step's run went past its `timeoutMs`. */
-export class StepTimeout extends Error {
+class StepTimeout extends Error {
   readonly ms: number;
 
   constructor(ms: number) {

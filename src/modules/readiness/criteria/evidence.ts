@@ -71,7 +71,7 @@ export async function packageKey(ctx: RepoContext, dir: string, key: string): Pr
 }
 
 /** Whether a TOML or INI text has a `[section]` header (or a sub-table of it). */
-export function hasSection(text: string | undefined, section: string): boolean {
+function hasSection(text: string | undefined, section: string): boolean {
   if (!text) return false;
   const escaped = section.replace(/[.[\]]/g, '\\$&');
   return new RegExp(`^\\s*\\[${escaped}(\\.[^\\]]+)?\\]`, 'm').test(text);

@@ -25,4 +25,4 @@ export interface AppVerdict {
   evidence: string;
 }
 
-export type { App, RepoContext };
+export type { App };

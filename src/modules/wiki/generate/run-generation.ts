@@ -59,7 +59,7 @@ async function basePages(deps: GenerateJobDeps, row: Run): Promise<{ id: string;
  * model's where one is chosen), reuse unchanged pages of the previous run, audit links, and store
  * pages, search documents and the run's figures in one transaction.
  */
-export async function runGeneration(deps: GenerateJobDeps, runId: string, ctx: Pick<JobContext, 'attempt' | 'signal' | 'log'> & { retryLimit: number }): Promise<void> {
+export async function runGeneration(deps: GenerateJobDeps, runId: string, ctx: Pick<JobContext, 'lastAttempt' | 'signal' | 'log'>): Promise<void> {
   const { prisma, clock } = deps;
   const row = await prisma.wikiRun.findUnique({ where: { id: runId } });
   if (!row || row.status === 'succeeded' || row.status === 'failed') {
@@ -109,7 +109,7 @@ export async function runGeneration(deps: GenerateJobDeps, runId: string, ctx: P
     }
   } catch (err) {
     const final = err instanceof FinalFailure || err instanceof CloneFailed || err instanceof BoundExceeded;
-    if (!final && ctx.attempt <= ctx.retryLimit) throw err;
+    if (!final && !ctx.lastAttempt) throw err;
     const message = redactCredentials(err instanceof Error ? err.message : String(err));
     await prisma.wikiRun.updateMany({ where: { id: runId, status: { in: ['queued', 'running'] } }, data: { status: 'failed', error: message, completedAt: clock.now() } });
     ctx.log.warn({ runId, reason: message }, 'wiki run failed');

@@ -3,7 +3,7 @@ import { XMLParser } from 'fast-xml-parser';
 import { parse as parseToml } from 'smol-toml';
 import { parse as parseYaml } from 'yaml';
 
-export type ManifestKind = 'npm' | 'go' | 'python' | 'cargo' | 'maven' | 'gradle';
+type ManifestKind = 'npm' | 'go' | 'python' | 'cargo' | 'maven' | 'gradle';
 
 /** A package manifest: what the package is called, says it is, depends on and runs. */
 export interface Manifest {

@@ -16,7 +16,7 @@ export interface SurveyBounds {
 
 export class BoundExceeded extends Error {}
 
-export interface SourceFile {
+interface SourceFile {
   path: string;
   sha: string;
   language: string;

@@ -65,7 +65,7 @@ export function summarize(doc: string | null, node: Node): string {
   return clip(node.text.split('\n')[0]!.replace(/\s*\{\s*$/, '').trim(), 120);
 }
 
-export function clip(text: string, max: number): string {
+function clip(text: string, max: number): string {
   return text.length > max ? `${text.slice(0, max - 1).trimEnd()}…` : text;
 }
 

@@ -2,7 +2,7 @@ import { exportFileOf, relativeLink, type CitedSource, type PageNode } from '../
 import type { WikiPlan } from '../plan.ts';
 import type { Survey } from '../survey/survey.ts';
 
-export interface RepoFacts {
+interface RepoFacts {
   name: string;
   url: string;
   branch: string | null;
@@ -54,4 +54,3 @@ export function pageBuilder(input: WriteInput, page: PageNode) {
     },
   };
 }
-export type PageBuilder = ReturnType<typeof pageBuilder>;

@@ -1,6 +1,6 @@
 /** Small Markdown builders shared by the page writers. */
 
-export function cell(value: string | number): string {
+function cell(value: string | number): string {
   return String(value).replace(/\|/g, '\\|').replace(/\n+/g, ' ');
 }
 

@@ -4,7 +4,7 @@ import path from 'node:path';
 import type { PulumiToolchain } from '../../pulumi/toolchain.ts';
 
 /** Where Kubernetes mounts a pod's service-account token: present when the control plane runs in a cluster. */
-export const IN_CLUSTER_TOKEN = '/var/run/secrets/kubernetes.io/serviceaccount/token';
+const IN_CLUSTER_TOKEN = '/var/run/secrets/kubernetes.io/serviceaccount/token';
 
 const require = createRequire(import.meta.url);
 

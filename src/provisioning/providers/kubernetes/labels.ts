@@ -1,7 +1,7 @@
 import type { ComputerProgramInput } from '../types.ts';
 
 /** Label keys linking Kubernetes objects back to agentplane's records. */
-export const LABELS = {
+const LABELS = {
   computerId: 'agentplane.dev/computer-id',
   organizationId: 'agentplane.dev/organization-id',
 } as const;
