@@ -28,7 +28,7 @@ export interface ComposeOptions {
   overrides?: ComposeOverrides;
 }
 
-export interface ComposeOverrides {
+interface ComposeOverrides {
   clock?: Clock;
   /** Whether this process takes agents' tunnels (default: a server does, a worker never). */
   holdsTunnels?: boolean;
