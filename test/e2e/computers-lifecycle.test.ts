@@ -102,7 +102,12 @@ describe.each(BACKENDS)('the computer lifecycle on %s', (backend) => {
     await reapComputers(deps(), ctx());
 
     const failed = await stored(provisioning);
-    expect(failed).toMatchObject({ status: 'error', operation: null, operationDeadline: null, operationError: `provision did not finish by ${past.toISOString()}` });
+    expect(failed).toMatchObject({
+      status: 'error',
+      operation: null,
+      operationDeadline: null,
+      operationError: `provision did not finish by ${past.toISOString()}`,
+    });
     expect(await steps(provisioning)).toEqual([
       ['create-infrastructure', 'completed', null],
       ['connect', 'failed', `timed out: provision did not finish by ${past.toISOString()}`],
@@ -116,7 +121,13 @@ describe.each(BACKENDS)('the computer lifecycle on %s', (backend) => {
       ['computer.error', { computerId: provisioning, status: 'error', error: late }],
     ]);
 
-    expect(await stored(pausing)).toMatchObject({ status: 'active', powerState: 'running', operation: null, operationDeadline: null, operationError: `pause did not finish by ${past.toISOString()}` });
+    expect(await stored(pausing)).toMatchObject({
+      status: 'active',
+      powerState: 'running',
+      operation: null,
+      operationDeadline: null,
+      operationError: `pause did not finish by ${past.toISOString()}`,
+    });
     expect(await stackJobs(pausing)).toEqual([]);
 
     const retried = await stored(tearing);
