@@ -10,6 +10,7 @@ import { cgroupLayout, readCgroup } from '../../src/provisioning/providers/local
 import { startTestApi, type TestApi } from '../support/api.ts';
 import { cgroupDirs, hostTraces, localComputerNames, localProviderMissing, removeLocalComputer, startGitDaemon, type GitDaemon } from '../support/local-computers.ts';
 import { startServerProcess, type ServerProcess } from '../support/server-process.ts';
+import { connectSse } from '../support/sse.ts';
 import { waitFor } from '../support/wait.ts';
 import { skipWithout } from '../support/parts.ts';
 
@@ -214,6 +215,25 @@ describe.skipIf(skip)('managed computers on the local provider, through HTTP wit
     expect(sample).toMatchObject({ cpuCount: 1, memTotal: 256 * 2 ** 20, diskTotal: 10 * 2 ** 30 });
     expect(sample.memUsed).toBeGreaterThan(0);
     expect(sample.diskUsed).toBeGreaterThan(0);
+  });
+
+  it("streams an install asked for on an active computer: its step running, then completed, as the console's open stream shows it", async () => {
+    // The console's computer page stops polling while this stream is open: the stream alone must show the install.
+    const stream = await connectSse(`${api.url}/api/v0/computers/${computerId}/events`, { token: as });
+    try {
+      expect(stream.status).toBe(200);
+      const install = await api.call('POST', `/api/v0/computers/${computerId}/install-deps`, { as });
+      expect(install.status).toBe(202);
+      await stream.waitFor(
+        (e) => e.event === 'computer.step' && e.data.data.step.id === 'install-deps' && e.data.data.step.status === 'completed',
+        PROVISION_MS,
+        'the install-deps step completed on the stream',
+      );
+      const steps = stream.events.filter((e) => e.event === 'computer.step').map((e) => `${e.data.data.step.id}:${e.data.data.step.status}`);
+      expect(steps).toEqual(['install-deps:running', 'install-deps:completed']);
+    } finally {
+      stream.close();
+    }
   });
 
   it('pauses an idle computer (processes frozen) and POST restart resumes it; restart of a running one is a no-op', async () => {

@@ -13,7 +13,7 @@ import { managedSteps } from './steps/names.ts';
 import { sendProvision } from './managed/job-kinds.ts';
 import { usableProvider } from './provider-choice.ts';
 import { applySource, setupScriptOf, sourceComputerOf } from './source.ts';
-import { deadline } from './managed/settings.ts';
+import { begin } from './lifecycle.ts';
 
 /** Creating managed computers: one (provisioning follows as a job), or many (create-bulk.ts). */
 export function managedComputers(deps: ComputersDeps) {
@@ -50,8 +50,7 @@ export function managedComputers(deps: ComputersDeps) {
         sshPublicKey: key.publicKey,
         sshKeyCiphertext: deps.secrets.seal(key.privateKey),
         resources: { ...deps.managed.resources },
-        operation: 'provision',
-        operationDeadline: deadline(now, deps.managed.provisionTimeoutMs),
+        ...begin('provision', now, deps.managed),
       },
       managedSteps({
         repos,

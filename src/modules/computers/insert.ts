@@ -8,6 +8,7 @@ import { computerEvents } from './computer-events.ts';
 import type { Owner } from './access.ts';
 import type { ComputersDeps } from './deps.ts';
 import type { NewStep } from './steps/names.ts';
+import { createSteps } from './steps/store.ts';
 import { computerView } from './views.ts';
 
 
@@ -78,13 +79,11 @@ export async function insertComputer(
   };
   try {
     const created = await deps.db.$transaction(async (tx) => {
-      const computer = await tx.computer.create({
-        data: { ...data, provisioningSteps: { create: steps.map((s, position) => ({ ...s, position })) } },
-        include: { provisioningSteps: { orderBy: { position: 'asc' } } },
-      });
+      const computer = await tx.computer.create({ data });
+      await createSteps(tx, computer.id, steps);
       await recordComputerCreated(tx, principal, computer.id, computer.status === 'active' ? 'active' : 'provisioning', opts.audit, computer.createdAt);
       await opts.send?.(tx);
-      return computer;
+      return { ...computer, provisioningSteps: await tx.provisioningStep.findMany({ where: { computerId: computer.id }, orderBy: { position: 'asc' } }) };
     });
     return computerView(created, deps.relayUrls);
   } catch (err) {

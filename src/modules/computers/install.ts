@@ -6,7 +6,8 @@ import { newId, newUuid } from '../../lib/ids.ts';
 import { installRunJob } from './job-kinds.ts';
 import { settleProvisioning } from './settle.ts';
 import { STEP } from './steps/names.ts';
-import { nextStepPosition } from './steps/store.ts';
+import type { StepStatus } from './steps/runner.ts';
+import { moveStep, putStep } from './steps/store.ts';
 
 /**
  * Starts an install session on request (`POST install-deps`): the `install-deps` step goes to
@@ -23,19 +24,18 @@ export async function startInstallSession(
   if (computer.clonedRepoDirectories.length === 0) {
     throw new BadRequest(`Computer "${computer.name}" has no cloned repositories to install dependencies in`);
   }
-  const [step] = await tx.$queryRaw<{ status: string; position: number }[]>`
-    SELECT status, position FROM provisioning_steps
+  const [step] = await tx.$queryRaw<{ status: string }[]>`
+    SELECT status FROM provisioning_steps
     WHERE computer_id = ${computer.id} AND id = ${STEP.installDeps} FOR UPDATE`;
   if (step?.status === 'running') throw new Conflict('Dependency installation already in progress');
   const sessionId = newUuid();
-  const running = { status: 'running', error: null, startedAt: now, completedAt: null, installSessionId: sessionId };
-  if (step) {
-    await tx.provisioningStep.update({ where: { computerId_id: { computerId: computer.id, id: STEP.installDeps } }, data: running });
-  } else {
-    await tx.provisioningStep.create({
-      data: { ...running, computerId: computer.id, id: STEP.installDeps, name: 'Installing dependencies', position: await nextStepPosition(tx, computer.id) },
-    });
-  }
+  await putStep(tx, computer.id, { id: STEP.installDeps, name: 'Installing dependencies' }, {
+    status: 'running',
+    error: null,
+    startedAt: now,
+    completedAt: null,
+    fields: { installSessionId: sessionId },
+  });
   await queueInstallRuns(tx, queue, computer, sessionId, now);
   return sessionId;
 }
@@ -61,17 +61,17 @@ export async function queueInstallRuns(
  * serializes runs finishing at the same time.
  */
 export async function concludeInstallSession(tx: Db, run: { computerId: string; installSessionId: string }, now: Date): Promise<void> {
-  await tx.$queryRaw`SELECT 1 FROM provisioning_steps WHERE computer_id = ${run.computerId} AND id = ${STEP.installDeps} FOR UPDATE`;
+  const [step] = await tx.$queryRaw<{ status: StepStatus; install_session_id: string | null }[]>`
+    SELECT status, install_session_id FROM provisioning_steps WHERE computer_id = ${run.computerId} AND id = ${STEP.installDeps} FOR UPDATE`;
   const runs = await tx.installRun.findMany({ where: { computerId: run.computerId, installSessionId: run.installSessionId } });
   if (runs.some((r) => r.status === 'queued' || r.status === 'running')) return;
   const failed = runs.filter((r) => r.status === 'failed');
-  await tx.provisioningStep.updateMany({
-    where: { computerId: run.computerId, id: STEP.installDeps, installSessionId: run.installSessionId },
-    data: {
+  if (step?.install_session_id === run.installSessionId) {
+    await moveStep(tx, run.computerId, STEP.installDeps, [step.status], {
       status: failed.length ? 'failed' : 'completed',
       error: failed.length ? failed.map((r) => `${r.directory}: ${r.error ?? 'failed'}`).join('; ') : null,
       completedAt: now,
-    },
-  });
+    });
+  }
   await settleProvisioning(tx, run.computerId, now);
 }

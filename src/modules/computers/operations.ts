@@ -5,9 +5,9 @@ import { writeGitCredentials } from '../../repos/git-credentials.ts';
 import { reachableComputer } from './access.ts';
 import type { ComputersDeps } from './deps.ts';
 import { startInstallSession } from './install.ts';
+import { begin, transition } from './lifecycle.ts';
 import { BYOM, machineUnavailable, requireRunning, targetFor } from './machines.ts';
 import { computerStackJob } from './managed/job-kinds.ts';
-import { deadline, POWER_TIMEOUT_MS } from './managed/settings.ts';
 import { RETENTION_MS, SAMPLE_INTERVAL_MS, sampleComputer } from './metrics.ts';
 import { organizationSshKey } from './org-ssh-key.ts';
 import { computerView } from './views.ts';
@@ -129,12 +129,12 @@ async function restartManaged(deps: Pick<ComputersDeps, 'db' | 'clock' | 'queue'
   }
   if (computer.operation !== 'resume') {
     const started = await deps.db.$transaction(async (tx) => {
-      const { count } = await tx.computer.updateMany({
-        where: { id: computerId, deletedAt: null, operation: computer.operation },
-        data: { operation: 'resume', operationDeadline: deadline(now, POWER_TIMEOUT_MS), operationError: null, lastActiveAt: now },
+      const resumed = await transition(tx, computerId, {
+        from: { deletedAt: null, operation: computer.operation },
+        to: { ...begin('resume', now), lastActiveAt: now },
       });
-      if (count === 1) await deps.queue.send(computerStackJob, { computerId, operation: 'resume' }, { tx });
-      return count === 1;
+      if (resumed) await deps.queue.send(computerStackJob, { computerId, operation: 'resume' }, { tx });
+      return resumed;
     });
     if (!started) throw new Conflict(`Computer "${computer.name}" changed state meanwhile; try again`);
   }

@@ -6,10 +6,10 @@ import { pauseAutomationsOn } from '../automations/pause.ts';
 import type { ComputersDeps } from './deps.ts';
 import { computerEvents } from './computer-events.ts';
 import { BYOM } from './machines.ts';
+import { begin, transition } from './lifecycle.ts';
 import { computerStackJob } from './managed/job-kinds.ts';
-import { deadline } from './managed/settings.ts';
 import { STEP } from './steps/names.ts';
-import { nextStepPosition } from './steps/store.ts';
+import { moveSteps, putStep } from './steps/store.ts';
 
 export type RetireDeps = Pick<ComputersDeps, 'queue' | 'managed'>;
 
@@ -23,11 +23,8 @@ type Retired = Pick<Computer, 'id' | 'organizationId' | 'name' | 'providerType' 
  * transaction commits, the caller drops an agent's tunnel (`AgentDialer.disconnect`).
  */
 export async function retireComputer(tx: Db, deps: RetireDeps, actor: Principal, computer: Retired, now: Date): Promise<boolean> {
-  const { count } = await tx.computer.updateMany({
-    where: { id: computer.id, deletedAt: null },
-    data: { deletedAt: now, liveName: null, liveHostId: null, updatedAt: now },
-  });
-  if (count === 0) return false;
+  const deleted = await transition(tx, computer.id, { from: { deletedAt: null }, to: { deletedAt: now, liveName: null, liveHostId: null, updatedAt: now } });
+  if (!deleted) return false;
   await tx.installRun.updateMany({
     where: { computerId: computer.id, status: { in: ['queued', 'running'] } },
     data: { status: 'failed', error: 'the computer was deleted', completedAt: now },
@@ -76,24 +73,9 @@ export async function scheduleTeardown(
   computer: Pick<Computer, 'id'>,
   now: Date,
 ): Promise<void> {
-  await tx.computer.update({
-    where: { id: computer.id },
-    data: {
-      sshKeyCiphertext: null,
-      operation: 'teardown',
-      operationDeadline: deadline(now, deps.managed.provisionTimeoutMs),
-      operationError: null,
-    },
-  });
+  await transition(tx, computer.id, { from: { deletedAt: { not: null } }, to: { sshKeyCiphertext: null, ...begin('teardown', now, deps.managed) } });
   await tx.session.updateMany({ where: { computerId: computer.id, archivedAt: null }, data: { archivedAt: now } });
-  await tx.provisioningStep.updateMany({
-    where: { computerId: computer.id, status: { in: ['pending', 'running'] } },
-    data: { status: 'skipped', error: 'the computer was deleted' },
-  });
-  await tx.provisioningStep.upsert({
-    where: { computerId_id: { computerId: computer.id, id: STEP.teardown } },
-    create: { computerId: computer.id, id: STEP.teardown, name: 'Tearing down', status: 'pending', position: await nextStepPosition(tx, computer.id) },
-    update: { status: 'pending', error: null },
-  });
+  await moveSteps(tx, computer.id, ['pending', 'running'], { status: 'skipped', error: 'the computer was deleted' });
+  await putStep(tx, computer.id, { id: STEP.teardown, name: 'Tearing down' }, { status: 'pending', error: null });
   await deps.queue.send(computerStackJob, { computerId: computer.id, operation: 'teardown' }, { tx });
 }

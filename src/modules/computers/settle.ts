@@ -1,6 +1,5 @@
 import type { Db } from '../../db/client.ts';
-import { inTransaction } from '../../db/transaction.ts';
-import { computerEvents } from './computer-events.ts';
+import { end, transition } from './lifecycle.ts';
 
 /**
  * Ends provisioning once every step has finished: `active`, or `error` when a step failed (the
@@ -10,14 +9,10 @@ import { computerEvents } from './computer-events.ts';
 export async function settleProvisioning(db: Db, computerId: string, now: Date): Promise<void> {
   const steps = await db.provisioningStep.findMany({ where: { computerId }, select: { status: true } });
   if (steps.some((s) => s.status === 'pending' || s.status === 'running')) return;
-  const failed = steps.some((s) => s.status === 'failed');
-  await inTransaction(db, async (tx) => {
-    const { count } = await tx.computer.updateMany({
-      where: { id: computerId, status: 'provisioning', operation: 'provision' },
-      data: failed
-        ? { status: 'error', operation: null, operationDeadline: null }
-        : { status: 'active', operation: null, operationDeadline: null, lastActiveAt: now },
-    });
-    if (count) await computerEvents.status(tx, computerId, failed ? 'error' : 'active');
+  const status = steps.some((s) => s.status === 'failed') ? 'error' : 'active';
+  await transition(db, computerId, {
+    from: { status: 'provisioning', operation: 'provision' },
+    to: { status, ...end(), ...(status === 'active' ? { lastActiveAt: now } : {}) },
+    event: { status },
   });
 }

@@ -1,6 +1,6 @@
 import { setTimeout as delay } from 'node:timers/promises';
 import type { Db } from '../../db/client.ts';
-import type { Operation } from './managed/settings.ts';
+import type { Operation } from './lifecycle.ts';
 
 const POLL_MS = 200;
 

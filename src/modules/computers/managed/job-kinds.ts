@@ -3,7 +3,7 @@ import { z } from 'zod';
 import type { Db } from '../../../db/client.ts';
 import { defineJobKind } from '../../../jobs/job.ts';
 import type { JobQueue } from '../../../jobs/queue.ts';
-import { OPERATIONS } from './settings.ts';
+import { STACK_OPERATIONS } from '../lifecycle.ts';
 
 /**
  * Every Pulumi operation on a managed computer's stack: one queue, serialized by computer, so a
@@ -14,7 +14,7 @@ import { OPERATIONS } from './settings.ts';
  */
 export const computerStackJob = defineJobKind({
   name: 'computers.stack',
-  payload: z.object({ computerId: z.string().min(1), operation: z.enum(OPERATIONS) }),
+  payload: z.object({ computerId: z.string().min(1), operation: z.enum(STACK_OPERATIONS) }),
   retryLimit: 3,
   retryDelaySeconds: 10,
   expireInSeconds: 3600,

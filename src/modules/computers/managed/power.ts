@@ -1,6 +1,6 @@
 import type { JobContext } from '../../../jobs/job.ts';
 import type { ComputerJobDeps } from '../job-deps.ts';
-import { computerEvents } from '../computer-events.ts';
+import { end, transition } from '../lifecycle.ts';
 import { targetFor } from '../machines.ts';
 import { programInput, providerOf } from './program-input.ts';
 import { SSH_WAIT_MS } from './settings.ts';
@@ -20,20 +20,16 @@ export async function runPowerChange(deps: ComputerJobDeps, computerId: string, 
       const target = await targetFor(deps, { ...computer, powerState: 'running' });
       await waitForSsh(deps.ssh, target, { signal: ctx.signal, timeoutMs: SSH_WAIT_MS });
     }
-    await deps.db.$transaction(async (tx) => {
-      const { count } = await tx.computer.updateMany({
-        where: { id: computerId, operation },
-        data: { powerState: running ? 'running' : 'paused', operation: null, operationDeadline: null, ...(running ? { lastActiveAt: deps.clock.now() } : {}) },
-      });
-      if (count) await computerEvents.power(tx, computerId, running ? 'running' : 'paused');
+    const powerState = running ? 'running' : 'paused';
+    await transition(deps.db, computerId, {
+      from: { operation },
+      to: { powerState, ...end(), ...(running ? { lastActiveAt: deps.clock.now() } : {}) },
+      event: { powerState },
     });
     ctx.log.info({ computerId, operation }, running ? 'computer resumed' : 'computer paused');
   } catch (err) {
     if (ctx.signal.aborted) throw err;
     ctx.log.warn({ err, computerId, operation }, 'changing the power state failed');
-    await deps.db.computer.updateMany({
-      where: { id: computerId, operation },
-      data: { operation: null, operationDeadline: null, operationError: err instanceof Error ? err.message : String(err) },
-    });
+    await transition(deps.db, computerId, { from: { operation }, to: end(err instanceof Error ? err.message : String(err)) });
   }
 }

@@ -2,6 +2,7 @@ import type { JobContext } from '../../../jobs/job.ts';
 import { describeHostKey } from '../../../ssh/index.ts';
 import type { ComputerJobDeps } from '../job-deps.ts';
 import { computerSetupJob } from '../job-kinds.ts';
+import { transition } from '../lifecycle.ts';
 import { settleProvisioning } from '../settle.ts';
 import { runSteps, type Step } from '../steps/runner.ts';
 import { STEP } from '../steps/names.ts';
@@ -38,11 +39,11 @@ export async function runProvision(deps: ComputerJobDeps, computerId: string, ct
       const hostKeyFingerprint = fingerprintOfLine(endpoint.hostPublicKey);
       return {
         complete: async (tx) => {
-          const { count } = await tx.computer.updateMany({
-            where: { id: computerId, operation: 'provision' },
-            data: { connectionType: 'direct', sshHost: endpoint.host, sshPort: endpoint.port, remoteUser: endpoint.username, hostKeyFingerprint, powerState: 'running' },
+          const reached = await transition(tx, computerId, {
+            from: { operation: 'provision' },
+            to: { connectionType: 'direct', sshHost: endpoint.host, sshPort: endpoint.port, remoteUser: endpoint.username, hostKeyFingerprint, powerState: 'running' },
           });
-          if (count) await ctx.send(computerSetupJob, { computerId }, { tx });
+          if (reached) await ctx.send(computerSetupJob, { computerId }, { tx });
         },
       };
     },

@@ -1,20 +1,17 @@
 import type { PrismaClient } from '../../../db/client.ts';
 import type { JobContext } from '../../../jobs/job.ts';
 import type { ComputerJobDeps } from '../job-deps.ts';
+import { expireOperation } from '../expire.ts';
+import { begin, transition } from '../lifecycle.ts';
 import { BYOM } from '../machines.ts';
-import { computerEvents } from '../computer-events.ts';
 import { STEP } from '../steps/names.ts';
-import { skipPendingSteps } from '../steps/store.ts';
 import { computerStackJob, sendProvision } from './job-kinds.ts';
-import { deadline, POWER_TIMEOUT_MS, type Operation } from './settings.ts';
 import { NOT_POOL } from '../pool/pools.ts';
 
 /**
- * Ends every operation whose deadline passed in a real state, re-checking each computer under a
- * row lock first (another replica's reaper, or the job itself finishing, may have got there):
- * provisioning ends in `error`, a pause or resume is dropped with its reason, and a teardown is
- * queued again, because a deleted computer's resources are never forgotten. Then idle computers
- * are paused.
+ * Ends every operation whose deadline passed, as the lifecycle declares (expire.ts: provisioning
+ * ends in `error`, a pause or resume is dropped with its reason, a teardown is queued again, a
+ * claim's computer is destroyed). Then idle computers are paused.
  */
 export async function reapComputers(deps: ComputerJobDeps, ctx: Pick<JobContext, 'send' | 'log'>): Promise<void> {
   const now = deps.clock.now();
@@ -22,7 +19,10 @@ export async function reapComputers(deps: ComputerJobDeps, ctx: Pick<JobContext,
     where: { operation: { not: null }, operationDeadline: { lt: now } },
     select: { id: true },
   });
-  for (const { id } of hung) await reapOne(deps, ctx, id, now);
+  for (const { id } of hung) {
+    const operation = await expireOperation(deps, ctx, id, now);
+    if (operation) ctx.log.warn({ computerId: id, operation }, 'reaped a hung computer operation');
+  }
   await queueUnstartedProvisioning(deps, ctx, now);
   await pauseIdleComputers(deps, ctx, now);
 }
@@ -42,28 +42,6 @@ async function queueUnstartedProvisioning(deps: ComputerJobDeps, ctx: Pick<JobCo
     select: { id: true },
   });
   for (const { id } of unstarted) await sendProvision(ctx, id);
-}
-
-async function reapOne(deps: ComputerJobDeps, ctx: Pick<JobContext, 'send' | 'log'>, id: string, now: Date): Promise<void> {
-  await deps.db.$transaction(async (tx) => {
-    const [row] = await tx.$queryRaw<{ operation: Operation | null; operation_deadline: Date | null }[]>`
-      SELECT operation, operation_deadline FROM computers WHERE id = ${id} FOR UPDATE SKIP LOCKED`;
-    if (!row?.operation || !row.operation_deadline || row.operation_deadline >= now) return;
-    const late = `${row.operation} did not finish by ${row.operation_deadline.toISOString()}`;
-    ctx.log.warn({ computerId: id, operation: row.operation }, 'reaping a hung computer operation');
-    if (row.operation === 'provision') {
-      const failed = await tx.provisioningStep.updateManyAndReturn({ where: { computerId: id, status: 'running' }, data: { status: 'failed', error: `timed out: ${late}`, completedAt: now } });
-      await computerEvents.steps(tx, failed);
-      await skipPendingSteps(tx, id, 'provisioning timed out');
-      await tx.computer.update({ where: { id }, data: { status: 'error', operation: null, operationDeadline: null, operationError: late } });
-      await computerEvents.status(tx, id, 'error', { error: late });
-    } else if (row.operation === 'teardown') {
-      await tx.computer.update({ where: { id }, data: { operationDeadline: deadline(now, deps.managed.provisionTimeoutMs) } });
-      await ctx.send(computerStackJob, { computerId: id, operation: 'teardown' }, { tx });
-    } else {
-      await tx.computer.update({ where: { id }, data: { operation: null, operationDeadline: null, operationError: late } });
-    }
-  });
 }
 
 /**
@@ -114,11 +92,8 @@ async function pauseIdleComputers(deps: ComputerJobDeps, ctx: Pick<JobContext, '
  */
 export async function requestPause(db: PrismaClient, queue: Pick<JobContext, 'send'>, computerId: string, now: Date): Promise<boolean> {
   return db.$transaction(async (tx) => {
-    const { count } = await tx.computer.updateMany({
-      where: { id: computerId, operation: null, powerState: 'running', deletedAt: null },
-      data: { operation: 'pause', operationDeadline: deadline(now, POWER_TIMEOUT_MS), operationError: null },
-    });
-    if (count === 1) await queue.send(computerStackJob, { computerId, operation: 'pause' }, { tx });
-    return count === 1;
+    const started = await transition(tx, computerId, { from: { operation: null, powerState: 'running', deletedAt: null }, to: begin('pause', now) });
+    if (started) await queue.send(computerStackJob, { computerId, operation: 'pause' }, { tx });
+    return started;
   });
 }

@@ -1,6 +1,6 @@
 import type { JobContext } from '../../../jobs/job.ts';
 import type { ComputerJobDeps } from '../job-deps.ts';
-import { computerEvents } from '../computer-events.ts';
+import { end, transition } from '../lifecycle.ts';
 import { STEP } from '../steps/names.ts';
 import { moveStep } from '../steps/store.ts';
 import { programInput, providerOf } from './program-input.ts';
@@ -22,16 +22,10 @@ export async function runTeardown(deps: ComputerJobDeps, computerId: string, ctx
   } catch (err) {
     const message = err instanceof Error ? err.message : String(err);
     await moveStep(deps.db, computerId, STEP.teardown, ['running'], { status: 'failed', error: `attempt ${ctx.attempt}: ${message}`, completedAt: now() });
-    await deps.db.computer.updateMany({ where: { id: computerId, operation: 'teardown' }, data: { operationError: message } });
+    await transition(deps.db, computerId, { from: { operation: 'teardown' }, to: { operationError: message } });
     throw err;
   }
-  await deps.db.$transaction(async (tx) => {
-    const { count } = await tx.computer.updateMany({
-      where: { id: computerId, operation: 'teardown' },
-      data: { operation: null, operationDeadline: null, operationError: null, powerState: null },
-    });
-    if (count) await computerEvents.tornDown(tx, computerId);
-  });
+  await transition(deps.db, computerId, { from: { operation: 'teardown' }, to: { ...end(null), powerState: null }, event: { tornDown: true } });
   await moveStep(deps.db, computerId, STEP.teardown, ['running'], { status: 'completed', error: null, completedAt: now() });
   ctx.log.info({ computerId }, 'computer torn down');
 }

@@ -7,15 +7,15 @@ import type { ComputersDeps } from '../deps.ts';
 import { assertNameAndHostFree, recordComputerCreated } from '../insert.ts';
 import { computerSetupJob } from '../job-kinds.ts';
 import { targetFor } from '../machines.ts';
-import { deadline } from '../managed/settings.ts';
+import { begin, CLAIM_TIMEOUT_MS, deadlineOf, end, transition } from '../lifecycle.ts';
 import type { SourcedInput } from '../source.ts';
 import { assertMayAddComputer } from '../quota.ts';
 import type { BulkCreateInput, ComputerView, CreateComputerInput } from '../schemas.ts';
 import { STEP } from '../steps/names.ts';
-import { nextStepPosition } from '../steps/store.ts';
+import { appendSteps } from '../steps/store.ts';
 import { computerView } from '../views.ts';
 import { retirePoolComputer } from './retire.ts';
-import { CLAIM_TIMEOUT_MS, POOL_OWNER, REFILL_DELAY_MS } from './pools.ts';
+import { POOL_OWNER, REFILL_DELAY_MS } from './pools.ts';
 import { poolConvergeJob } from './job-kinds.ts';
 
 /**
@@ -54,8 +54,8 @@ interface Reserved {
  * The claim itself: the row is taken with `FOR UPDATE SKIP LOCKED` and marked `claim` (still owned
  * by the pool, so no user sees it), the computer's key is replaced over SSH by a new one, then the
  * row becomes the caller's in one compare-and-set transaction. A failure in between destroys the
- * computer; a control plane killed in between leaves a `claim` past its deadline, which the pool's
- * convergence destroys.
+ * computer; a control plane killed in between leaves a `claim` past its deadline, whose expiry the
+ * lifecycle declares (destroyed, by the reaper or the pool's convergence, whichever comes first).
  */
 export async function claimFromPool(
   deps: ComputersDeps,
@@ -111,7 +111,7 @@ async function reserve(deps: ComputersDeps, principal: Principal, sourced: Sourc
   if (!poolRepos.every((url, i) => sourced.repos[i] === url)) return undefined;
   const now = deps.clock.now();
   const [claimed] = await deps.db.$queryRaw<{ id: string }[]>`
-    UPDATE computers SET operation = 'claim', operation_deadline = ${deadline(now, CLAIM_TIMEOUT_MS)}, updated_at = ${now}
+    UPDATE computers SET operation = 'claim', operation_deadline = ${deadlineOf('claim', now)}, updated_at = ${now}
     WHERE id = (
       SELECT id FROM computers
       WHERE organization_id = ${principal.organizationId} AND owner_kind = ${POOL_OWNER.kind} AND deleted_at IS NULL
@@ -153,9 +153,9 @@ async function complete(
     return await handOver(deps, principal, owner, input, sourced, computer, key, cloned);
   } catch (err) {
     // Still the pool's, with the new key on the machine: it stays in the pool with that key.
-    await deps.db.computer.updateMany({
-      where: { id: computer.id, operation: 'claim', ownerKind: POOL_OWNER.kind },
-      data: { sshPublicKey: key.publicKey, sshKeyCiphertext: deps.secrets.seal(key.privateKey), operation: null, operationDeadline: null },
+    await transition(deps.db, computer.id, {
+      from: { operation: 'claim', ownerKind: POOL_OWNER.kind },
+      to: { sshPublicKey: key.publicKey, sshKeyCiphertext: deps.secrets.seal(key.privateKey), ...end() },
     });
     if (isUniqueViolation(err)) {
       await assertNameAndHostFree(deps.db, principal.organizationId, owner, input.name, input.hostId);
@@ -213,20 +213,12 @@ async function handOver(
     createdAt: now,
     lastActiveAt: now,
     status: pending ? 'provisioning' : 'active',
-    operation: pending ? 'provision' : null,
-    operationDeadline: pending ? deadline(now, deps.managed.provisionTimeoutMs) : null,
-    operationError: null,
+    ...(pending ? begin('provision', now, deps.managed) : end(null)),
   };
   const created = await deps.db.$transaction(async (tx) => {
-    const { count } = await tx.computer.updateMany({
-      where: { id: computer.id, operation: 'claim', ownerKind: POOL_OWNER.kind, deletedAt: null },
-      data,
-    });
-    if (count === 0) throw new Error(`pool computer ${computer.id} was taken back during its claim`);
-    if (pending) {
-      const base = await nextStepPosition(tx, computer.id);
-      await tx.provisioningStep.createMany({ data: own.map((s, i) => ({ ...s, computerId: computer.id, status: 'pending', position: base + i })) });
-    }
+    const handed = await transition(tx, computer.id, { from: { operation: 'claim', ownerKind: POOL_OWNER.kind, deletedAt: null }, to: data });
+    if (!handed) throw new Error(`pool computer ${computer.id} was taken back during its claim`);
+    if (pending) await appendSteps(tx, computer.id, own.map((s) => ({ ...s, status: 'pending' })));
     await recordComputerCreated(
       tx,
       principal,

@@ -6,8 +6,10 @@ import { generateKeyPair } from '../../../ssh/index.ts';
 import type { ComputerJobDeps } from '../job-deps.ts';
 import { targetFor } from '../machines.ts';
 import { sendProvision } from '../managed/job-kinds.ts';
-import { deadline } from '../managed/settings.ts';
+import { expireOperation } from '../expire.ts';
+import { begin } from '../lifecycle.ts';
 import { managedSteps } from '../steps/names.ts';
+import { createSteps } from '../steps/store.ts';
 import { configuredPools, POOL_OWNER, poolKeyOf, type PoolSpec } from './pools.ts';
 import { poolConvergeJob } from './job-kinds.ts';
 import { retirePoolComputer } from './retire.ts';
@@ -22,12 +24,12 @@ const POOL_LOCK = 0x706f6f6c;
 
 /**
  * Brings every pool of the organization (or of every organization with a pool) to its size:
- * claims past their deadline and failed computers are destroyed (a claim not yet past it is looked
- * at again when it is), computers provisioned for what a pool no longer is (template edited, size
- * 0, template deleted) are destroyed, then each pool is filled with new computers or shrunk,
- * newest first. With `healthCheck`, every ready computer must
- * answer a command over SSH first; one that does not is destroyed and so replaced. Claimed
- * computers are no longer the pool's and are never touched.
+ * claims past their deadline expire as the lifecycle declares (a claim not yet past it is looked
+ * at again when it is), failed computers and those provisioned for what a pool no longer is
+ * (template edited, size 0, template deleted) are destroyed, then each pool is filled with new
+ * computers or shrunk, newest first. With `healthCheck`, every ready computer must answer a
+ * command over SSH first; one that does not is destroyed and so replaced. Claimed computers are no
+ * longer the pool's and are never touched.
  */
 export async function convergePools(deps: ComputerJobDeps, ctx: Ctx, opts: { organizationId?: string; healthCheck?: boolean }) {
   const organizations = opts.organizationId ? [opts.organizationId] : await organizationsWithPools(deps.db);
@@ -52,7 +54,10 @@ async function convergeOrganization(deps: ComputerJobDeps, ctx: Ctx, organizatio
   const now = deps.clock.now();
   for (const c of await poolComputers(deps.db, organizationId)) {
     if (c.operation === 'claim') {
-      if (c.operationDeadline && c.operationDeadline < now) await retire(c, 'its claim never finished');
+      // What a claim's expiry means is the lifecycle's to say (the reaper asks it too): destroyed.
+      if (c.operationDeadline && c.operationDeadline < now) {
+        if (await expireOperation(deps, queue, c.id, now)) ctx.log.info({ computerId: c.id, organizationId }, 'expired a claim that never finished');
+      }
       // A claim still in flight may be one whose control plane died: look again once its deadline
       // has passed, so the pool heals then rather than at the next minute's run.
       else if (c.operationDeadline) await ctx.send(poolConvergeJob, { organizationId }, { startAfter: new Date(c.operationDeadline.getTime() + CLAIM_RECHECK_SLACK_MS) });
@@ -141,12 +146,11 @@ async function addPoolComputer(tx: Db, deps: ComputerJobDeps, queue: Pick<Ctx, '
       sshPublicKey: key.publicKey,
       sshKeyCiphertext: deps.secrets.seal(key.privateKey),
       resources: { ...deps.managed.resources },
-      operation: 'provision',
-      operationDeadline: deadline(now, deps.managed.provisionTimeoutMs),
+      ...begin('provision', now, deps.managed),
       createdBy: POOL_OWNER.id,
       createdAt: now,
-      provisioningSteps: { create: steps.map((s, position) => ({ ...s, position })) },
     },
   });
+  await createSteps(tx, id, steps);
   await sendProvision(queue, id, tx);
 }

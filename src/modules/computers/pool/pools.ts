@@ -14,9 +14,6 @@ export const NOT_POOL: Prisma.ComputerWhereInput = { ownerKind: { not: POOL_OWNE
 /** Bounds of `warmPoolSize`, per template and per provider (docs/api-decisions.md). */
 export const MAX_WARM_POOL_SIZE = 50;
 
-/** How long a claim may hold a pool computer (its key swap over SSH); past it the computer is destroyed. */
-export const CLAIM_TIMEOUT_MS = 30_000;
-
 /** How long after a claim its pool starts refilling (docs/api-decisions.md). */
 export const REFILL_DELAY_MS = 3_000;
 

@@ -6,7 +6,8 @@ import type { Db } from '../../../db/client.ts';
 import { queueInstallRuns } from '../install.ts';
 import type { ComputerJobDeps } from '../job-deps.ts';
 import { BYOM, targetFor } from '../machines.ts';
-import { deadline, INSTALL_DEADLINE_MS, SSH_WAIT_MS } from '../managed/settings.ts';
+import { INSTALL_DEADLINE_MS, transition } from '../lifecycle.ts';
+import { SSH_WAIT_MS } from '../managed/settings.ts';
 import { settleProvisioning } from '../settle.ts';
 import { setupScriptOf, sourceComputerOf } from '../source.ts';
 import { newUuid } from '../../../lib/ids.ts';
@@ -148,7 +149,7 @@ function setupSteps(deps: ComputerJobDeps, computer: Computer, ctx: Pick<JobCont
       await queueInstallRuns(tx, ctx, fresh, installSessionId, now);
       // Provisioning now ends when the install does (concludeInstallSession), so its deadline moves.
       if (managed) {
-        await tx.computer.updateMany({ where: { id: computerId, operation: 'provision' }, data: { operationDeadline: deadline(now, INSTALL_DEADLINE_MS) } });
+        await transition(tx, computerId, { from: { operation: 'provision' }, to: { operationDeadline: new Date(now.getTime() + INSTALL_DEADLINE_MS) } });
       }
       return { handOff: { installSessionId } };
     },
