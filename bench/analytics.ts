@@ -68,12 +68,18 @@ try {
 
   let t = performance.now();
   const seeded = await seedAnalytics(prisma, {
-    organizationId: org.id, users: USERS, days: DAYS, endDay: LAST, seed: 1,
+    organizationId: org.id,
+    users: USERS,
+    days: DAYS,
+    endDay: LAST,
+    seed: 1,
     onDay: (day) => day.endsWith('-01') && process.stdout.write(`  seeding ${day}\n`),
   });
   const seedSeconds = (performance.now() - t) / 1000;
   const [{ user_days }] = await prisma.$queryRawUnsafe<[{ user_days: number }]>(`SELECT count(*)::int AS user_days FROM analytics_user_days`);
-  console.log(`seeded ${seeded.events.toLocaleString()} events (${user_days.toLocaleString()} active user-days) for ${USERS} users x ${DAYS} days in ${seedSeconds.toFixed(1)} s (insert + roll-up of every day)`);
+  console.log(
+    `seeded ${seeded.events.toLocaleString()} events (${user_days.toLocaleString()} active user-days) for ${USERS} users x ${DAYS} days in ${seedSeconds.toFixed(1)} s (insert + roll-up of every day)`,
+  );
   await prisma.$executeRawUnsafe('VACUUM ANALYZE');
 
   const rollups: number[] = [];
@@ -121,7 +127,9 @@ try {
   for (const path of paths) {
     const { times, bytes } = await timeGet(path);
     const name = path.replace(`?${year}`, '').replace('/api/v1/analytics', '');
-    console.log(`  ${name.padEnd(28)} ${spread(times).padStart(20)}  ${(bytes / 1e6).toFixed(2).padStart(6)} MB  transfer alone ${ms(await transferFloor(bytes)).padStart(9)}`);
+    console.log(
+      `  ${name.padEnd(28)} ${spread(times).padStart(20)}  ${(bytes / 1e6).toFixed(2).padStart(6)} MB  transfer alone ${ms(await transferFloor(bytes)).padStart(9)}`,
+    );
   }
   await api.close();
   await plane.stop(5_000);

@@ -67,7 +67,8 @@ try {
   const user = await gitea.createUser('bench');
   await gitea.createOrg(user, 'bench-org');
   const ci = 'name: CI\non: [push, pull_request]\njobs:\n  test:\n    runs-on: ubuntu-latest\n    steps:\n      - run: make test\n';
-  const agent = "name: nightly\non:\n  schedule:\n    - cron: '0 3 * * *'\njobs:\n  a:\n    runs-on: ubuntu-latest\n    env:\n      AGENTPLANE_MODE: custom\n    steps:\n      - run: npx agentplane ci run\n";
+  const agent =
+    "name: nightly\non:\n  schedule:\n    - cron: '0 3 * * *'\njobs:\n  a:\n    runs-on: ubuntu-latest\n    env:\n      AGENTPLANE_MODE: custom\n    steps:\n      - run: npx agentplane ci run\n";
   const names = Array.from({ length: REPOS }, (_, i) => `svc-${String(i).padStart(3, '0')}`);
   const [setup] = await timed(async () => {
     for (const name of names) {
@@ -92,7 +93,9 @@ try {
     if (!res.body.cached) throw new Error('the scan was not served from the cache');
     cached.push(t);
   }
-  process.stdout.write(`scan of ${REPOS} repositories (${REPOS * 2} workflows): cold p50 ${ms(pct(cold, 0.5))} (3 runs), cached p50 ${ms(pct(cached, 0.5))} p90 ${ms(pct(cached, 0.9))} (${RUNS} runs; goal: p50 < 20 ms)\n`);
+  process.stdout.write(
+    `scan of ${REPOS} repositories (${REPOS * 2} workflows): cold p50 ${ms(pct(cold, 0.5))} (3 runs), cached p50 ${ms(pct(cached, 0.5))} p90 ${ms(pct(cached, 0.9))} (${RUNS} runs; goal: p50 < 20 ms)\n`,
+  );
 
   const editRepos = names.slice(0, EDIT);
   const [editMs, edit] = await timed(() =>

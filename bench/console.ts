@@ -50,7 +50,12 @@ const median = (xs: number[]) => {
 async function transferred(page: Page, during: () => Promise<void>): Promise<{ bytes: number; requests: number }> {
   const sizes: Promise<number>[] = [];
   const onFinished = (request: import('playwright-core').Request) =>
-    sizes.push(request.sizes().then((s) => s.responseBodySize + s.responseHeadersSize).catch(() => 0));
+    sizes.push(
+      request
+        .sizes()
+        .then((s) => s.responseBodySize + s.responseHeadersSize)
+        .catch(() => 0),
+    );
   page.on('requestfinished', onFinished);
   await during();
   page.off('requestfinished', onFinished);
@@ -98,7 +103,8 @@ const wikiRun = await fetch(`${api.url}/api/v0/wiki`, {
       {
         path: 'diagram',
         title: 'Diagram',
-        markdown: '# Diagram\n\n```mermaid\nflowchart LR\n  a["apps/api"] --> b["packages/ssh"]\n  b --> c["ssh2"]\n```\n\n```ts\nexport const answer: number = 42;\n```\n',
+        markdown:
+          '# Diagram\n\n```mermaid\nflowchart LR\n  a["apps/api"] --> b["packages/ssh"]\n  b --> c["ssh2"]\n```\n\n```ts\nexport const answer: number = 42;\n```\n',
       },
     ],
   }),
@@ -137,7 +143,11 @@ for (let run = 0; run < RUNS; run++) {
     await timed.addInitScript((value) => {
       sessionStorage.setItem('agentplane.credential', value);
       // Notes, from the page itself, when the table's last row is on screen (ms since navigation start).
-      const g = globalThis as unknown as { document: { querySelector(s: string): unknown }; MutationObserver: new (cb: () => void) => { observe(n: unknown, o: unknown): void; disconnect(): void }; __rendered?: number };
+      const g = globalThis as unknown as {
+        document: { querySelector(s: string): unknown };
+        MutationObserver: new (cb: () => void) => { observe(n: unknown, o: unknown): void; disconnect(): void };
+        __rendered?: number;
+      };
       const observer = new g.MutationObserver(() => {
         if (g.__rendered === undefined && g.document.querySelector('tbody tr:nth-child(50) a')) {
           g.__rendered = performance.now();
@@ -201,6 +211,10 @@ console.log(`  first load, shell to the sign-in form   ${kb(median(shell)).padSt
 console.log(`  sign-in to the computers table          ${kb(median(signedIn)).padStart(10)}`);
 console.log(`  wiki page, text only (after the shell)  ${kb(median(wikiPlain)).padStart(10)}   page module, marked, DOMPurify, API answers`);
 console.log(`  then a page with Mermaid + TS code      ${kb(median(wikiDiagram)).padStart(10)}   Mermaid's modules, highlight.js core and one grammar`);
-console.log(`  rendered computers page, cold cache     ${ms(median(coldInPage)).padStart(10)} from navigation start (page's clock), ${ms(median(cold))} wall clock from goto   goal < 1 s`);
-console.log(`  rendered computers page, reload (304s)  ${ms(median(warmInPage)).padStart(10)} from navigation start (page's clock), ${ms(median(warm))} wall clock from goto`);
+console.log(
+  `  rendered computers page, cold cache     ${ms(median(coldInPage)).padStart(10)} from navigation start (page's clock), ${ms(median(cold))} wall clock from goto   goal < 1 s`,
+);
+console.log(
+  `  rendered computers page, reload (304s)  ${ms(median(warmInPage)).padStart(10)} from navigation start (page's clock), ${ms(median(warm))} wall clock from goto`,
+);
 console.log(`  baseline: GET /api/v0/computers (Node)  ${ms(median(apiCall)).padStart(10)}`);

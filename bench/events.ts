@@ -193,7 +193,9 @@ function idleClients(url: string, token: string, n: number) {
 function cannon(url: string, token: string, seconds: number): Promise<{ rps: number; cpuUs: number }> {
   const cpu0 = process.cpuUsage();
   return new Promise((resolve, reject) => {
-    const child = spawn(AUTOCANNON, ['-c', '50', '-d', String(seconds), '-j', '-H', `authorization=Bearer ${token}`, url], { stdio: ['ignore', 'pipe', 'inherit'] });
+    const child = spawn(AUTOCANNON, ['-c', '50', '-d', String(seconds), '-j', '-H', `authorization=Bearer ${token}`, url], {
+      stdio: ['ignore', 'pipe', 'inherit'],
+    });
     let out = '';
     child.stdout.on('data', (c: Buffer) => (out += c.toString()));
     child.on('exit', (code) => {
@@ -225,10 +227,30 @@ async function benchBackend(kind: string): Promise<string[]> {
     });
     const token = boot.apiKey!;
     const computer = await db.prisma.computer.create({
-      data: { id: newId('cmp'), organizationId: boot.organizationId, ownerKind: 'human', ownerId: boot.userId, name: 'bench', liveName: 'bench', providerType: 'byom', status: 'active', remoteUser: 'bench', createdBy: boot.userId },
+      data: {
+        id: newId('cmp'),
+        organizationId: boot.organizationId,
+        ownerKind: 'human',
+        ownerId: boot.userId,
+        name: 'bench',
+        liveName: 'bench',
+        providerType: 'byom',
+        status: 'active',
+        remoteUser: 'bench',
+        createdBy: boot.userId,
+      },
     });
     const session = await db.prisma.session.create({
-      data: { id: newId('ses'), organizationId: boot.organizationId, ownerKind: 'human', ownerId: boot.userId, computerId: computer.id, cwd: '/', status: 'running', settings: {} },
+      data: {
+        id: newId('ses'),
+        organizationId: boot.organizationId,
+        ownerKind: 'human',
+        ownerId: boot.userId,
+        computerId: computer.id,
+        cwd: '/',
+        status: 'running',
+        settings: {},
+      },
     });
     const a = await serveReplica(db, dataDir);
     try {
@@ -245,7 +267,9 @@ async function benchBackend(kind: string): Promise<string[]> {
       cross?.close();
       await b?.close();
       out.push(`  step stored -> SSE received, same replica:  ${latencies(committed, same.arrivals)}`);
-      out.push(cross ? `  step stored -> SSE received, other replica: ${latencies(committed, cross.arrivals)}` : '  other replica: n/a (PGlite is one process)');
+      out.push(
+        cross ? `  step stored -> SSE received, other replica: ${latencies(committed, cross.arrivals)}` : '  other replica: n/a (PGlite is one process)',
+      );
 
       // 2. Idle clients against the authenticated list.
       const list = `${a.url}/api/v0/service-accounts`;
@@ -278,7 +302,9 @@ async function benchBackend(kind: string): Promise<string[]> {
           `${(loss * 100).toFixed(1)}% lost (goal < 10%: ${loss < 0.1 ? 'met' : 'MISSED'}), medians of ${RUNS} x ${SECONDS} s; ` +
           `server CPU/request ${c0.toFixed(0)} µs alone, ${c1.toFixed(0)} µs beside them (${(((c1 - c0) / c0) * 100).toFixed(1)}%)`,
       );
-      out.push(`    runs alone: ${without.map((r) => r.rps.toFixed(0)).join(', ')} req/s; beside streams: ${withClients.map((r) => r.rps.toFixed(0)).join(', ')} req/s`);
+      out.push(
+        `    runs alone: ${without.map((r) => r.rps.toFixed(0)).join(', ')} req/s; beside streams: ${withClients.map((r) => r.rps.toFixed(0)).join(', ')} req/s`,
+      );
 
       // 3. Webhook deliveries per second.
       out.push(`  ${await webhookThroughput(db, a.machines.secrets, boot.organizationId, boot.userId)}`);
@@ -310,15 +336,30 @@ async function webhookThroughput(db: Database, secrets: Parameters<typeof webhoo
   const service = createWebhooksService({ db: db.prisma, clock: systemClock, secrets, egress });
   const principal = { kind: 'user' as const, userId, email: 'owner@bench.test', organizationId, role: 'owner' as const, credential: 'api_key' as const };
   for (let i = 0; i < WEBHOOK_ENDPOINTS; i++) await service.create(principal, { url, eventTypes: ['session.idle'] });
-  const queue = createJobQueue(db, { log, jobs: webhookJobs({ db: db.prisma, clock: systemClock, secrets, egress, settings: config.webhooks }), pollingIntervalSeconds: 0.5 });
+  const queue = createJobQueue(db, {
+    log,
+    jobs: webhookJobs({ db: db.prisma, clock: systemClock, secrets, egress, settings: config.webhooks }),
+    pollingIntervalSeconds: 0.5,
+  });
   await queue.start();
   await queue.work();
-  const dispatcher = await startWebhookDispatcher({ db: db.prisma, listen: db.listen, queue, clock: systemClock, log, endpointConcurrency: config.webhooks.endpointConcurrency });
+  const dispatcher = await startWebhookDispatcher({
+    db: db.prisma,
+    listen: db.listen,
+    queue,
+    clock: systemClock,
+    log,
+    endpointConcurrency: config.webhooks.endpointConcurrency,
+  });
   const started = performance.now();
   for (let i = 0; i < WEBHOOK_EVENTS; i += 50) {
     await publish(
       db.prisma,
-      Array.from({ length: Math.min(50, WEBHOOK_EVENTS - i) }, (_, n) => ({ type: 'session.idle' as const, organizationId, data: { sessionId: `ses_${i + n}`, status: 'idle' } })),
+      Array.from({ length: Math.min(50, WEBHOOK_EVENTS - i) }, (_, n) => ({
+        type: 'session.idle' as const,
+        organizationId,
+        data: { sessionId: `ses_${i + n}`, status: 'idle' },
+      })),
     );
   }
   await all;

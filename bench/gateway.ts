@@ -98,9 +98,13 @@ async function spawnAgent(tmp: string, computerId: string, gateway: string, agen
   agentKeys.set(computerId, state.keys.client.fingerprint);
   const command = pathToFileURL(path.resolve('src/on-machine/machine-agent/command.ts')).href;
   const options = { url: 'http://unused.invalid', name: computerId, stateDir: state.dir, gateway };
-  const child = spawn(process.execPath, ['--input-type=module', '-e', `import { runAgentCommand } from ${JSON.stringify(command)}; await runAgentCommand(${JSON.stringify(options)});`], {
-    stdio: 'ignore',
-  });
+  const child = spawn(
+    process.execPath,
+    ['--input-type=module', '-e', `import { runAgentCommand } from ${JSON.stringify(command)}; await runAgentCommand(${JSON.stringify(options)});`],
+    {
+      stdio: 'ignore',
+    },
+  );
   return { state, child };
 }
 
@@ -135,7 +139,13 @@ async function main(): Promise<void> {
       if (Date.now() > deadline) throw new Error('the agents did not connect');
       await new Promise((r) => setTimeout(r, 20));
     }
-    const direct: SshTarget = { host: sshd.host, port: sshd.port, username: sshd.username, privateKey: sshd.privateKey, hostKeyFingerprint: sshd.hostKeyFingerprint };
+    const direct: SshTarget = {
+      host: sshd.host,
+      port: sshd.port,
+      username: sshd.username,
+      privateKey: sshd.privateKey,
+      hostKeyFingerprint: sshd.hostKeyFingerprint,
+    };
     const through = (computerId: string, hostKey: string, dial: SshTarget['dial']): SshTarget => ({
       host: computerId,
       port,
@@ -146,7 +156,9 @@ async function main(): Promise<void> {
     });
     const tunnel = through('cmp_bench', overSsh.state.keys.host.fingerprint, (signal) => gateway.dial('cmp_bench', signal));
     const websocket = through('cmp_bench_ws', overWs.state.keys.host.fingerprint, (signal) => gateway.dial('cmp_bench_ws', signal));
-    const crossReplica = through('cmp_bench_ws', overWs.state.keys.host.fingerprint, (signal) => dialPeer(`ws://127.0.0.1:${peer.port}`, 'cmp_bench_ws', tokens, signal));
+    const crossReplica = through('cmp_bench_ws', overWs.state.keys.host.fingerprint, (signal) =>
+      dialPeer(`ws://127.0.0.1:${peer.port}`, 'cmp_bench_ws', tokens, signal),
+    );
     const rows: Record<string, number[]> = {};
     const add = (k: string, v: number) => (rows[k] ??= []).push(v);
     for (let run = 1; run <= RUNS; run++) {

@@ -53,11 +53,18 @@ async function until<T>(what: string, probe: () => Promise<T | undefined | false
 /** Server-side apply of one object as `token`. */
 async function apply(cluster: KubeCluster, obj: any, token?: string) {
   const kinds: Record<string, [string, string]> = {
-    Namespace: ['/api/v1', 'namespaces'], Secret: ['/api/v1', 'secrets'], Service: ['/api/v1', 'services'],
-    ServiceAccount: ['/api/v1', 'serviceaccounts'], PersistentVolumeClaim: ['/api/v1', 'persistentvolumeclaims'],
-    StatefulSet: ['/apis/apps/v1', 'statefulsets'], Deployment: ['/apis/apps/v1', 'deployments'], Job: ['/apis/batch/v1', 'jobs'],
-    Role: ['/apis/rbac.authorization.k8s.io/v1', 'roles'], RoleBinding: ['/apis/rbac.authorization.k8s.io/v1', 'rolebindings'],
-    Ingress: ['/apis/networking.k8s.io/v1', 'ingresses'], NetworkPolicy: ['/apis/networking.k8s.io/v1', 'networkpolicies'],
+    Namespace: ['/api/v1', 'namespaces'],
+    Secret: ['/api/v1', 'secrets'],
+    Service: ['/api/v1', 'services'],
+    ServiceAccount: ['/api/v1', 'serviceaccounts'],
+    PersistentVolumeClaim: ['/api/v1', 'persistentvolumeclaims'],
+    StatefulSet: ['/apis/apps/v1', 'statefulsets'],
+    Deployment: ['/apis/apps/v1', 'deployments'],
+    Job: ['/apis/batch/v1', 'jobs'],
+    Role: ['/apis/rbac.authorization.k8s.io/v1', 'roles'],
+    RoleBinding: ['/apis/rbac.authorization.k8s.io/v1', 'rolebindings'],
+    Ingress: ['/apis/networking.k8s.io/v1', 'ingresses'],
+    NetworkPolicy: ['/apis/networking.k8s.io/v1', 'networkpolicies'],
     PodDisruptionBudget: ['/apis/policy/v1', 'poddisruptionbudgets'],
   };
   const [base, plural] = kinds[obj.kind]!;
@@ -73,7 +80,12 @@ async function apply(cluster: KubeCluster, obj: any, token?: string) {
 /** The object as it was applied: no server-made fields. */
 function asApplied(obj: any, rename: (n: string) => string) {
   const { name, namespace, labels, annotations } = obj.metadata;
-  const out = { apiVersion: obj.apiVersion, kind: obj.kind, metadata: { name: rename(name), namespace, labels, annotations }, ...Object.fromEntries(Object.entries(obj).filter(([k]) => !['apiVersion', 'kind', 'metadata', 'status'].includes(k))) } as any;
+  const out = {
+    apiVersion: obj.apiVersion,
+    kind: obj.kind,
+    metadata: { name: rename(name), namespace, labels, annotations },
+    ...Object.fromEntries(Object.entries(obj).filter(([k]) => !['apiVersion', 'kind', 'metadata', 'status'].includes(k))),
+  } as any;
   // A live claim names the volume it is bound to: a copy must get its own.
   if (obj.kind === 'PersistentVolumeClaim') delete out.spec.volumeName;
   if (obj.kind === 'Service') {
@@ -105,7 +117,11 @@ async function main() {
       { processGroup: true, command: [process.execPath, '--import', path.join(REPO_ROOT, 'test/support/kube-network-preload.ts'), CLI, 'serve'] },
     );
     const call = async (method: string, p: string, body?: unknown) => {
-      const res = await fetch(`${server.url}${p}`, { method, headers: { authorization: `Bearer ${server.firstStartKey}`, 'content-type': 'application/json' }, body: body ? JSON.stringify(body) : undefined });
+      const res = await fetch(`${server.url}${p}`, {
+        method,
+        headers: { authorization: `Bearer ${server.firstStartKey}`, 'content-type': 'application/json' },
+        body: body ? JSON.stringify(body) : undefined,
+      });
       const text = await res.text();
       return { status: res.status, body: text ? JSON.parse(text) : undefined };
     };
@@ -154,7 +170,10 @@ async function main() {
         for (const o of objs) o.metadata.labels = bareLabels;
         const t0 = performance.now();
         for (const o of objs) await apply(cluster, o, saToken);
-        await until('the bare StatefulSet ready', async () => (await cluster.get(`/apis/apps/v1/namespaces/${computersNs}/statefulsets/${name}-bare`)).status?.readyReplicas === 1);
+        await until(
+          'the bare StatefulSet ready',
+          async () => (await cluster.get(`/apis/apps/v1/namespaces/${computersNs}/statefulsets/${name}-bare`)).status?.readyReplicas === 1,
+        );
         bare.push(performance.now() - t0);
         for (const p of ['secrets/-ssh', 'persistentvolumeclaims/-home', 'services/', 'statefulsets/']) {
           const [kind, sfx] = p.split('/');
@@ -179,10 +198,13 @@ async function main() {
         const started = performance.now();
         const created = await call('POST', '/api/v0/computers', { name: `warm-${i}`, provider: 'kubernetes' });
         if (created.status !== 201) throw new Error(JSON.stringify(created.body));
-        const c = created.body.status === 'active' ? created.body : await until(`claimed ${created.body.id} active`, async () => {
-          const body = (await call('GET', `/api/v0/computers/${created.body.id}`)).body;
-          return body.status !== 'provisioning' && body;
-        });
+        const c =
+          created.body.status === 'active'
+            ? created.body
+            : await until(`claimed ${created.body.id} active`, async () => {
+                const body = (await call('GET', `/api/v0/computers/${created.body.id}`)).body;
+                return body.status !== 'provisioning' && body;
+              });
         claims.push(performance.now() - started);
         if (c.status !== 'active') throw new Error(`${c.id} ended ${c.status}`);
         if (created.body.status !== 'active') console.warn(`  claim ${i} was not served by the pool (201 ${created.body.status})`);
@@ -195,11 +217,15 @@ async function main() {
       await server.stop('SIGKILL');
       await kubelet.stop();
     }
-    console.log(`kubernetes computer, POST -> active (cold), median of ${RUNS}: ${sec(median(totals))} (goal < 3 s); pulumi up step ${sec(median(pulumi))}; ` +
-      `bare apply of the same 4 objects until the pod is ready: ${sec(median(bare))}`);
+    console.log(
+      `kubernetes computer, POST -> active (cold), median of ${RUNS}: ${sec(median(totals))} (goal < 3 s); pulumi up step ${sec(median(pulumi))}; ` +
+        `bare apply of the same 4 objects until the pod is ready: ${sec(median(bare))}`,
+    );
     console.log(`  runs: ${totals.map(sec).join(', ')}`);
-    console.log(`kubernetes computer, POST -> active from a warm pool of 1, median of ${CLAIMS}: ${median(claims).toFixed(0)} ms ` +
-      `(cold median of the same run: ${sec(median(totals))})`);
+    console.log(
+      `kubernetes computer, POST -> active from a warm pool of 1, median of ${CLAIMS}: ${median(claims).toFixed(0)} ms ` +
+        `(cold median of the same run: ${sec(median(totals))})`,
+    );
     console.log(`  claims: ${claims.map((ms) => `${ms.toFixed(0)} ms`).join(', ')}`);
 
     // ---- 2. the deploy program ----
@@ -216,22 +242,39 @@ async function main() {
     }
     // The floor: what the program renders, applied straight, namespaces first, waited on the same way.
     const render = path.join(scratch, 'rendered');
-    const renderStack = await stackOf('render', { image: 'agentplane:bench', namespace: 'deploy-bare', computersNamespace: 'deploy-bare-computers', renderYamlToDirectory: render });
+    const renderStack = await stackOf('render', {
+      image: 'agentplane:bench',
+      namespace: 'deploy-bare',
+      computersNamespace: 'deploy-bare-computers',
+      renderYamlToDirectory: render,
+    });
     await renderStack.up();
     const docs: any[] = [];
-    for (const f of readdirSync(path.join(render, '1-manifest'))) docs.push(...parseAllDocuments(readFileSync(path.join(render, '1-manifest', f), 'utf8')).map((d) => d.toJSON()));
+    for (const f of readdirSync(path.join(render, '1-manifest')))
+      docs.push(...parseAllDocuments(readFileSync(path.join(render, '1-manifest', f), 'utf8')).map((d) => d.toJSON()));
     docs.sort((a, b) => Number(b.kind === 'Namespace') - Number(a.kind === 'Namespace'));
     const t0 = performance.now();
     for (const d of docs) await apply(cluster, d);
     for (const d of docs) {
-      if (d.kind === 'Job') await until('the Job complete', async () => (await cluster.get(`/apis/batch/v1/namespaces/${d.metadata.namespace}/jobs/${d.metadata.name}`)).status?.succeeded >= 1);
+      if (d.kind === 'Job')
+        await until(
+          'the Job complete',
+          async () => (await cluster.get(`/apis/batch/v1/namespaces/${d.metadata.namespace}/jobs/${d.metadata.name}`)).status?.succeeded >= 1,
+        );
       if (d.kind === 'Deployment' || d.kind === 'StatefulSet') {
-        await until(`${d.kind} ready`, async () => (await cluster.get(`/apis/apps/v1/namespaces/${d.metadata.namespace}/${d.kind.toLowerCase()}s/${d.metadata.name}`)).status?.readyReplicas === (d.spec.replicas ?? 1));
+        await until(
+          `${d.kind} ready`,
+          async () =>
+            (await cluster.get(`/apis/apps/v1/namespaces/${d.metadata.namespace}/${d.kind.toLowerCase()}s/${d.metadata.name}`)).status?.readyReplicas ===
+            (d.spec.replicas ?? 1),
+        );
       }
     }
     const bareDeploy = performance.now() - t0;
-    console.log(`deploy program (dev stack, ${docs.length} objects), pulumi up from empty, median of ${DEPLOY_RUNS}: ${sec(median(ups))}; ` +
-      `bare apply of the rendered objects until ready: ${sec(bareDeploy)}`);
+    console.log(
+      `deploy program (dev stack, ${docs.length} objects), pulumi up from empty, median of ${DEPLOY_RUNS}: ${sec(median(ups))}; ` +
+        `bare apply of the rendered objects until ready: ${sec(bareDeploy)}`,
+    );
     console.log(`  runs: ${ups.map(sec).join(', ')}`);
   } finally {
     stopKubeCluster(cluster);

@@ -100,7 +100,11 @@ async function untilActive(api: Api, events: SseClient, sentAt: Map<string, numb
   const seenAt = new Map<string, number>();
   await Promise.all(
     [...sentAt.keys()].map(async (id) => {
-      const e = await events.waitFor((e) => e.data?.computerId === id && (e.event === 'computer.active' || e.event === 'computer.error'), 120_000, `${id} active`);
+      const e = await events.waitFor(
+        (e) => e.data?.computerId === id && (e.event === 'computer.active' || e.event === 'computer.error'),
+        120_000,
+        `${id} active`,
+      );
       if (e.event !== 'computer.active') throw new Error(`${id} ended in error: ${JSON.stringify(e.data)}`);
       seenAt.set(id, Date.now());
     }),
@@ -114,9 +118,7 @@ async function deleteAll(api: Api): Promise<void> {
   await Promise.all(live.map((c) => api.call('DELETE', `/api/v0/computers/${c.id}`)));
   const ids = new Set(live.map((c) => c.id));
   for (;;) {
-    const pending = (await list(api, true)).filter(
-      (c) => ids.has(c.id) && c.provisioningSteps?.find((s) => s.id === 'teardown')?.status !== 'completed',
-    );
+    const pending = (await list(api, true)).filter((c) => ids.has(c.id) && c.provisioningSteps?.find((s) => s.id === 'teardown')?.status !== 'completed');
     if (pending.length === 0) return;
     await sleep(200);
   }
@@ -246,7 +248,14 @@ async function main() {
     await setPool(api, 0);
     await deleteAll(api);
   } catch (err) {
-    console.error(server.output().split('\n').filter((l) => /"level":(40|50|60)/.test(l)).slice(-10).join('\n'));
+    console.error(
+      server
+        .output()
+        .split('\n')
+        .filter((l) => /"level":(40|50|60)/.test(l))
+        .slice(-10)
+        .join('\n'),
+    );
     throw err;
   } finally {
     events.close();

@@ -118,8 +118,12 @@ async function main() {
     }
     const ratio = median(sandboxed.cold) / median(base.cold);
     console.log(`local computers, ${RUNS} runs each (medians)      baseline ${BASELINE_REF}   sandbox`);
-    console.log(`cold POST -> active                      ${median(base.cold).toFixed(0).padStart(8)} ms ${median(sandboxed.cold).toFixed(0).padStart(8)} ms   ${ratio.toFixed(2)}x (goal <= 1.2x: ${ratio <= 1.2 ? 'met' : 'NOT met'})`);
-    console.log(`pool claim POST -> active (201)          ${median(base.claim).toFixed(0).padStart(8)} ms ${median(sandboxed.claim).toFixed(0).padStart(8)} ms   (goal < 100 ms: ${median(sandboxed.claim) < 100 ? 'met' : 'NOT met'})`);
+    console.log(
+      `cold POST -> active                      ${median(base.cold).toFixed(0).padStart(8)} ms ${median(sandboxed.cold).toFixed(0).padStart(8)} ms   ${ratio.toFixed(2)}x (goal <= 1.2x: ${ratio <= 1.2 ? 'met' : 'NOT met'})`,
+    );
+    console.log(
+      `pool claim POST -> active (201)          ${median(base.claim).toFixed(0).padStart(8)} ms ${median(sandboxed.claim).toFixed(0).padStart(8)} ms   (goal < 100 ms: ${median(sandboxed.claim) < 100 ? 'met' : 'NOT met'})`,
+    );
   } finally {
     execFileSync('git', ['-C', REPO_ROOT, 'worktree', 'remove', '--force', baseline], { stdio: 'ignore' });
   }

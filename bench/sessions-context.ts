@@ -29,14 +29,19 @@ const SMALL_WINDOW = 16_000;
 
 const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
 const textOf = (content: unknown): string =>
-  typeof content === 'string' ? content : Array.isArray(content) ? (content as { text?: string; content?: unknown }[]).map((p) => p.text ?? textOf(p.content)).join('') : '';
+  typeof content === 'string'
+    ? content
+    : Array.isArray(content)
+      ? (content as { text?: string; content?: unknown }[]).map((p) => p.text ?? textOf(p.content)).join('')
+      : '';
 
 /** Reads the turn's file, then answers; a compaction request gets a summary. */
 function script(model: ModelServer) {
   model.respondWith((r) => {
     const last = r.body.messages.at(-1)!;
     const text = textOf(last.content);
-    if (text.includes(COMPACTION_INSTRUCTION)) return { text: 'Summary: the user has the agent read notes-0..4.txt one per turn; each names the build tool; no problems are open.' };
+    if (text.includes(COMPACTION_INSTRUCTION))
+      return { text: 'Summary: the user has the agent read notes-0..4.txt one per turn; each names the build tool; no problems are open.' };
     const answered = last.role === 'tool' || (Array.isArray(last.content) && (last.content as { type: string }[]).some((b) => b.type === 'tool_result'));
     if (answered) return { text: 'Read it: the note names the build tool.' };
     return { toolCalls: [{ name: 'read_file', arguments: { path: `notes-${Number(/Turn (\d+)/.exec(text)?.[1] ?? 0) % 5}.txt` } }] };
@@ -54,17 +59,33 @@ async function session(
 ): Promise<RecordedRequest[][]> {
   const now = new Date();
   const row = await prisma.session.create({
-    data: { id: newId('sess'), organizationId: ids.organizationId, ownerKind: 'human', ownerId: ids.userId, computerId: 'cmp_bench', cwd, status: 'running', settings: settings as Prisma.InputJsonObject, createdAt: now, updatedAt: now },
+    data: {
+      id: newId('sess'),
+      organizationId: ids.organizationId,
+      ownerKind: 'human',
+      ownerId: ids.userId,
+      computerId: 'cmp_bench',
+      cwd,
+      status: 'running',
+      settings: settings as Prisma.InputJsonObject,
+      createdAt: now,
+      updatedAt: now,
+    },
   });
   const perTurn: RecordedRequest[][] = [];
   for (let n = 1; n <= TURNS; n++) {
     const before = model.requests.length;
     await appendMessage(prisma, row.id, { role: 'user', content: [{ type: 'text', text: `Turn ${n}: read the notes.` }], queueStatus: 'consumed' }, new Date());
-    const result = await runPersistedTurn(env, row, { autonomyLevel: 'high', ...settings }, {
-      history: runtimeHistory(await loadHistory(prisma, row.id)),
-      tools: defaultTools,
-      signal: new AbortController().signal,
-    });
+    const result = await runPersistedTurn(
+      env,
+      row,
+      { autonomyLevel: 'high', ...settings },
+      {
+        history: runtimeHistory(await loadHistory(prisma, row.id)),
+        tools: defaultTools,
+        signal: new AbortController().signal,
+      },
+    );
     if (result.stopReason !== 'end_turn') throw new Error(`turn ${n} ended ${result.stopReason}: ${result.error}`);
     perTurn.push(model.requests.slice(before));
   }
@@ -74,7 +95,13 @@ async function session(
 export async function contextFigures(prisma: PrismaClient, ids: { organizationId: string; userId: string; machines: MachineAccess }): Promise<void> {
   const [sshd, model] = await Promise.all([startSshd(), startModelServer({ measureUsage: true })]);
   try {
-    const target: SshTarget = { host: sshd.host, port: sshd.port, username: sshd.username, privateKey: sshd.privateKey, hostKeyFingerprint: sshd.hostKeyFingerprint };
+    const target: SshTarget = {
+      host: sshd.host,
+      port: sshd.port,
+      username: sshd.username,
+      privateKey: sshd.privateKey,
+      hostKeyFingerprint: sshd.hostKeyFingerprint,
+    };
     const cwd = (await ids.machines.ssh.exec(target, 'mktemp -d')).stdout.trim();
     const note = (i: number) => `note ${i}: ${'the build uses make; run make test before committing. '.repeat(36)}`;
     for (let i = 0; i < 5; i++) await ids.machines.ssh.writeFile(target, `${cwd}/notes-${i}.txt`, note(i));
@@ -89,10 +116,23 @@ export async function contextFigures(prisma: PrismaClient, ids: { organizationId
     const tokensPerTurn = (turns: RecordedRequest[][]) => turns.map((calls) => calls.reduce((n, r) => n + r.promptTokens, 0));
 
     script(model);
-    const open = tokensPerTurn(await session(prisma, ids, env({ id: 'wide', provider: 'openai-compatible', baseUrl: model.baseUrl, contextWindow: 1_000_000 }, 'off'), model, cwd, { compactionThresholdCheckEnabled: false }));
+    const open = tokensPerTurn(
+      await session(prisma, ids, env({ id: 'wide', provider: 'openai-compatible', baseUrl: model.baseUrl, contextWindow: 1_000_000 }, 'off'), model, cwd, {
+        compactionThresholdCheckEnabled: false,
+      }),
+    );
     model.reset();
     script(model);
-    const compacted = tokensPerTurn(await session(prisma, ids, env({ id: 'small', provider: 'openai-compatible', baseUrl: model.baseUrl, contextWindow: SMALL_WINDOW, maxOutputTokens: 2_000 }, undefined), model, cwd, {}));
+    const compacted = tokensPerTurn(
+      await session(
+        prisma,
+        ids,
+        env({ id: 'small', provider: 'openai-compatible', baseUrl: model.baseUrl, contextWindow: SMALL_WINDOW, maxOutputTokens: 2_000 }, undefined),
+        model,
+        cwd,
+        {},
+      ),
+    );
     const compactions = model.requests.filter((r) => textOf(r.body.messages.at(-1)?.content).includes(COMPACTION_INSTRUCTION)).length;
     model.reset();
 
@@ -106,13 +146,22 @@ export async function contextFigures(prisma: PrismaClient, ids: { organizationId
     console.log(`  ratio at turn ${TURNS} (with / without)                   ${(compacted[TURNS - 1]! / open[TURNS - 1]!).toFixed(3)}`);
 
     script(model);
-    const anthropic = await session(prisma, ids, env({ id: 'claude', provider: 'anthropic', baseUrl: model.anthropicBaseUrl, upstreamModel: 'claude-scripted' }, undefined), model, cwd, {});
+    const anthropic = await session(
+      prisma,
+      ids,
+      env({ id: 'claude', provider: 'anthropic', baseUrl: model.anthropicBaseUrl, upstreamModel: 'claude-scripted' }, undefined),
+      model,
+      cwd,
+      {},
+    );
     const later = anthropic.slice(1).flat();
     const read = later.reduce((n, r) => n + r.cache.readTokens, 0);
     const all = later.reduce((n, r) => n + r.promptTokens, 0);
     const perTurnShare = anthropic.slice(1).map((calls) => calls.reduce((n, r) => n + r.cache.readTokens, 0) / calls.reduce((n, r) => n + r.promptTokens, 0));
     console.log(`\ncache reads on the Anthropic-shaped server, turns 2-${TURNS} (goal > 80% of input tokens)`);
-    console.log(`  share of input tokens read from cache          ${((100 * read) / all).toFixed(1)}%   (median turn ${(100 * median(perTurnShare)).toFixed(1)}%, lowest ${(100 * Math.min(...perTurnShare)).toFixed(1)}%)`);
+    console.log(
+      `  share of input tokens read from cache          ${((100 * read) / all).toFixed(1)}%   (median turn ${(100 * median(perTurnShare)).toFixed(1)}%, lowest ${(100 * Math.min(...perTurnShare)).toFixed(1)}%)`,
+    );
   } finally {
     await model.close();
     await sshd.stop();

@@ -91,7 +91,10 @@ async function messageLists(prisma: PrismaClient, ids: { organizationId: string;
   });
 
   let t = performance.now();
-  for (const [id, n] of [[sessionId, MESSAGES], [other, MESSAGES]] as const) {
+  for (const [id, n] of [
+    [sessionId, MESSAGES],
+    [other, MESSAGES],
+  ] as const) {
     await prisma.$executeRawUnsafe(
       `INSERT INTO session_messages (id, session_id, role, content, created_at, updated_at)
        SELECT $1 || g, $2, (ARRAY['user','assistant','tool'])[1 + g % 3],
@@ -159,7 +162,13 @@ async function messageLists(prisma: PrismaClient, ids: { organizationId: string;
 async function toolCallOverhead(prisma: PrismaClient, ids: { organizationId: string; userId: string; machines: MachineAccess }) {
   const [sshd, model] = await Promise.all([startSshd(), startModelServer()]);
   try {
-    const target: SshTarget = { host: sshd.host, port: sshd.port, username: sshd.username, privateKey: sshd.privateKey, hostKeyFingerprint: sshd.hostKeyFingerprint };
+    const target: SshTarget = {
+      host: sshd.host,
+      port: sshd.port,
+      username: sshd.username,
+      privateKey: sshd.privateKey,
+      hostKeyFingerprint: sshd.hostKeyFingerprint,
+    };
     const client = createModelClient({ id: 'bench', provider: 'openai-compatible', baseUrl: model.baseUrl, apiKey: model.apiKey });
     const script = () => {
       for (let i = 0; i < CALLS; i++) model.enqueue({ toolCalls: [{ name: 'run_command', arguments: { command: COMMAND } }] });
@@ -193,16 +202,31 @@ async function toolCallOverhead(prisma: PrismaClient, ids: { organizationId: str
       script();
       const now = new Date();
       const session = await prisma.session.create({
-        data: { id: newId('sess'), organizationId: ids.organizationId, ownerKind: 'human', ownerId: ids.userId, computerId: 'cmp_bench', cwd: '/tmp', status: 'running', createdAt: now, updatedAt: now },
+        data: {
+          id: newId('sess'),
+          organizationId: ids.organizationId,
+          ownerKind: 'human',
+          ownerId: ids.userId,
+          computerId: 'cmp_bench',
+          cwd: '/tmp',
+          status: 'running',
+          createdAt: now,
+          updatedAt: now,
+        },
       });
       const watch = watchTurn(prisma, systemClock, session.id, new AbortController().signal);
       const t0 = performance.now();
       const c0 = process.cpuUsage();
-      const result = await runPersistedTurn(env, session, { autonomyLevel: 'high' }, {
-        history: [{ role: 'user', content: [{ type: 'text', text: 'go' }] }],
-        tools,
-        signal: watch.signal,
-      });
+      const result = await runPersistedTurn(
+        env,
+        session,
+        { autonomyLevel: 'high' },
+        {
+          history: [{ role: 'user', content: [{ type: 'text', text: 'go' }] }],
+          tools,
+          signal: watch.signal,
+        },
+      );
       const elapsed = performance.now() - t0;
       const c1 = process.cpuUsage(c0);
       cpu.get(tools)!.push((c1.user + c1.system) / 1000);
@@ -235,7 +259,9 @@ async function toolCallOverhead(prisma: PrismaClient, ids: { organizationId: str
     console.log(`  what streaming the output adds                   ${ms((st - un) / CALLS).padStart(10)} per call`);
     const cpuStreamed = median(cpu.get(defaultTools)!) / CALLS;
     const cpuUnstreamed = median(cpu.get(unstreamed)!) / CALLS;
-    console.log(`  CPU of this process, stored turn: streamed ${ms(cpuStreamed)}, not streamed ${ms(cpuUnstreamed)} per call (adds ${ms(cpuStreamed - cpuUnstreamed)})`);
+    console.log(
+      `  CPU of this process, stored turn: streamed ${ms(cpuStreamed)}, not streamed ${ms(cpuUnstreamed)} per call (adds ${ms(cpuStreamed - cpuUnstreamed)})`,
+    );
   } finally {
     await model.close();
     await sshd.stop();

@@ -80,7 +80,11 @@ async function startServer(dataDir: string) {
   await db.prisma.membership.create({ data: { id: newId('mem'), organizationId: org.id, userId: user.id, role: 'user', status: 'active' } });
   const key = await issueApiKey(db.prisma, { organizationId: org.id, owner: { userId: user.id }, name: 'bench', now: new Date() });
   const call = async (method: string, p: string, o: { as?: string; body?: unknown } = {}) => {
-    const res = await fetch(`${server.url}${p}`, { method, headers: { authorization: `Bearer ${o.as}`, ...(o.body ? { 'content-type': 'application/json' } : {}) }, body: o.body ? JSON.stringify(o.body) : undefined });
+    const res = await fetch(`${server.url}${p}`, {
+      method,
+      headers: { authorization: `Bearer ${o.as}`, ...(o.body ? { 'content-type': 'application/json' } : {}) },
+      body: o.body ? JSON.stringify(o.body) : undefined,
+    });
     return { status: res.status, body: (await res.json()) as any };
   };
   return {
@@ -104,7 +108,9 @@ try {
   execFileSync('git', ['clone', '--quiet', '--bare', REPO, path.join(repos, 'agentplane.git')]);
   execFileSync('git', ['--git-dir', path.join(repos, 'agentplane.git'), 'update-server-info']);
   const url = `${git.url}/agentplane.git`;
-  console.log(`repository: this project at ${execFileSync('git', ['-C', REPO, 'rev-parse', '--short', 'HEAD'], { encoding: 'utf8' }).trim()}, ${execFileSync('git', ['-C', REPO, 'ls-files'], { encoding: 'utf8' }).split('\n').filter(Boolean).length} files`);
+  console.log(
+    `repository: this project at ${execFileSync('git', ['-C', REPO, 'rev-parse', '--short', 'HEAD'], { encoding: 'utf8' }).trim()}, ${execFileSync('git', ['-C', REPO, 'ls-files'], { encoding: 'utf8' }).split('\n').filter(Boolean).length} files`,
+  );
 
   // 1. Generation against the clone alone.
   const clones: number[] = [];
@@ -128,19 +134,34 @@ try {
   console.log(`   POST /wiki to succeeded       median ${ms(median(generations))}  first ${ms(generations[0]!)}  (goal < 30000 ms)`);
 
   // 2. A 200-page run: the generated pages plus pages holding source files, uploaded.
-  const files = execFileSync('git', ['-C', REPO, 'ls-files', 'src'], { encoding: 'utf8' }).split('\n').filter((f) => f.endsWith('.ts')).slice(0, 199);
+  const files = execFileSync('git', ['-C', REPO, 'ls-files', 'src'], { encoding: 'utf8' })
+    .split('\n')
+    .filter((f) => f.endsWith('.ts'))
+    .slice(0, 199);
   const pages = [
     { path: 'source', title: 'Source files', markdown: files.map((f, i) => `- [${f}](f${i}.md)`).join('\n') },
     // Each page holds its file's text repeated to about 60 KB: 12 MB of Markdown, so export memory is measurable.
     ...files.map((f, i) => {
       const text = fs.readFileSync(path.join(REPO, f), 'utf8');
-      return { path: `source/f${i}`, title: f, markdown: `# ${f}\n\n\`\`\`ts\n${text.repeat(Math.max(1, Math.ceil(60_000 / Math.max(1, text.length)))).slice(0, 60_000)}\n\`\`\`\n` };
+      return {
+        path: `source/f${i}`,
+        title: f,
+        markdown: `# ${f}\n\n\`\`\`ts\n${text.repeat(Math.max(1, Math.ceil(60_000 / Math.max(1, text.length)))).slice(0, 60_000)}\n\`\`\`\n`,
+      };
     }),
   ];
   const uploaded = await api.call('POST', '/api/v0/wiki', { as: key, body: { repoUrl: 'https://example.com/acme/bench.git', pages } });
   if (uploaded.status !== 200) throw new Error(`upload failed: ${JSON.stringify(uploaded.body)}`);
   const runId = uploaded.body.wikiRunId as string;
-  const symbols = [...new Set(files.flatMap((f) => [...fs.readFileSync(path.join(REPO, f), 'utf8').matchAll(/export (?:async )?(?:function|class|interface|const|type) ([A-Za-z_]\w+)/g)].map((m) => m[1]!)))];
+  const symbols = [
+    ...new Set(
+      files.flatMap((f) =>
+        [...fs.readFileSync(path.join(REPO, f), 'utf8').matchAll(/export (?:async )?(?:function|class|interface|const|type) ([A-Za-z_]\w+)/g)].map(
+          (m) => m[1]!,
+        ),
+      ),
+    ),
+  ];
   const words = ['ssh client', 'job queue', 'egress guard', '"api key"', 'provision*', 'pagination cursor'];
   const queries = Array.from({ length: QUERIES }, (_, i) => (i % 3 === 0 ? words[i % words.length]! : symbols[(i * 7) % symbols.length]!));
   const bytes = pages.reduce((s, p) => s + Buffer.byteLength(p.markdown), 0);
@@ -168,7 +189,8 @@ try {
   for (let i = 0; i < RUNS; i++) {
     const byPage = await peakRss(async () => {
       const t = performance.now();
-      for (const p of pages) await (await fetch(`${api.url}/api/v0/wiki/${runId}/pages/${p.path.replace('/', '.')}`, { headers: { authorization: `Bearer ${key}` } })).text();
+      for (const p of pages)
+        await (await fetch(`${api.url}/api/v0/wiki/${runId}/pages/${p.path.replace('/', '.')}`, { headers: { authorization: `Bearer ${key}` } })).text();
       return performance.now() - t;
     });
     oneByOne.push(byPage.value);

@@ -8,9 +8,7 @@ import { appWithoutDatabase } from '../test/support/route-table.ts';
 import { buildOpenApiDocument } from '../src/http/openapi.ts';
 
 const url = process.argv[2];
-const document = url
-  ? await (await fetch(new URL('/api/v0/openapi.json', url))).json()
-  : buildOpenApiDocument((await appWithoutDatabase()).routes);
+const document = url ? await (await fetch(new URL('/api/v0/openapi.json', url))).json() : buildOpenApiDocument((await appWithoutDatabase()).routes);
 const target = path.resolve(import.meta.dirname, '../clients/typescript/src/schema.ts');
 fs.writeFileSync(target, await schemaSource(document));
 process.stdout.write(`wrote ${path.relative(process.cwd(), target)}\n`);

@@ -171,7 +171,8 @@ export function createApp(deps: AppDeps) {
   app.set('query parser', 'simple');
   app.use(requestId, accessLog(deps.log));
   const router = express.Router();
-  for (const route of routes) mountRoute(router, route, { authenticate, authEpoch: deps.authEpoch, eventStreams: deps.config.events, bodyLimit: deps.config.bodyLimit });
+  for (const route of routes)
+    mountRoute(router, route, { authenticate, authEpoch: deps.authEpoch, eventStreams: deps.config.events, bodyLimit: deps.config.bodyLimit });
   // The web console after the API: an API path always wins, and what neither serves is the API's 404.
   // A body no route took is still read (the server's limit), so a malformed or oversized one is answered as such.
   app.use(router, express.json({ limit: deps.config.bodyLimit }), serveConsole(), notFound, errorHandler);

@@ -66,7 +66,14 @@ export function createBackground(opts: BackgroundOptions): Background {
       if (!opts.work) return;
       await queue.work();
       // Webhook attempts are queued beside the worker, never by a request.
-      dispatcher = await startWebhookDispatcher({ db: db.prisma, listen: db.listen, queue, clock, log, endpointConcurrency: config.webhooks.endpointConcurrency });
+      dispatcher = await startWebhookDispatcher({
+        db: db.prisma,
+        listen: db.listen,
+        queue,
+        clock,
+        log,
+        endpointConcurrency: config.webhooks.endpointConcurrency,
+      });
       log.info({ jobs: jobs.map((j) => j.name) }, 'worker started');
     },
     stop: async (timeoutMs) => {

@@ -6,9 +6,7 @@ import { dnsLabel, dnsSubdomain } from './lib/kubernetes-names.ts';
 import { parseLocalAllow } from './provisioning/providers/local/allow.ts';
 import { defaultLocalRoot } from './provisioning/providers/local/names.ts';
 
-const bool = z
-  .enum(['true', 'false', '1', '0'])
-  .transform((v) => v === 'true' || v === '1');
+const bool = z.enum(['true', 'false', '1', '0']).transform((v) => v === 'true' || v === '1');
 
 // Share of a computer's limit it requests (what the scheduler reserves): above 0, at most 1.
 const fraction = z.coerce.number().gt(0, 'must be above 0').max(1, 'must be at most 1 (the limit itself)');
@@ -50,7 +48,10 @@ const EnvSchema = z.object({
   AGENTPLANE_K8S_CONTEXT: z.string().min(1).optional(),
   AGENTPLANE_ENCRYPTION_KEY: z.string().optional(),
   AGENTPLANE_SSH_GATEWAY_PORT: z.coerce.number().int().min(0).max(65535).optional(),
-  AGENTPLANE_PUBLIC_URL: z.url().regex(/^https?:\/\//, 'must be an http:// or https:// URL').optional(),
+  AGENTPLANE_PUBLIC_URL: z
+    .url()
+    .regex(/^https?:\/\//, 'must be an http:// or https:// URL')
+    .optional(),
   AGENTPLANE_RELAY_PEER_PORT: z.coerce.number().int().min(0).max(65535).optional(),
   AGENTPLANE_RELAY_PEER_HOST: z.string().min(1).optional(),
   AGENTPLANE_GIT_INTEGRATIONS: z.string().optional(),
@@ -80,10 +81,21 @@ const EnvSchema = z.object({
   AGENTPLANE_WEBHOOK_DISABLE_AFTER_HOURS: z.coerce.number().nonnegative().default(120),
   AGENTPLANE_LOCAL_PROVIDER: bool.default(true),
   AGENTPLANE_WIKI_MAX_FILES: z.coerce.number().int().min(1).default(50_000),
-  AGENTPLANE_WIKI_MAX_BYTES: z.coerce.number().int().min(1).default(1024 * 1024 * 1024),
+  AGENTPLANE_WIKI_MAX_BYTES: z.coerce
+    .number()
+    .int()
+    .min(1)
+    .default(1024 * 1024 * 1024),
   AGENTPLANE_WIKI_RUN_TIMEOUT_SECONDS: z.coerce.number().int().min(30).default(1800),
-  AGENTPLANE_WIKI_UPLOAD_LIMIT: z.string().regex(/^\d+(kb|mb|gb)?$/i, 'must be a size like 20mb').default('20mb'),
-  AGENTPLANE_WIKI_VIDEO_MAX_BYTES: z.coerce.number().int().min(1).default(500 * 1024 * 1024),
+  AGENTPLANE_WIKI_UPLOAD_LIMIT: z
+    .string()
+    .regex(/^\d+(kb|mb|gb)?$/i, 'must be a size like 20mb')
+    .default('20mb'),
+  AGENTPLANE_WIKI_VIDEO_MAX_BYTES: z.coerce
+    .number()
+    .int()
+    .min(1)
+    .default(500 * 1024 * 1024),
   AGENTPLANE_WIKI_S3_ENDPOINT: z.url().optional(),
   AGENTPLANE_WIKI_S3_BUCKET: z.string().min(1).optional(),
   AGENTPLANE_WIKI_S3_REGION: z.string().min(1).default('us-east-1'),
@@ -94,15 +106,21 @@ const EnvSchema = z.object({
     .regex(/^(\d{1,3}\.){3}\d{1,3}\/(\d|[12]\d|30)$/, 'must be an IPv4 CIDR block, e.g. 10.231.0.0/16')
     .default('10.231.0.0/16'),
   // The computers' sandboxes bind paths under it word by word: no white space.
-  AGENTPLANE_LOCAL_ROOT: z.string().regex(/^\/\S*$/, 'must be an absolute path without white space').optional(),
-  AGENTPLANE_LOCAL_ALLOW: z.string().default('').transform((v, ctx) => {
-    try {
-      return parseLocalAllow(v);
-    } catch (err) {
-      ctx.addIssue({ code: 'custom', message: (err as Error).message });
-      return z.NEVER;
-    }
-  }),
+  AGENTPLANE_LOCAL_ROOT: z
+    .string()
+    .regex(/^\/\S*$/, 'must be an absolute path without white space')
+    .optional(),
+  AGENTPLANE_LOCAL_ALLOW: z
+    .string()
+    .default('')
+    .transform((v, ctx) => {
+      try {
+        return parseLocalAllow(v);
+      } catch (err) {
+        ctx.addIssue({ code: 'custom', message: (err as Error).message });
+        return z.NEVER;
+      }
+    }),
   AGENTPLANE_LOCAL_PIDS_MAX: z.coerce.number().int().min(16).default(1024),
 });
 
@@ -110,7 +128,10 @@ const EnvSchema = z.object({
 const GitIntegrationsSchema = z.array(
   z.strictObject({
     organization: z.string().min(1),
-    host: z.string().min(1).regex(/^[A-Za-z0-9.-]+(:\d+)?$/, 'host must be a host name, e.g. github.com'),
+    host: z
+      .string()
+      .min(1)
+      .regex(/^[A-Za-z0-9.-]+(:\d+)?$/, 'host must be a host name, e.g. github.com'),
     username: z.string().min(1).default('x-access-token'),
     token: z.string().min(1),
     /** github (github.com, GitHub Enterprise Server) or gitea (Gitea, Forgejo); default: github for github.com, else gitea. */
@@ -148,9 +169,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env) {
   }
   const e = parsed.data;
   if (e.AGENTPLANE_JWT_JWKS_URL && (!e.AGENTPLANE_JWT_ISSUER || !e.AGENTPLANE_JWT_AUDIENCE)) {
-    throw new Error(
-      'invalid configuration: AGENTPLANE_JWT_JWKS_URL needs AGENTPLANE_JWT_ISSUER and AGENTPLANE_JWT_AUDIENCE',
-    );
+    throw new Error('invalid configuration: AGENTPLANE_JWT_JWKS_URL needs AGENTPLANE_JWT_ISSUER and AGENTPLANE_JWT_AUDIENCE');
   }
   const sessionsOrgs = e.AGENTPLANE_SESSIONS_ORGS.trim();
   let egress;
@@ -179,7 +198,12 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env) {
     sessionsOrgs:
       sessionsOrgs === '*'
         ? ('*' as const)
-        : new Set(sessionsOrgs.split(',').map((s) => s.trim()).filter(Boolean)),
+        : new Set(
+            sessionsOrgs
+              .split(',')
+              .map((s) => s.trim())
+              .filter(Boolean),
+          ),
     runWorker: e.AGENTPLANE_WORKER,
     bootstrap: { org: e.AGENTPLANE_BOOTSTRAP_ORG, email: e.AGENTPLANE_BOOTSTRAP_EMAIL },
     pulumiHome: e.AGENTPLANE_PULUMI_HOME,

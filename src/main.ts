@@ -98,9 +98,7 @@ program
       }
       process.stdout.write(`organization ${r.organizationId}, owner ${r.userId}\n`);
       process.stdout.write(
-        r.apiKey
-          ? `API key (shown once, store it now): ${r.apiKey}\n`
-          : 'An API key was issued before and is not shown again; pass --new-key for another.\n',
+        r.apiKey ? `API key (shown once, store it now): ${r.apiKey}\n` : 'An API key was issued before and is not shown again; pass --new-key for another.\n',
       );
     });
   });
@@ -141,9 +139,7 @@ program
 
 program
   .command('agent')
-  .description(
-    'run on a machine: register it as a byom computer and serve the control plane through its SSH gateway (outbound only: no inbound port, no sshd)',
-  )
+  .description('run on a machine: register it as a byom computer and serve the control plane through its SSH gateway (outbound only: no inbound port, no sshd)')
   .requiredOption('--url <base_url>', "the control plane's base URL")
   .option('--api-key <key>', 'API key, only to register the machine (default: $AGENTPLANE_API_KEY)')
   .requiredOption('--name <name>', 'computer name')

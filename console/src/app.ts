@@ -77,12 +77,13 @@ function Shell() {
         </div>
       </header>
       <nav id="nav" class=${menuOpen ? 'open' : ''} aria-label="Sections">
-        ${access === undefined
-          ? html`<${Loading} label="Checking access…" />`
-          : groups.map((g) => {
-              const items = SECTIONS.filter((s) => s.group === g && visible(s));
-              return items.length
-                ? html`<div class="nav-group" key=${g}>
+        ${
+          access === undefined
+            ? html`<${Loading} label="Checking access…" />`
+            : groups.map((g) => {
+                const items = SECTIONS.filter((s) => s.group === g && visible(s));
+                return items.length
+                  ? html`<div class="nav-group" key=${g}>
                     <h2>${g}</h2>
                     <ul>
                       ${items.map(
@@ -92,8 +93,9 @@ function Shell() {
                       )}
                     </ul>
                   </div>`
-                : null;
-            })}
+                  : null;
+              })
+        }
       </nav>
       <main id="main" ref=${mainRef} tabindex="-1">
         ${section ? html`<${LazyPage} section=${section} route=${route} />` : html`<${NotFoundPage} />`}

@@ -19,10 +19,32 @@ export interface RenderOptions {
 
 /** Common names of code fences, by highlight.js's grammar file. */
 const LANGUAGE_ALIASES: Record<string, string> = {
-  ts: 'typescript', tsx: 'typescript', mts: 'typescript', cts: 'typescript',
-  js: 'javascript', jsx: 'javascript', mjs: 'javascript', cjs: 'javascript',
-  py: 'python', sh: 'bash', zsh: 'bash', console: 'shell', yml: 'yaml', golang: 'go', rs: 'rust', rb: 'ruby',
-  html: 'xml', svg: 'xml', toml: 'ini', 'c++': 'cpp', hpp: 'cpp', h: 'c', md: 'markdown', make: 'makefile', text: 'plaintext', txt: 'plaintext',
+  ts: 'typescript',
+  tsx: 'typescript',
+  mts: 'typescript',
+  cts: 'typescript',
+  js: 'javascript',
+  jsx: 'javascript',
+  mjs: 'javascript',
+  cjs: 'javascript',
+  py: 'python',
+  sh: 'bash',
+  zsh: 'bash',
+  console: 'shell',
+  yml: 'yaml',
+  golang: 'go',
+  rs: 'rust',
+  rb: 'ruby',
+  html: 'xml',
+  svg: 'xml',
+  toml: 'ini',
+  'c++': 'cpp',
+  hpp: 'cpp',
+  h: 'c',
+  md: 'markdown',
+  make: 'makefile',
+  text: 'plaintext',
+  txt: 'plaintext',
 };
 
 /** The sanitized HTML of `markdown`, as a fragment not yet in the document. */
@@ -65,7 +87,7 @@ export async function renderMarkdown(target: HTMLElement, markdown: string, opti
   await Promise.all([drawDiagrams(diagrams, options.dark), highlight(highlighted, language)]);
 }
 
-let hljsLoad: Promise<(typeof import('hljs/core'))['default']> | undefined;
+let hljsLoad: Promise<typeof import('hljs/core')['default']> | undefined;
 const grammars = new Map<string, Promise<boolean>>();
 
 async function highlight(blocks: HTMLElement[], language: (code: HTMLElement) => string | undefined) {
@@ -92,7 +114,7 @@ async function highlight(blocks: HTMLElement[], language: (code: HTMLElement) =>
   );
 }
 
-let mermaidLoad: Promise<(typeof import('mermaid'))['default']> | undefined;
+let mermaidLoad: Promise<typeof import('mermaid')['default']> | undefined;
 let diagramCount = 0;
 
 async function drawDiagrams(blocks: HTMLElement[], dark: boolean) {

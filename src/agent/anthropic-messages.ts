@@ -3,7 +3,17 @@ import type { ContentBlockParam, MessageParam, RawMessageStreamEvent, TextBlockP
 import { toolResultText, type ContentBlock, type RuntimeMessage } from './content.ts';
 import { contextLimits } from './context-limits.ts';
 import { sortedKeys } from './stable-json.ts';
-import { ModelCallFailed, zeroUsage, type Completion, type CompleteRequest, type ModelClient, type ModelConfig, type StopReason, type ToolSpec, type Usage } from './model-client.ts';
+import {
+  ModelCallFailed,
+  zeroUsage,
+  type Completion,
+  type CompleteRequest,
+  type ModelClient,
+  type ModelConfig,
+  type StopReason,
+  type ToolSpec,
+  type Usage,
+} from './model-client.ts';
 
 const EPHEMERAL = { type: 'ephemeral' } as const;
 
@@ -175,7 +185,9 @@ function toParam(block: ContentBlock): ContentBlockParam | undefined {
         : { type: 'document', source: { type: 'base64', media_type: 'application/pdf', data: block.source.data } };
     case 'thinking':
       // Another provider's (or an unsigned) thinking block would be rejected by signature checks.
-      return block.signatureProvider === 'anthropic' && block.signature ? { type: 'thinking', thinking: block.thinking, signature: block.signature } : undefined;
+      return block.signatureProvider === 'anthropic' && block.signature
+        ? { type: 'thinking', thinking: block.thinking, signature: block.signature }
+        : undefined;
     case 'redacted_thinking':
       return { type: 'redacted_thinking', data: block.data };
     case 'tool_use':

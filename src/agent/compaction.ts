@@ -14,7 +14,7 @@ export const SUMMARY_HEADING =
  */
 export const COMPACTION_INSTRUCTION = [
   'The context window is full: the messages above will be replaced by a summary you write now, for your own later use.',
-  'Keep what the work needs: the user\'s goals and requests, decisions made and why, files read, created or changed (with paths),',
+  "Keep what the work needs: the user's goals and requests, decisions made and why, files read, created or changed (with paths),",
   'commands run and what they showed, errors and open problems, and the tool results that still matter. If an earlier summary',
   'opens the conversation, carry its content forward. Write concise notes, not a reply to the user, and do not call tools.',
 ].join(' ');
@@ -66,7 +66,10 @@ export async function summarise(opts: {
     throw new CompactionFailed(err instanceof Error ? err.message : String(err));
   }
   opts.estimator.observe(opts.estimator.measure({ system: opts.system, tools: opts.tools, messages: input }), completion.usage);
-  const text = completion.content.flatMap((b) => (b.type === 'text' ? [b.text] : [])).join('').trim();
+  const text = completion.content
+    .flatMap((b) => (b.type === 'text' ? [b.text] : []))
+    .join('')
+    .trim();
   if (completion.interrupted) throw new CompactionFailed('interrupted', completion.usage);
   if (!text) throw new CompactionFailed(`${opts.client.model.id} answered without a summary`, completion.usage);
   return { text, usage: completion.usage };

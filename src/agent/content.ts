@@ -9,16 +9,7 @@ import { z } from 'zod';
 const ImageMediaTypeSchema = z.enum(['image/jpeg', 'image/png', 'image/gif', 'image/webp']);
 
 /** ModelProvider of the wire reference (section 1.3, `providerLock`). */
-const ModelProviderSchema = z.enum([
-  'anthropic',
-  'openai',
-  'generic-chat-completion-api',
-  'factory',
-  'google',
-  'xai',
-  'voyage',
-  'bedrock-converse',
-]);
+const ModelProviderSchema = z.enum(['anthropic', 'openai', 'generic-chat-completion-api', 'factory', 'google', 'xai', 'voyage', 'bedrock-converse']);
 
 const ImageSourceSchema = z.object({ type: z.literal('base64'), data: z.string(), mediaType: ImageMediaTypeSchema });
 

@@ -6,8 +6,7 @@ export const OLD_OUTPUT_MAX_CHARS = 2_000;
 export const LAST_RESORT_MAX_CHARS = 400;
 
 /** Said where messages were dropped, so the model knows its view starts mid-conversation. */
-export const DROPPED_NOTE =
-  '[Earlier messages of this session were dropped to fit the model context window; the full history stays readable in the session.]';
+export const DROPPED_NOTE = '[Earlier messages of this session were dropped to fit the model context window; the full history stays readable in the session.]';
 
 function cut(text: string, maxChars: number): string {
   if (text.length <= maxChars) return text;

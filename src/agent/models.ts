@@ -97,10 +97,7 @@ function customModels(enterpriseSettings: unknown): z.infer<typeof CustomModelSc
  * `custom:<name>` where `<name>` is the `id` (with or without its own `custom:` prefix) of one of
  * the organization's `customModels`.
  */
-export function knownModel(
-  id: string,
-  opts: { enterpriseSettings?: unknown; file?: string } = {},
-): ModelEntry | undefined {
+export function knownModel(id: string, opts: { enterpriseSettings?: unknown; file?: string } = {}): ModelEntry | undefined {
   if (id.startsWith('custom:')) {
     const name = id.slice('custom:'.length);
     const found = customModels(opts.enterpriseSettings).find((m) => m.id === name || m.id === id);
@@ -140,7 +137,8 @@ export function resolveModel(
   if (!entry) throw new Error(`Model ${JSON.stringify(id)} is not configured any more; pick another model with PATCH sessionSettings.model`);
   if (entry.source === 'file') {
     const apiKey = env[entry.apiKeyEnv];
-    if (!apiKey) throw new Error(`Model ${id} cannot be called: the server's environment variable ${entry.apiKeyEnv} (its API key) is not set; ask an operator`);
+    if (!apiKey)
+      throw new Error(`Model ${id} cannot be called: the server's environment variable ${entry.apiKeyEnv} (its API key) is not set; ask an operator`);
     const pricing = entry.pricing ? ModelPricingSchema.safeParse({ inputPerMTok: 0, outputPerMTok: 0, ...entry.pricing }) : undefined;
     return {
       config: {

@@ -3,7 +3,17 @@ import type { ChatCompletionContentPart, ChatCompletionMessageParam, ChatComplet
 import { toolResultText, type ContentBlock, type RuntimeMessage, type ToolUseBlock } from './content.ts';
 import { stableStringify } from './stable-json.ts';
 import { contextLimits } from './context-limits.ts';
-import { ModelCallFailed, zeroUsage, type Completion, type CompleteRequest, type ModelClient, type ModelConfig, type StopReason, type ToolSpec, type Usage } from './model-client.ts';
+import {
+  ModelCallFailed,
+  zeroUsage,
+  type Completion,
+  type CompleteRequest,
+  type ModelClient,
+  type ModelConfig,
+  type StopReason,
+  type ToolSpec,
+  type Usage,
+} from './model-client.ts';
 
 /**
  * OpenAI-compatible Chat Completions (`/chat/completions`), through the official `openai` client.

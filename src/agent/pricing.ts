@@ -27,6 +27,10 @@ export function creditsFor(usage: Omit<Usage, 'thinkingTokens'>, pricing?: Model
   const cacheRead = pricing.cacheReadPerMTok ?? pricing.inputPerMTok / 10;
   const cacheWrite = pricing.cacheWritePerMTok ?? pricing.inputPerMTok;
   const credits =
-    (usage.inputTokens * pricing.inputPerMTok + usage.outputTokens * pricing.outputPerMTok + usage.cacheReadTokens * cacheRead + usage.cacheWriteTokens * cacheWrite) / 1_000_000;
+    (usage.inputTokens * pricing.inputPerMTok +
+      usage.outputTokens * pricing.outputPerMTok +
+      usage.cacheReadTokens * cacheRead +
+      usage.cacheWriteTokens * cacheWrite) /
+    1_000_000;
   return Math.round(credits * 1_000_000) / 1_000_000;
 }

@@ -9,7 +9,8 @@ async function readText(ctx: ToolContext, file: string): Promise<string> {
   const st = await ctx.host.stat(file, { signal: ctx.signal });
   if (!st) throw new Error(`${file}: no such file`);
   if (st.isDirectory) throw new Error(`${file} is a directory; use list_directory`);
-  if (st.size > MAX_READ_BYTES) throw new Error(`${file} is ${st.size} bytes, more than the ${MAX_READ_BYTES} this tool reads; use run_command with head, tail or grep`);
+  if (st.size > MAX_READ_BYTES)
+    throw new Error(`${file} is ${st.size} bytes, more than the ${MAX_READ_BYTES} this tool reads; use run_command with head, tail or grep`);
   const data = await ctx.host.readFile(file, { signal: ctx.signal });
   if (data.includes(0)) throw new Error(`${file} looks binary (it contains NUL bytes)`);
   return data.toString('utf8');
@@ -68,8 +69,7 @@ function occurrences(haystack: string, needle: string): number {
 
 export const editFileTool = defineTool({
   name: 'edit_file',
-  description:
-    'Replace an exact string in a file. oldString must appear exactly once unless replaceAll is true; include surrounding lines to make it unique.',
+  description: 'Replace an exact string in a file. oldString must appear exactly once unless replaceAll is true; include surrounding lines to make it unique.',
   kind: 'write',
   input: z.object({
     path: z.string().min(1).describe('File path, relative to the working directory or absolute.'),

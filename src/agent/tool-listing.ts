@@ -11,7 +11,9 @@ export const listDirectoryTool = defineTool({
   description: 'List a directory (ls -lA): names, sizes, permissions and modification times, hidden entries included.',
   kind: 'read',
   concurrent: true,
-  input: z.object({ path: z.string().min(1).optional().describe('Directory, relative to the working directory or absolute (default: the working directory).') }),
+  input: z.object({
+    path: z.string().min(1).optional().describe('Directory, relative to the working directory or absolute (default: the working directory).'),
+  }),
   async execute({ host, signal }, input) {
     return { isError: false, output: await host.list(resolvePath(host.cwd, input.path ?? '.'), { signal }) };
   },
@@ -36,7 +38,10 @@ export const globTool = defineTool({
     const lines = res.stdout.split('\n').filter(Boolean);
     if (lines.length === 0) return { isError: false, output: 'No files match.' };
     const shown = lines.slice(0, MAX_GLOB_RESULTS);
-    return { isError: false, output: shown.join('\n') + (lines.length > MAX_GLOB_RESULTS ? `\n[more than ${MAX_GLOB_RESULTS} matches; narrow the pattern]` : '') };
+    return {
+      isError: false,
+      output: shown.join('\n') + (lines.length > MAX_GLOB_RESULTS ? `\n[more than ${MAX_GLOB_RESULTS} matches; narrow the pattern]` : ''),
+    };
   },
 });
 
@@ -66,6 +71,9 @@ export const searchTextTool = defineTool({
     if (status !== 0 && status !== 141) return { isError: true, output: stderr || `grep exited with ${status}` };
     const lines = res.stdout.split('\n').filter(Boolean);
     const shown = lines.slice(0, MAX_SEARCH_LINES);
-    return { isError: false, output: shown.join('\n') + (lines.length > MAX_SEARCH_LINES ? `\n[more than ${MAX_SEARCH_LINES} matching lines; narrow the search]` : '') };
+    return {
+      isError: false,
+      output: shown.join('\n') + (lines.length > MAX_SEARCH_LINES ? `\n[more than ${MAX_SEARCH_LINES} matching lines; narrow the search]` : ''),
+    };
   },
 });

@@ -15,7 +15,13 @@ export const runCommandTool = defineTool({
   kind: 'shell',
   input: z.object({
     command: z.string().min(1).describe('The shell command line (POSIX sh syntax).'),
-    timeoutMs: z.number().int().positive().max(MAX_TIMEOUT_MS).optional().describe(`Kill the command after this many milliseconds (default ${DEFAULT_TIMEOUT_MS}).`),
+    timeoutMs: z
+      .number()
+      .int()
+      .positive()
+      .max(MAX_TIMEOUT_MS)
+      .optional()
+      .describe(`Kill the command after this many milliseconds (default ${DEFAULT_TIMEOUT_MS}).`),
   }),
   async execute({ host, signal, onOutput }, input) {
     // Live output is decoded per stream, so a character split across two chunks (SSH packets) stays whole.

@@ -10,15 +10,7 @@ export { globTool, listDirectoryTool, searchTextTool } from './tool-listing.ts';
 export { runCommandTool } from './tool-shell.ts';
 
 /** The agent's built-in tools, all running on the session's computer in its cwd. */
-export const defaultTools: readonly AgentTool[] = [
-  runCommandTool,
-  readFileTool,
-  writeFileTool,
-  editFileTool,
-  listDirectoryTool,
-  globTool,
-  searchTextTool,
-];
+export const defaultTools: readonly AgentTool[] = [runCommandTool, readFileTool, writeFileTool, editFileTool, listDirectoryTool, globTool, searchTextTool];
 
 export function toolSpecs(tools: readonly AgentTool[]): ToolSpec[] {
   return tools.map((t) => ({ name: t.name, description: t.description, inputSchema: t.jsonSchema }));

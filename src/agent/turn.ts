@@ -153,11 +153,7 @@ export async function runTurn(opts: TurnOptions): Promise<TurnResult> {
   return done('max_steps');
 }
 
-async function runToolCall(
-  opts: TurnOptions,
-  byName: Map<string, AgentTool>,
-  call: ToolUseBlock,
-): Promise<{ block: ToolResultBlock; effects?: ToolEffects }> {
+async function runToolCall(opts: TurnOptions, byName: Map<string, AgentTool>, call: ToolUseBlock): Promise<{ block: ToolResultBlock; effects?: ToolEffects }> {
   const result = (output: string, isError: boolean, effects?: ToolEffects) => ({
     block: { type: 'tool_result' as const, toolUseId: call.id, content: output, isError },
     ...(effects ? { effects } : {}),

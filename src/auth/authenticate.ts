@@ -38,7 +38,10 @@ export function createAuthenticator(options: { db: Db; clock: Clock; verifyJwt?:
     db: options.db,
     clock: options.clock,
     reads: options.reads,
-    apiKeys: createFencedCache(rowWithEpoch(options.reads, API_KEY_BY_HASH, (row: ApiKeyRow) => row), MAX_CACHED_KEYS),
+    apiKeys: createFencedCache(
+      rowWithEpoch(options.reads, API_KEY_BY_HASH, (row: ApiKeyRow) => row),
+      MAX_CACHED_KEYS,
+    ),
   };
   return async (authorization, fence) => {
     const credential = parseBearer(authorization);
@@ -106,11 +109,7 @@ async function fromJwt(deps: Deps, claims: { sub: string; email?: string; orgId:
  * A first sign-in: links the identity to the invited or bootstrapped member with that email and
  * activates the membership. Undefined when there is no such unlinked member.
  */
-async function linkFirstSignIn(
-  db: Db,
-  claims: { sub: string; email: string; orgId: string },
-  now: Date,
-): Promise<IdentityRow | undefined> {
+async function linkFirstSignIn(db: Db, claims: { sub: string; email: string; orgId: string }, now: Date): Promise<IdentityRow | undefined> {
   const candidate = await db.user.findUnique({
     where: { email: claims.email.toLowerCase() },
     include: { memberships: { where: { organizationId: claims.orgId } } },

@@ -8,10 +8,7 @@ export type Principal = {
   role: Role;
   credential: 'api_key' | 'jwt';
   apiKeyId?: string;
-} & (
-  | { kind: 'user'; userId: string; email: string }
-  | { kind: 'service_account'; serviceAccountId: string }
-);
+} & ({ kind: 'user'; userId: string; email: string } | { kind: 'service_account'; serviceAccountId: string });
 
 const RANK: Record<Role, number> = { guest: 0, user: 1, manager: 2, owner: 3 };
 

@@ -33,9 +33,7 @@ export function serveConsole(): RequestHandler {
     moduleGraph(['/console/src/main.ts', '/console/src/pages/computers.ts'])
       .map((url) => `<link rel="modulepreload" href="${url}" />`)
       .join('\n    ');
-  const load = createAssetCache((html) =>
-    html.replace('<!--importmap-->', `<script type="importmap">${IMPORT_MAP_SCRIPT}</script>\n    ${preloads()}`),
-  );
+  const load = createAssetCache((html) => html.replace('<!--importmap-->', `<script type="importmap">${IMPORT_MAP_SCRIPT}</script>\n    ${preloads()}`));
   return async (req, res, next) => {
     if (req.method !== 'GET' && req.method !== 'HEAD') return next();
     const file = fileFor(req.path);

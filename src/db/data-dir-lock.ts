@@ -22,7 +22,6 @@ class DataDirInUse extends Error {
 
 export const LOCK_FILE = 'agentplane.lock';
 
-
 /**
  * Takes an exclusive flock(2) on `<dir>/agentplane.lock`, the way PostgreSQL's postmaster.pid
  * guards its directory. The lock belongs to the file descriptor this process keeps open, so the

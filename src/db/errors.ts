@@ -7,4 +7,3 @@ function prismaCode(err: unknown): unknown {
 export function isUniqueViolation(err: unknown): boolean {
   return prismaCode(err) === 'P2002';
 }
-

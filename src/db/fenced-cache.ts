@@ -29,10 +29,7 @@ export interface Fenced<V> {
  * `maxEntries` values are kept; past it the cache starts over, so a flood of distinct keys cannot
  * grow it.
  */
-export function createFencedCache<V>(
-  load: (key: string) => Promise<Fenced<V> | undefined>,
-  maxEntries: number,
-): FencedCache<V> {
+export function createFencedCache<V>(load: (key: string) => Promise<Fenced<V> | undefined>, maxEntries: number): FencedCache<V> {
   let entries = new Map<string, Fenced<V>>();
   return {
     async get(key, fence) {

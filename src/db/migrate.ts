@@ -49,7 +49,10 @@ const sha256 = (data: string | Buffer): string => createHash('sha256').update(da
 
 async function readLocalMigrations(migrationsDir: string): Promise<LocalMigration[]> {
   const entries = await readdir(migrationsDir, { withFileTypes: true });
-  const names = entries.filter((e) => e.isDirectory()).map((e) => e.name).sort((a, b) => (a < b ? -1 : 1));
+  const names = entries
+    .filter((e) => e.isDirectory())
+    .map((e) => e.name)
+    .sort((a, b) => (a < b ? -1 : 1));
   const migrations: LocalMigration[] = [];
   for (const name of names) {
     const file = path.join(migrationsDir, name, 'migration.sql');
@@ -93,7 +96,7 @@ function refuseBrokenHistory(history: HistoryRow[], local: LocalMigration[]): vo
       `found failed migrations in the database, new migrations will not be applied:\n${details}\n` +
         'Repair the database by hand, then mark the migration rolled back (it is retried on the next run) ' +
         `with \`prisma migrate resolve --rolled-back <name>\` or UPDATE "_prisma_migrations" SET rolled_back_at = now() ` +
-        'WHERE migration_name = \'<name>\' AND finished_at IS NULL.',
+        "WHERE migration_name = '<name>' AND finished_at IS NULL.",
     );
   }
   const byName = new Map(local.map((m) => [m.name, m]));
@@ -130,10 +133,7 @@ async function applyOne(conn: SqlConnection, migration: LocalMigration): Promise
       [id, migration.checksum, migration.name],
     );
     await conn.exec(migration.script);
-    await conn.query(
-      `UPDATE "_prisma_migrations" SET finished_at = clock_timestamp(), applied_steps_count = applied_steps_count + 1 WHERE id = $1`,
-      [id],
-    );
+    await conn.query(`UPDATE "_prisma_migrations" SET finished_at = clock_timestamp(), applied_steps_count = applied_steps_count + 1 WHERE id = $1`, [id]);
     await conn.exec('COMMIT');
   } catch (error) {
     await conn.exec('ROLLBACK').catch(() => {});

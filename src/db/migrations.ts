@@ -8,9 +8,7 @@ import { applyMigrations, pendingMigrations } from './migrate.ts';
 export const MIGRATIONS_DIR = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../prisma/migrations');
 
 export async function migrateDatabase(db: Database, log: Logger): Promise<string[]> {
-  const { applied } = await withSqlConnection(db, (conn) =>
-    applyMigrations(conn, { migrationsDir: MIGRATIONS_DIR, log: (msg) => log.info(msg) }),
-  );
+  const { applied } = await withSqlConnection(db, (conn) => applyMigrations(conn, { migrationsDir: MIGRATIONS_DIR, log: (msg) => log.info(msg) }));
   return applied;
 }
 

@@ -71,7 +71,10 @@ export function pipelinedReads(config: pg.ClientConfig): { reads: ReadRows; clos
       closed = true;
       const last = current;
       current = undefined;
-      await last?.connected.then((client) => client.end(), () => undefined);
+      await last?.connected.then(
+        (client) => client.end(),
+        () => undefined,
+      );
     },
   };
 }

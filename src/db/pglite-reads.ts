@@ -38,10 +38,7 @@ export function readsFromPglite(pglite: PGlite): ReadRows {
       // Closing first makes preparing safe when the name exists already: an earlier first call
       // parsed and then failed, or another reader on this PGlite prepared the same statement.
       ...(isNew
-        ? [
-            protocol.serialize.close({ type: 'S', name: statement.name }),
-            protocol.serialize.parse({ name: statement.name, text: statement.text }),
-          ]
+        ? [protocol.serialize.close({ type: 'S', name: statement.name }), protocol.serialize.parse({ name: statement.name, text: statement.text })]
         : []),
       protocol.serialize.bind({ statement: statement.name, values: params }),
       protocol.serialize.describe({ type: 'P' }),

@@ -33,11 +33,7 @@ export class Agentplane extends pulumi.ComponentResource {
     );
     const ns = this.namespace.metadata.name;
 
-    this.rbac = new ComputerRbac(
-      `${name}-rbac`,
-      { namespace: ns, computersNamespace: this.computersNamespace.metadata.name, labels },
-      parent,
-    );
+    this.rbac = new ComputerRbac(`${name}-rbac`, { namespace: ns, computersNamespace: this.computersNamespace.metadata.name, labels }, parent);
 
     let databaseUrl: pulumi.Input<string>;
     if (args.database === 'in-cluster') {

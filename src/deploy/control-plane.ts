@@ -197,9 +197,7 @@ export class ControlPlane extends pulumi.ComponentResource {
           replicas: args.replicas,
           selector: { matchLabels: serverLabels },
           // A ReadWriteOnce data volume cannot be mounted by a surge pod on another node.
-          strategy: fileBackend
-            ? { type: 'Recreate' }
-            : { type: 'RollingUpdate', rollingUpdate: { maxSurge: 1, maxUnavailable: 0 } },
+          strategy: fileBackend ? { type: 'Recreate' } : { type: 'RollingUpdate', rollingUpdate: { maxSurge: 1, maxUnavailable: 0 } },
           template: {
             metadata: { labels: serverLabels },
             spec: podSpec(
@@ -250,7 +248,10 @@ export class ControlPlane extends pulumi.ComponentResource {
     // The peer port answers only agentplane's own pods (servers and workers reach tunnels through
     // it); the API port stays open to the Service and the Ingress controller. Where the cluster's
     // network plugin enforces no policies, the peer tokens still do.
-    const instanceLabels = { 'app.kubernetes.io/name': args.labels['app.kubernetes.io/name']!, 'app.kubernetes.io/instance': args.labels['app.kubernetes.io/instance']! };
+    const instanceLabels = {
+      'app.kubernetes.io/name': args.labels['app.kubernetes.io/name']!,
+      'app.kubernetes.io/instance': args.labels['app.kubernetes.io/instance']!,
+    };
     this.peerPolicy = new k8s.networking.v1.NetworkPolicy(
       `${name}-relay-peers`,
       {
@@ -258,10 +259,7 @@ export class ControlPlane extends pulumi.ComponentResource {
         spec: {
           podSelector: { matchLabels: serverLabels },
           policyTypes: ['Ingress'],
-          ingress: [
-            { ports: [{ port: 'http' }] },
-            { from: [{ podSelector: { matchLabels: instanceLabels } }], ports: [{ port: 'relay-peer' }] },
-          ],
+          ingress: [{ ports: [{ port: 'http' }] }, { from: [{ podSelector: { matchLabels: instanceLabels } }], ports: [{ port: 'relay-peer' }] }],
         },
       },
       parent,

@@ -102,10 +102,7 @@ export class InClusterPostgres extends pulumi.ComponentResource {
     this.databaseUrl = pulumi.secret(
       pulumi
         .all([args.password, this.service.metadata.name, this.service.metadata.namespace])
-        .apply(
-          ([password, host, ns]) =>
-            `postgresql://${USER}:${encodeURIComponent(password)}@${host}.${ns}.svc.cluster.local:${PORT}/${DB}`,
-        ),
+        .apply(([password, host, ns]) => `postgresql://${USER}:${encodeURIComponent(password)}@${host}.${ns}.svc.cluster.local:${PORT}/${DB}`),
     );
     this.registerOutputs({ host: this.service.metadata.name });
   }

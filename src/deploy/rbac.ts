@@ -21,11 +21,7 @@ export class ComputerRbac extends pulumi.ComponentResource {
   constructor(name: string, args: ComputerRbacArgs, opts?: pulumi.ComponentResourceOptions) {
     super('agentplane:deploy:ComputerRbac', name, {}, opts);
     const parent = { parent: this };
-    this.serviceAccount = new k8s.core.v1.ServiceAccount(
-      name,
-      { metadata: { name: 'agentplane', namespace: args.namespace, labels: args.labels } },
-      parent,
-    );
+    this.serviceAccount = new k8s.core.v1.ServiceAccount(name, { metadata: { name: 'agentplane', namespace: args.namespace, labels: args.labels } }, parent);
     const verbs = ['get', 'list', 'watch', 'create', 'update', 'patch', 'delete'];
     this.role = new k8s.rbac.v1.Role(
       name,

@@ -77,7 +77,10 @@ const SettingsSchema = z
     resources: ResourcesSchema.default(defaultResources),
     workerResources: ResourcesSchema.default(defaultResources),
     database: z.enum(['external', 'in-cluster'], { message: 'must be "external" (set databaseUrl) or "in-cluster"' }),
-    databaseUrl: z.string().regex(/^postgres(ql)?:\/\/\S+$/, 'must be a postgres:// or postgresql:// URL').optional(),
+    databaseUrl: z
+      .string()
+      .regex(/^postgres(ql)?:\/\/\S+$/, 'must be a postgres:// or postgresql:// URL')
+      .optional(),
     postgres: PostgresSchema.default({ image: 'postgres:17-bookworm', storageSize: '10Gi' }),
     postgresPassword: z.string().min(16, 'must be at least 16 characters').optional(),
     jwtSecret: z.string().min(32, 'must be at least 32 characters').optional(),
@@ -87,9 +90,7 @@ const SettingsSchema = z
       .string()
       .refine((v) => Buffer.from(v, 'base64').length === 32, 'must be 32 bytes, base64: openssl rand -base64 32')
       .optional(),
-    pulumiBackendUrl: z
-      .string()
-      .regex(/^(s3|gs|azblob|file):\/\/\S+$/, 'must be an s3://, gs://, azblob:// or file:// URL'),
+    pulumiBackendUrl: z.string().regex(/^(s3|gs|azblob|file):\/\/\S+$/, 'must be an s3://, gs://, azblob:// or file:// URL'),
     service: ServiceSchema.default({ type: 'ClusterIP', port: 80 }),
     ingress: IngressSchema.optional(),
     logLevel: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
@@ -118,7 +119,7 @@ const SettingsSchema = z
       }
     }
     if (s.namespace === s.computersNamespace) {
-      issue('computersNamespace', 'must differ from namespace: the computers\' role must not reach the control plane\'s own secrets');
+      issue('computersNamespace', "must differ from namespace: the computers' role must not reach the control plane's own secrets");
     }
     for (const name of Object.keys(s.env)) {
       if ((MANAGED_ENV as readonly string[]).includes(name)) issue('env', `${name} is set by the deploy program; use its setting instead`);
@@ -161,10 +162,7 @@ export function parseSettings(raw: Record<string, unknown>, secretKeys: Readonly
 }
 
 /** Splits `agentplane:*` entries of a Pulumi config map into raw settings; JSON objects are parsed. */
-export function rawSettings(
-  all: Record<string, string>,
-  isSecret: (fullKey: string) => boolean,
-): { raw: Record<string, unknown>; secretKeys: Set<string> } {
+export function rawSettings(all: Record<string, string>, isSecret: (fullKey: string) => boolean): { raw: Record<string, unknown>; secretKeys: Set<string> } {
   const raw: Record<string, unknown> = {};
   const secretKeys = new Set<string>();
   const prefix = `${SETTINGS_NAMESPACE}:`;

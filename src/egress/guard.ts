@@ -62,8 +62,7 @@ function hostAndPort(raw: string): { host: string; port: number; shown: string }
 /** Every address a host name has (the system resolver's answer, as connections would get it). */
 export type ResolveAll = (host: string) => Promise<string[]>;
 
-const systemResolveAll: ResolveAll = async (host) =>
-  (await dns.promises.lookup(host, { all: true, verbatim: true })).map((a) => a.address);
+const systemResolveAll: ResolveAll = async (host) => (await dns.promises.lookup(host, { all: true, verbatim: true })).map((a) => a.address);
 
 export function createEgressGuard(policy: EgressPolicy, resolveAll: ResolveAll = systemResolveAll): EgressGuard {
   const refusal = (shown: string, host: string, address: string) => {

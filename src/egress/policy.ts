@@ -48,7 +48,10 @@ const refusedLists = REFUSED.map(([kind, network, prefix, family]) => {
 export function parseEgressAllow(raw: string | undefined): EgressPolicy {
   const hosts = new Set<string>();
   const cidrs = new net.BlockList();
-  for (const entry of (raw ?? '').split(',').map((s) => s.trim()).filter(Boolean)) {
+  for (const entry of (raw ?? '')
+    .split(',')
+    .map((s) => s.trim())
+    .filter(Boolean)) {
     const slash = entry.indexOf('/');
     const address = slash === -1 ? entry : entry.slice(0, slash);
     const family = net.isIP(address);

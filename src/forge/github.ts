@@ -35,7 +35,16 @@ export function githubClient(baseUrl: string, token: string, fetch: typeof globa
       const res = await forgeRequest<{ login: string }>(t, 'GET', '/user', { what: 'GET /user' });
       const scopes = res.headers.get('x-oauth-scopes');
       // Fine-grained tokens and GitHub App tokens carry no scope header.
-      return { login: res.body.login, scopes: scopes === null ? null : scopes.split(',').map((s) => s.trim()).filter(Boolean) };
+      return {
+        login: res.body.login,
+        scopes:
+          scopes === null
+            ? null
+            : scopes
+                .split(',')
+                .map((s) => s.trim())
+                .filter(Boolean),
+      };
     },
 
     async listOwners() {

@@ -75,9 +75,7 @@ export interface RouteSpec<P = unknown, Q = unknown, B = unknown, A extends Rout
   handler(ctx: RouteContext<P, Q, B, A>): Promise<RouteResult>;
 }
 
-export function defineRoute<P = unknown, Q = unknown, B = unknown, A extends RouteAuth = true>(
-  spec: RouteSpec<P, Q, B, A>,
-): RouteSpec {
+export function defineRoute<P = unknown, Q = unknown, B = unknown, A extends RouteAuth = true>(spec: RouteSpec<P, Q, B, A>): RouteSpec {
   return spec as unknown as RouteSpec;
 }
 
@@ -98,7 +96,12 @@ function parsePart<T>(schema: z.ZodType<T> | undefined, value: unknown, where: s
 export function mountRoute(
   router: Router,
   route: RouteSpec,
-  deps: { authenticate: Authenticate; authEpoch: AuthEpoch; eventStreams?: SinkOptions; /** JSON bodies past it are refused with 413, unless the route sets its own. */ bodyLimit?: string },
+  deps: {
+    authenticate: Authenticate;
+    authEpoch: AuthEpoch;
+    eventStreams?: SinkOptions /** JSON bodies past it are refused with 413, unless the route sets its own. */;
+    bodyLimit?: string;
+  },
 ): void {
   const responseSchemas = route.responses;
   const parseJson = express.json({ limit: route.bodyLimit ?? deps.bodyLimit });

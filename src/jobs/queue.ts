@@ -88,9 +88,7 @@ export function createJobQueue(db: Database, opts: JobQueueOptions): JobQueue {
   // Embedded: pg-boss shares the one in-process PGlite with Prisma (a socket in front of PGlite
   // would interleave sessions). PostgreSQL: pg-boss keeps its own pool.
   const boss =
-    db.kind === 'pglite'
-      ? new PgBoss({ ...common, db: fromPglite(db.pglite), backend: 'pglite' })
-      : new PgBoss({ ...common, connectionString: db.url });
+    db.kind === 'pglite' ? new PgBoss({ ...common, db: fromPglite(db.pglite), backend: 'pglite' }) : new PgBoss({ ...common, connectionString: db.url });
   // An EventEmitter without an 'error' listener throws, which would take the process down.
   boss.on('error', (err) => log.error({ err }, 'job queue error'));
   boss.on('warning', (warning) => log.warn({ data: warning.data }, warning.message));
@@ -142,7 +140,14 @@ export function createJobQueue(db: Database, opts: JobQueueOptions): JobQueue {
       return { id: job.id, status: 'deadletter', output: { message } };
     }
     try {
-      await def.handler(parsed.data, { jobId: job.id, attempt, lastAttempt: attempt > def.retryLimit, signal: job.signal, log: jobLog, send: (...args) => api.send(...args) });
+      await def.handler(parsed.data, {
+        jobId: job.id,
+        attempt,
+        lastAttempt: attempt > def.retryLimit,
+        signal: job.signal,
+        log: jobLog,
+        send: (...args) => api.send(...args),
+      });
       jobLog.info('job completed');
       return { id: job.id, status: 'completed' };
     } catch (err) {
@@ -164,7 +169,10 @@ export function createJobQueue(db: Database, opts: JobQueueOptions): JobQueue {
       for (const key of await boss.getBlockedKeys(def.name)) {
         const failed = (await boss.findJobs(def.name, { key })).filter((j) => j.state === 'failed');
         if (failed.length === 0) continue;
-        await boss.deleteJob(def.name, failed.map((j) => j.id));
+        await boss.deleteJob(
+          def.name,
+          failed.map((j) => j.id),
+        );
         log.info({ job: def.name, key, jobIds: failed.map((j) => j.id) }, 'released key held by failed jobs');
       }
     }

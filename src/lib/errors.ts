@@ -7,11 +7,7 @@ export class AppError extends Error {
   readonly metadata?: Record<string, unknown>;
   readonly headers?: Record<string, string>;
 
-  constructor(
-    status: number,
-    detail: string,
-    opts: { metadata?: Record<string, unknown>; headers?: Record<string, string> } = {},
-  ) {
+  constructor(status: number, detail: string, opts: { metadata?: Record<string, unknown>; headers?: Record<string, string> } = {}) {
     super(detail);
     this.name = new.target.name;
     this.status = status;

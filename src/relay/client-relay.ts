@@ -122,19 +122,16 @@ export function createClientRelay(opts: ClientRelayOptions): ClientRelay {
     ws.once('close', () => session.end('closed by the client'));
     machine.onClose((reason) => session.end(`the connection to the machine ended: ${reason}`));
 
-    const server = new ssh2.Server(
-      { hostKeys: [opts.hostKey], ident: RELAY_SOFTWARE, keepaliveInterval, keepaliveCountMax: 3 },
-      (person: PersonConnection) => {
-        person.on('error', (err: Error & { level?: string }) => {
-          if (err.level === 'client-timeout') session.end('the client stopped answering keepalives');
-        });
-        // The WebSocket this SSH connection rides on was opened with the caller's credential,
-        // checked above: any SSH authentication method is accepted for it.
-        person.on('authentication', (ctx) => ctx.accept());
-        person.on('ready', () => bridgeChannels(person, machine.client));
-        person.on('close', () => session.end('closed by the client'));
-      },
-    );
+    const server = new ssh2.Server({ hostKeys: [opts.hostKey], ident: RELAY_SOFTWARE, keepaliveInterval, keepaliveCountMax: 3 }, (person: PersonConnection) => {
+      person.on('error', (err: Error & { level?: string }) => {
+        if (err.level === 'client-timeout') session.end('the client stopped answering keepalives');
+      });
+      // The WebSocket this SSH connection rides on was opened with the caller's credential,
+      // checked above: any SSH authentication method is accepted for it.
+      person.on('authentication', (ctx) => ctx.accept());
+      person.on('ready', () => bridgeChannels(person, machine.client));
+      person.on('close', () => session.end('closed by the client'));
+    });
     server.injectSocket(webSocketDuplex(ws) as never);
   }
 

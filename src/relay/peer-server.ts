@@ -48,15 +48,15 @@ export async function startPeerServer(opts: {
     Promise.resolve()
       .then(() => opts.dial(computerId, AbortSignal.timeout(10_000)))
       .then(
-      (channel) => {
-        if (socket.destroyed) return channel.destroy();
-        wss.handleUpgrade(req, socket, head, (ws) => splice(webSocketDuplex(ws), channel));
-      },
-      (err: Error) => {
-        const detail = Buffer.from(err.message);
-        socket.end(`HTTP/1.1 404 Not Found\r\nConnection: close\r\nContent-Type: text/plain\r\nContent-Length: ${detail.length}\r\n\r\n${err.message}`);
-      },
-    );
+        (channel) => {
+          if (socket.destroyed) return channel.destroy();
+          wss.handleUpgrade(req, socket, head, (ws) => splice(webSocketDuplex(ws), channel));
+        },
+        (err: Error) => {
+          const detail = Buffer.from(err.message);
+          socket.end(`HTTP/1.1 404 Not Found\r\nConnection: close\r\nContent-Type: text/plain\r\nContent-Length: ${detail.length}\r\n\r\n${err.message}`);
+        },
+      );
   });
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject);

@@ -79,7 +79,7 @@ export async function startTunnelLeases(opts: TunnelLeaseOptions): Promise<Tunne
       UPDATE relay_replicas SET expires_at = now() + ${leaseMs} * interval '1 millisecond' WHERE id = ${replicaId}`;
     if (renewed === 0) {
       // The lease ran out (a long pause) and was reaped with its rows: record them again.
-      log.warn('the relay lease had run out; recording this replica\'s tunnels again');
+      log.warn("the relay lease had run out; recording this replica's tunnels again");
       await writeLease();
       for (const id of holding) if (!pending.has(id)) pending.set(id, 'held');
     }

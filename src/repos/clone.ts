@@ -24,12 +24,7 @@ export async function cloneRepository(
 ): Promise<string> {
   const branch = source.branch ? `--branch ${shellQuote(source.branch)} --single-branch ` : '';
   const ssh = ['ssh', '-o', 'BatchMode=yes', ...(pinned?.sshOptions ?? []).flatMap((o) => ['-o', o])].join(' ');
-  const env = [
-    'GIT_TERMINAL_PROMPT=0',
-    'GIT_ALLOW_PROTOCOL=https:http:ssh:git',
-    'GIT_LFS_SKIP_SMUDGE=1',
-    `GIT_SSH_COMMAND=${shellQuote(ssh)}`,
-  ].join(' ');
+  const env = ['GIT_TERMINAL_PROMPT=0', 'GIT_ALLOW_PROTOCOL=https:http:ssh:git', 'GIT_LFS_SKIP_SMUDGE=1', `GIT_SSH_COMMAND=${shellQuote(ssh)}`].join(' ');
   const config = (pinned?.config ?? []).map((c) => `-c ${shellQuote(c)} `).join('');
   const url = pinned?.url ?? source.repoUrl;
   const res = await ws.exec(`${env} git ${config}clone --quiet --no-tags ${opts.bare ? '--bare ' : ''}${branch}-- ${shellQuote(url)} ${CHECKOUT_DIR}`, {

@@ -66,7 +66,8 @@ const GIT_ENV = [
   'if [ -z "${GIT_SSH_COMMAND:-}" ] && [ -z "$(git config --get core.sshCommand)" ]; then export GIT_SSH_COMMAND="ssh -o BatchMode=yes -o StrictHostKeyChecking=accept-new"; fi',
 ].join('\n');
 
-const AUTH_FAILURE = /Authentication failed|could not read (Username|Password)|terminal prompts disabled|Permission denied \(publickey|Repository not found|HTTP Basic: Access denied|returned error: 40[13]/;
+const AUTH_FAILURE =
+  /Authentication failed|could not read (Username|Password)|terminal prompts disabled|Permission denied \(publickey|Repository not found|HTTP Basic: Access denied|returned error: 40[13]/;
 
 /**
  * Clones `url` into `<workspaceDir>/<name>` (see `directoryCandidates`) or, when that directory

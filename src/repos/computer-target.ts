@@ -12,7 +12,11 @@ export type ResolveComputerTarget = (principal: Principal, computerId: string) =
  * For a background job acting for `requestedBy`: the computer's target, or (the computers module
  * refused it) why the job cannot use it, worded for the job's failure.
  */
-export async function jobComputerTarget(resolve: ResolveComputerTarget, requestedBy: unknown, computerId: string): Promise<{ target: SshTarget } | { reason: string }> {
+export async function jobComputerTarget(
+  resolve: ResolveComputerTarget,
+  requestedBy: unknown,
+  computerId: string,
+): Promise<{ target: SshTarget } | { reason: string }> {
   try {
     return { target: await resolve(requestedBy as Principal, computerId) };
   } catch (err) {

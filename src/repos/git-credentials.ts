@@ -36,8 +36,10 @@ const CONTROL = /[\u0000-\u001f\u007f]/;
 
 function validate(credentials: GitCredential[]): void {
   for (const c of credentials) {
-    if (!HOST.test(c.host)) throw new InvalidMachineInput(`git credential host ${JSON.stringify(c.host)} is not a host name (e.g. github.com or git.example.com:8443)`);
-    if (c.username === '' || CONTROL.test(c.username)) throw new InvalidMachineInput(`git credential for ${c.host} needs a username without control characters`);
+    if (!HOST.test(c.host))
+      throw new InvalidMachineInput(`git credential host ${JSON.stringify(c.host)} is not a host name (e.g. github.com or git.example.com:8443)`);
+    if (c.username === '' || CONTROL.test(c.username))
+      throw new InvalidMachineInput(`git credential for ${c.host} needs a username without control characters`);
     if (c.token === '' || CONTROL.test(c.token)) throw new InvalidMachineInput(`git credential for ${c.host} needs a token without control characters`);
   }
 }
@@ -91,13 +93,19 @@ export async function writeGitCredentials(
   };
 
   if (credentials.length === 0) {
-    await run('remove the git credentials', [UNSET_OUR_HELPERS, `rm -f -- ${shellQuote(GIT_CREDENTIALS_FILE)} ${shellQuote(STAGED)} ${shellQuote(GIT_CREDENTIAL_HELPER)}`].join('\n'));
+    await run(
+      'remove the git credentials',
+      [UNSET_OUR_HELPERS, `rm -f -- ${shellQuote(GIT_CREDENTIALS_FILE)} ${shellQuote(STAGED)} ${shellQuote(GIT_CREDENTIAL_HELPER)}`].join('\n'),
+    );
     return { configured: 0 };
   }
 
   const content = credentialStoreFile(credentials);
   // The directory is locked down before any token is written into it.
-  await run('prepare the git credentials directory', `umask 077 && mkdir -p -- ${shellQuote(DIR)} && chmod 700 -- ${shellQuote(DIR)} && rm -f -- ${shellQuote(STAGED)}`);
+  await run(
+    'prepare the git credentials directory',
+    `umask 077 && mkdir -p -- ${shellQuote(DIR)} && chmod 700 -- ${shellQuote(DIR)} && rm -f -- ${shellQuote(STAGED)}`,
+  );
   await ssh.writeFile(target, STAGED, content, { mode: 0o600, signal: opts.signal });
   await ssh.writeFile(target, GIT_CREDENTIAL_HELPER, HELPER_SCRIPT, { mode: 0o700, signal: opts.signal });
   const hosts = [...new Set(credentials.map((c) => c.host.toLowerCase()))];

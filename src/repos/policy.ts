@@ -117,7 +117,11 @@ function readForRuns(raw: string) {
 export function repoKey(raw: string): string | undefined {
   const repo = readForRuns(raw);
   if (!repo) return undefined;
-  let path = repo.path.replace(/^\/+/, '').replace(/\/+$/, '').replace(/\.git$/, '').replace(/\/+$/, '');
+  let path = repo.path
+    .replace(/^\/+/, '')
+    .replace(/\/+$/, '')
+    .replace(/\.git$/, '')
+    .replace(/\/+$/, '');
   const host = hostWithPort(repo).replace(/:(443|80|22)$/, '');
   if (CASE_INSENSITIVE_HOSTS.has(host)) path = path.toLowerCase();
   return repo.scheme === 'file' ? `file/${path}` : `${host}/${path}`;

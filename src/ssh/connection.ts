@@ -1,16 +1,7 @@
 import net from 'node:net';
 import type { Duplex } from 'node:stream';
 import ssh2, { type Client } from 'ssh2';
-import {
-  AuthFailed,
-  Cancelled,
-  describeSocketError,
-  HostKeyMismatch,
-  HostKeyRejected,
-  SshError,
-  SshTimeout,
-  Unreachable,
-} from './errors.ts';
+import { AuthFailed, Cancelled, describeSocketError, HostKeyMismatch, HostKeyRejected, SshError, SshTimeout, Unreachable } from './errors.ts';
 import { describeHostKey, normalizeFingerprint, type PresentedHostKey } from './host-keys.ts';
 import { portOf, type SshTarget } from './target.ts';
 

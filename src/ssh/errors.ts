@@ -83,11 +83,7 @@ export class HostKeyRejected extends SshError {
   readonly presented: string;
 
   constructor(opts: SshErrorOptions & { presented: string; reason: string }) {
-    super(
-      'host_key_mismatch',
-      `cannot connect to ${formatAddress(opts.host, opts.port)}: host key ${opts.presented} not accepted: ${opts.reason}`,
-      opts,
-    );
+    super('host_key_mismatch', `cannot connect to ${formatAddress(opts.host, opts.port)}: host key ${opts.presented} not accepted: ${opts.reason}`, opts);
     this.presented = opts.presented;
   }
 }

@@ -65,13 +65,7 @@ function sendSignal(channel: ClientChannel, name: string): void {
   ch._client?._protocol?.signal(ch.outgoing.id, name);
 }
 
-export async function exec(
-  pool: ConnectionPool,
-  remoteKill: RemoteKill,
-  target: SshTarget,
-  command: string,
-  opts: ExecOptions = {},
-): Promise<ExecResult> {
+export async function exec(pool: ConnectionPool, remoteKill: RemoteKill, target: SshTarget, command: string, opts: ExecOptions = {}): Promise<ExecResult> {
   const script = withContext(command, opts);
   const signals: AbortSignal[] = [];
   if (opts.signal) signals.push(opts.signal);

@@ -28,6 +28,9 @@ export function describeHostKey(blob: Buffer): PresentedHostKey {
 
 /** Accepts `SHA256:abc`, `sha256:abc` and a bare `abc` (with or without base64 padding). */
 export function normalizeFingerprint(fingerprint: string): string {
-  const bare = fingerprint.trim().replace(/^sha256:/i, '').replace(/=+$/, '');
+  const bare = fingerprint
+    .trim()
+    .replace(/^sha256:/i, '')
+    .replace(/=+$/, '');
   return `SHA256:${bare}`;
 }

@@ -26,8 +26,10 @@ const PKCS8_ED25519_PREFIX = Buffer.from('302e020100300506032b657004220420', 'he
 /** The ed25519 key pair of a 32-byte seed (deterministic: the same seed gives the same file). */
 export function ed25519KeyPair(seed: Buffer, comment: string): SshKeyPair {
   if (seed.length !== 32) throw new TypeError('an ed25519 seed is 32 bytes');
-  const der = createPublicKey(createPrivateKey({ key: Buffer.concat([PKCS8_ED25519_PREFIX, seed]), format: 'der', type: 'pkcs8' }))
-    .export({ format: 'der', type: 'spki' });
+  const der = createPublicKey(createPrivateKey({ key: Buffer.concat([PKCS8_ED25519_PREFIX, seed]), format: 'der', type: 'pkcs8' })).export({
+    format: 'der',
+    type: 'spki',
+  });
   const privateKey = openSshPrivateKey(seed, der.subarray(der.length - 32), comment);
   return { privateKey, ...publicKeyOf(privateKey, comment) };
 }
@@ -48,14 +50,7 @@ function openSshPrivateKey(seed: Buffer, pub: Buffer, comment: string): string {
   const publicBlob = sshString(Buffer.concat([sshString(type), sshString(pub)]));
   // The check integer only detects a wrong passphrase; derived from the seed, so the file is deterministic.
   const check = createHash('sha256').update(seed).digest().subarray(0, 4);
-  let section = Buffer.concat([
-    check,
-    check,
-    sshString(type),
-    sshString(pub),
-    sshString(Buffer.concat([seed, pub])),
-    sshString(Buffer.from(comment)),
-  ]);
+  let section = Buffer.concat([check, check, sshString(type), sshString(pub), sshString(Buffer.concat([seed, pub])), sshString(Buffer.from(comment))]);
   const pad = (8 - (section.length % 8)) % 8;
   section = Buffer.concat([section, Buffer.from(Array.from({ length: pad }, (_, i) => i + 1))]);
   const body = Buffer.concat([

@@ -173,8 +173,7 @@ export function abortedError(target: SshTarget, signal: AbortSignal | undefined,
   const port = portOf(target);
   const reason: unknown = signal?.reason;
   if (reason instanceof SshError) return reason;
-  if (reason instanceof DOMException && reason.name === 'TimeoutError')
-    return new SshTimeout({ host, port, phase: 'command', ms: timeoutMs ?? 0 });
+  if (reason instanceof DOMException && reason.name === 'TimeoutError') return new SshTimeout({ host, port, phase: 'command', ms: timeoutMs ?? 0 });
   return new Cancelled({ host, port, cause: reason });
 }
 
@@ -201,11 +200,7 @@ function raceAbort<T>(promise: Promise<T>, signal: AbortSignal, onAbort: () => E
  * it has handled every packet already received, so an open sent right after a close can still
  * count against MaxSessions.
  */
-export async function openChannel<T>(
-  target: SshTarget,
-  conn: Connection,
-  open: (cb: (err: Error | undefined, channel: T) => void) => void,
-): Promise<T> {
+export async function openChannel<T>(target: SshTarget, conn: Connection, open: (cb: (err: Error | undefined, channel: T) => void) => void): Promise<T> {
   for (let attempt = 0; ; attempt++) {
     try {
       return await new Promise<T>((resolve, reject) => open((err, channel) => (err ? reject(err) : resolve(channel))));

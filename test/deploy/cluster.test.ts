@@ -21,7 +21,9 @@ const toolchain = locatePulumiToolchain();
 const kube = kubeBinDir();
 const missing =
   kube.missing ??
-  (toolchain.available && existsSync(kubernetesPluginPath(toolchain.pulumiHome)) ? undefined : 'the Pulumi CLI or pulumi-resource-kubernetes is missing (bash scripts/pulumi-toolchain.sh)');
+  (toolchain.available && existsSync(kubernetesPluginPath(toolchain.pulumiHome))
+    ? undefined
+    : 'the Pulumi CLI or pulumi-resource-kubernetes is missing (bash scripts/pulumi-toolchain.sh)');
 const skip = skipWithout('pulumi up of the deploy program', missing);
 
 const suffix = Date.now().toString(36);
@@ -55,7 +57,9 @@ describe.skipIf(skip)('pulumi up of the dev stack on a Kubernetes API server wit
 
     let started = performance.now();
     const up = await stack.up();
-    console.log(`deploy program: pulumi up from empty in ${((performance.now() - started) / 1000).toFixed(1)} s (${up.summary.resourceChanges?.create} resources)`);
+    console.log(
+      `deploy program: pulumi up from empty in ${((performance.now() - started) / 1000).toFixed(1)} s (${up.summary.resourceChanges?.create} resources)`,
+    );
     expect(up.summary.result).toBe('succeeded');
     expect(up.outputs.apiUrl?.value).toBe('http://agentplane.test');
 

@@ -13,7 +13,9 @@ const toolchain = locatePulumiToolchain();
 const plugin = kubernetesPluginPath(toolchain.pulumiHome);
 const skip = skipWithout(
   'the deploy preview',
-  toolchain.available && existsSync(plugin) ? undefined : `pulumi-resource-kubernetes is not in ${path.dirname(plugin)} (bash scripts/pulumi-toolchain.sh builds agentplane's stand-in)`,
+  toolchain.available && existsSync(plugin)
+    ? undefined
+    : `pulumi-resource-kubernetes is not in ${path.dirname(plugin)} (bash scripts/pulumi-toolchain.sh builds agentplane's stand-in)`,
 );
 
 describe.skipIf(skip)('pulumi preview of the dev stack, rendered to a directory', () => {

@@ -170,14 +170,20 @@ describe('deploy program: prod stack', async () => {
   it('lets replicas reach each other: pod address by the downward API, the peer port open to agentplane pods only', () => {
     expect(container(server).ports).toContainEqual({ name: 'relay-peer', containerPort: 8081 });
     expect(envOf(server).get('AGENTPLANE_RELAY_PEER_PORT').value).toBe('8081');
-    expect(envOf(server).get('AGENTPLANE_RELAY_PEER_HOST')).toEqual({ name: 'AGENTPLANE_RELAY_PEER_HOST', valueFrom: { fieldRef: { fieldPath: 'status.podIP' } } });
+    expect(envOf(server).get('AGENTPLANE_RELAY_PEER_HOST')).toEqual({
+      name: 'AGENTPLANE_RELAY_PEER_HOST',
+      valueFrom: { fieldRef: { fieldPath: 'status.podIP' } },
+    });
     // Workers hold no tunnels: they reach them through the servers and listen on no peer port.
     expect(envOf(worker).has('AGENTPLANE_RELAY_PEER_HOST')).toBe(false);
     const policy = one(resources, K.netpol);
     expect(policy.inputs.spec.podSelector).toEqual(server.inputs.spec.selector);
     expect(policy.inputs.spec.ingress).toEqual([
       { ports: [{ port: 'http' }] },
-      { from: [{ podSelector: { matchLabels: { 'app.kubernetes.io/name': 'agentplane', 'app.kubernetes.io/instance': 'agentplane' } } }], ports: [{ port: 'relay-peer' }] },
+      {
+        from: [{ podSelector: { matchLabels: { 'app.kubernetes.io/name': 'agentplane', 'app.kubernetes.io/instance': 'agentplane' } } }],
+        ports: [{ port: 'relay-peer' }],
+      },
     ]);
     const workerLabels = worker.inputs.spec.template.metadata.labels;
     expect(workerLabels).toMatchObject(policy.inputs.spec.ingress[1].from[0].podSelector.matchLabels);
@@ -203,14 +209,21 @@ describe('deploy program: prod stack', async () => {
     expect(binding.inputs.subjects).toEqual([{ kind: 'ServiceAccount', name: 'agentplane', namespace: 'agentplane' }]);
     expect(binding.inputs.roleRef).toEqual({ apiGroup: 'rbac.authorization.k8s.io', kind: 'Role', name: 'agentplane-computers' });
     const granted = (group: string) =>
-      role.inputs.rules.filter((r: any) => r.apiGroups.includes(group)).flatMap((r: any) => r.resources).sort();
+      role.inputs.rules
+        .filter((r: any) => r.apiGroups.includes(group))
+        .flatMap((r: any) => r.resources)
+        .sort();
     expect(granted('')).toEqual(['events', 'persistentvolumeclaims', 'pods', 'pods/exec', 'pods/log', 'secrets', 'services']);
     expect(granted('apps')).toEqual(['statefulsets']);
     expect(role.inputs.rules.every((r: any) => r.apiGroups.length === 1 && ['', 'apps'].includes(r.apiGroups[0]))).toBe(true);
     expect(role.inputs.rules.find((r: any) => r.resources.includes('events')).verbs).toEqual(['get', 'list', 'watch']);
     for (const d of [server, worker]) expect(d.inputs.spec.template.spec.serviceAccountName).toBe('agentplane');
     expect(envOf(server).get('AGENTPLANE_COMPUTERS_NAMESPACE').value).toBe('agentplane-computers');
-    expect(byType(resources, K.ns).map((n) => n.inputs.metadata.name).sort()).toEqual(['agentplane', 'agentplane-computers']);
+    expect(
+      byType(resources, K.ns)
+        .map((n) => n.inputs.metadata.name)
+        .sort(),
+    ).toEqual(['agentplane', 'agentplane-computers']);
   });
 });
 
@@ -247,9 +260,7 @@ describe('deploy settings validation', () => {
         return err;
       }
     });
-    expect((plain.result as SettingsError).problems).toEqual([
-      'agentplane:databaseUrl: must be stored encrypted: pulumi config set --secret databaseUrl ...',
-    ]);
+    expect((plain.result as SettingsError).problems).toEqual(['agentplane:databaseUrl: must be stored encrypted: pulumi config set --secret databaseUrl ...']);
   });
 
   it('refuses file:// state with several replicas, and names every bad setting at once', async () => {
@@ -276,15 +287,13 @@ describe('deploy settings validation', () => {
     expect(await problems('dev', devSecrets, { 'agentplane:env': JSON.stringify({ DATABASE_URL: 'postgres://x' }) })).toEqual([
       'agentplane:env: DATABASE_URL is set by the deploy program; use its setting instead',
     ]);
-    expect(
-      await problems('dev', devSecrets, { 'agentplane:computersNamespace': 'agentplane-dev' }),
-    ).toEqual([expect.stringMatching(/^agentplane:computersNamespace: must differ from namespace/)]);
+    expect(await problems('dev', devSecrets, { 'agentplane:computersNamespace': 'agentplane-dev' })).toEqual([
+      expect.stringMatching(/^agentplane:computersNamespace: must differ from namespace/),
+    ]);
     expect(await problems('dev', { pulumiPassphrase: TEST_SECRETS.pulumiPassphrase })).toEqual([
       expect.stringMatching(/^agentplane:postgresPassword: is required with database "in-cluster"/),
     ]);
-    expect(await problems('prod', { ...prodSecrets, jwtSecret: 'short' })).toEqual([
-      'agentplane:jwtSecret: must be at least 32 characters',
-    ]);
+    expect(await problems('prod', { ...prodSecrets, jwtSecret: 'short' })).toEqual(['agentplane:jwtSecret: must be at least 32 characters']);
   });
 
   it('touches no resource when a setting is bad', async () => {

@@ -36,11 +36,7 @@ export interface Registered {
  * Runs `fn` under Pulumi's mocks and returns every resource registered, with the dependency URNs
  * the engine would have seen (read from the register request, which the mocks API hides).
  */
-export async function underMocks<T>(
-  config: Record<string, string>,
-  secretKeys: string[],
-  fn: () => T,
-): Promise<{ resources: Registered[]; result: T }> {
+export async function underMocks<T>(config: Record<string, string>, secretKeys: string[], fn: () => T): Promise<{ resources: Registered[]; result: T }> {
   const resources: Registered[] = [];
   const inputs = new Map<string, Record<string, any>>();
   await pulumi.runtime.setMocks(

@@ -56,7 +56,15 @@ describe.each(BACKENDS)('analytics roll-up job on %s', (backend) => {
       await sleep(100);
     }
     expect(days.map((d) => d.day.toISOString().slice(0, 10))).toEqual([
-      '2026-02-01', '2026-02-02', '2026-02-03', '2026-02-04', '2026-02-05', '2026-02-06', '2026-02-07', '2026-02-08', '2026-02-09',
+      '2026-02-01',
+      '2026-02-02',
+      '2026-02-03',
+      '2026-02-04',
+      '2026-02-05',
+      '2026-02-06',
+      '2026-02-07',
+      '2026-02-08',
+      '2026-02-09',
     ]);
     expect(days.find((d) => d.day.toISOString().startsWith('2026-02-05'))?.dailyActive).toBe(1);
   });

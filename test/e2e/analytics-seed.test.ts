@@ -65,7 +65,11 @@ describe.each(BACKENDS)('analytics seed on %s', (backend) => {
     // Against /users, which lists every user's billable tokens per day: the day's total counts
     // everyone, by_user the BY_USER_TOP largest (ties by user id), each with their email.
     const users = (await get('users', '&limit=100')).data as { user_id: string; user_email: string; date: string; billable_tokens: number }[];
-    const tokens = (await get('tokens')).data as { date: string; billable_tokens: number; by_user: { user_id: string; user_email: string; billable_tokens: number }[] }[];
+    const tokens = (await get('tokens')).data as {
+      date: string;
+      billable_tokens: number;
+      by_user: { user_id: string; user_email: string; billable_tokens: number }[];
+    }[];
     expect(tokens).toHaveLength(7);
     let cut = 0;
     for (const day of tokens) {

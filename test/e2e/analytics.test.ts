@@ -26,8 +26,7 @@ describe.each(BACKENDS)('analytics on %s', (backend) => {
   let manager: string;
 
   function fixtureEvents(org: string): AnalyticsEvent[] {
-    const e = (userId: string, iso: string, rest: Record<string, unknown>) =>
-      ({ organizationId: org, userId, occurredAt: at(iso), ...rest }) as AnalyticsEvent;
+    const e = (userId: string, iso: string, rest: Record<string, unknown>) => ({ organizationId: org, userId, occurredAt: at(iso), ...rest }) as AnalyticsEvent;
     const s1 = { sessionId: 's1', client: 'terminal-ui' };
     const s1w = { sessionId: 's1w', client: 'web' };
     const s2 = { sessionId: 's2', client: 'web' };
@@ -46,7 +45,16 @@ describe.each(BACKENDS)('analytics on %s', (backend) => {
       ...[1, 2, 3].map(() => e(U1, d27, { kind: 'tool_call', tool: 'Read', autonomyLevel: 'auto-high', ...s1 })),
       e(U1, d27, { kind: 'tool_call', tool: 'Edit', autonomyLevel: 'auto-high', ...s1 }),
       e(U1, d27, { kind: 'tool_call', tool: 'linear___create_issue', mcpServer: 'linear', autonomyLevel: 'auto-medium', ...s1 }),
-      e(U1, d27, { kind: 'token_usage', model: 'claude-sonnet-4-5', modelTier: 'standard', inputTokens: 1000, outputTokens: 500, cacheReadTokens: 2000, cacheWriteTokens: 100, ...s1 }),
+      e(U1, d27, {
+        kind: 'token_usage',
+        model: 'claude-sonnet-4-5',
+        modelTier: 'standard',
+        inputTokens: 1000,
+        outputTokens: 500,
+        cacheReadTokens: 2000,
+        cacheWriteTokens: 100,
+        ...s1,
+      }),
       e(U1, d27, { kind: 'token_usage', model: 'claude-sonnet-4-5', modelTier: 'standard', inputTokens: 500, outputTokens: 250, cacheReadTokens: 1000, ...s1 }),
       e(U1, d27, { kind: 'token_usage', model: 'claude-sonnet-4-5', modelTier: 'thinking', inputTokens: 200, outputTokens: 100, ...s1 }),
       e(U1, d27, { kind: 'file_edited', extension: 'ts', language: 'TypeScript', ...s1 }),
@@ -68,9 +76,7 @@ describe.each(BACKENDS)('analytics on %s', (backend) => {
       e(U2, d27, { kind: 'pull_request_created', ...s2 }),
       e(U2, d27, { kind: 'file_created', extension: 'go', language: 'Go', ...s2 }),
       // 2026-03-01: U5 headless.
-      ...(['session_started', 'user_turn'] as const).map((kind) =>
-        e(U5, '2026-03-01T08:00:00.000Z', { kind, sessionId: 's5', client: 'non-interactive-cli' }),
-      ),
+      ...(['session_started', 'user_turn'] as const).map((kind) => e(U5, '2026-03-01T08:00:00.000Z', { kind, sessionId: 's5', client: 'non-interactive-cli' })),
       e(U5, '2026-03-01T08:00:00.000Z', { kind: 'message', role: 'user', sessionId: 's5', client: 'non-interactive-cli' }),
       e(U5, '2026-03-01T08:00:00.000Z', { kind: 'tool_call', tool: 'Read', autonomyLevel: 'auto-high', sessionId: 's5', client: 'non-interactive-cli' }),
       // 2026-03-02: U1 continues s1; U2 commits in the day's last millisecond and again at midnight (today).
@@ -132,7 +138,12 @@ describe.each(BACKENDS)('analytics on %s', (backend) => {
     it('names a user whose record is gone with a null email', async () => {
       const res = await get(`${A}/tokens${range('2026-02-20', '2026-02-20')}`);
       expect(res.body.data[0].by_user).toEqual([
-        { user_id: U4, user_email: null, billable_tokens: 1000, by_model: [{ model_id: 'gpt-5-codex', model_tier: 'standard', billable_tokens: 1000, input_tokens: 1000, output_tokens: 0 }] },
+        {
+          user_id: U4,
+          user_email: null,
+          billable_tokens: 1000,
+          by_model: [{ model_id: 'gpt-5-codex', model_tier: 'standard', billable_tokens: 1000, input_tokens: 1000, output_tokens: 0 }],
+        },
       ]);
     });
 
@@ -272,8 +283,16 @@ describe.each(BACKENDS)('analytics on %s', (backend) => {
           date: '2026-02-27',
           files_created: 2,
           files_edited: 2,
-          by_extension: [{ extension: 'ts', count: 2 }, { extension: 'go', count: 1 }, { extension: 'py', count: 1 }],
-          by_language: [{ language: 'TypeScript', count: 2 }, { language: 'Go', count: 1 }, { language: 'Python', count: 1 }],
+          by_extension: [
+            { extension: 'ts', count: 2 },
+            { extension: 'go', count: 1 },
+            { extension: 'py', count: 1 },
+          ],
+          by_language: [
+            { language: 'TypeScript', count: 2 },
+            { language: 'Go', count: 1 },
+            { language: 'Python', count: 1 },
+          ],
           git_commits: 1,
           git_prs_created: 1,
         },
@@ -284,32 +303,100 @@ describe.each(BACKENDS)('analytics on %s', (backend) => {
 
   describe('/users', () => {
     const zero = {
-      tool_calls: 0, billable_tokens: 0, primary_model: '', primary_model_tier: 'standard', files_created: 0, files_edited: 0,
-      git_commits: 0, git_prs_created: 0, mcp_calls: 0, skill_calls: 0, slash_commands: 0, hooks: 0, sessions: 0, messages: 0,
-      user_messages: 0, assistant_messages: 0, autonomy_ratio: 0, delegation_level: 'manual', languages: [],
+      tool_calls: 0,
+      billable_tokens: 0,
+      primary_model: '',
+      primary_model_tier: 'standard',
+      files_created: 0,
+      files_edited: 0,
+      git_commits: 0,
+      git_prs_created: 0,
+      mcp_calls: 0,
+      skill_calls: 0,
+      slash_commands: 0,
+      hooks: 0,
+      sessions: 0,
+      messages: 0,
+      user_messages: 0,
+      assistant_messages: 0,
+      autonomy_ratio: 0,
+      delegation_level: 'manual',
+      languages: [],
     };
     const rowsOf = (id: string): object[] =>
       ({
         [U1]: [
           {
-            ...zero, user_id: U1, user_email: 'user@acme.test', date: '2026-02-27', tool_calls: 5, billable_tokens: 2950,
-            primary_model: 'claude-sonnet-4-5', primary_model_tier: 'standard', files_created: 1, files_edited: 2, git_commits: 1,
-            mcp_calls: 1, skill_calls: 1, slash_commands: 1, hooks: 2, sessions: 2, messages: 6, user_messages: 3,
-            assistant_messages: 3, autonomy_ratio: 2.5, delegation_level: 'auto-high', languages: ['TypeScript', 'Python'],
+            ...zero,
+            user_id: U1,
+            user_email: 'user@acme.test',
+            date: '2026-02-27',
+            tool_calls: 5,
+            billable_tokens: 2950,
+            primary_model: 'claude-sonnet-4-5',
+            primary_model_tier: 'standard',
+            files_created: 1,
+            files_edited: 2,
+            git_commits: 1,
+            mcp_calls: 1,
+            skill_calls: 1,
+            slash_commands: 1,
+            hooks: 2,
+            sessions: 2,
+            messages: 6,
+            user_messages: 3,
+            assistant_messages: 3,
+            autonomy_ratio: 2.5,
+            delegation_level: 'auto-high',
+            languages: ['TypeScript', 'Python'],
           },
-          { ...zero, user_id: U1, user_email: 'user@acme.test', date: '2026-03-02', tool_calls: 1, messages: 1, user_messages: 1, autonomy_ratio: 1, delegation_level: 'auto-high' },
+          {
+            ...zero,
+            user_id: U1,
+            user_email: 'user@acme.test',
+            date: '2026-03-02',
+            tool_calls: 1,
+            messages: 1,
+            user_messages: 1,
+            autonomy_ratio: 1,
+            delegation_level: 'auto-high',
+          },
         ],
         [U2]: [
           {
-            ...zero, user_id: U2, user_email: 'guest@acme.test', date: '2026-02-27', tool_calls: 2, billable_tokens: 150,
-            primary_model: 'gpt-5-codex', files_created: 1, git_prs_created: 1, sessions: 1, messages: 2, user_messages: 1,
+            ...zero,
+            user_id: U2,
+            user_email: 'guest@acme.test',
+            date: '2026-02-27',
+            tool_calls: 2,
+            billable_tokens: 150,
+            primary_model: 'gpt-5-codex',
+            files_created: 1,
+            git_prs_created: 1,
+            sessions: 1,
+            messages: 2,
+            user_messages: 1,
             // One manual and one auto-low call: the tie goes to the more autonomous level.
-            assistant_messages: 1, autonomy_ratio: 2, delegation_level: 'auto-low', languages: ['Go'],
+            assistant_messages: 1,
+            autonomy_ratio: 2,
+            delegation_level: 'auto-low',
+            languages: ['Go'],
           },
           { ...zero, user_id: U2, user_email: 'guest@acme.test', date: '2026-03-02', git_commits: 1 },
         ],
         [U5]: [
-          { ...zero, user_id: U5, user_email: 'owner@acme.test', date: '2026-03-01', tool_calls: 1, sessions: 1, messages: 1, user_messages: 1, autonomy_ratio: 1, delegation_level: 'auto-high' },
+          {
+            ...zero,
+            user_id: U5,
+            user_email: 'owner@acme.test',
+            date: '2026-03-01',
+            tool_calls: 1,
+            sessions: 1,
+            messages: 1,
+            user_messages: 1,
+            autonomy_ratio: 1,
+            delegation_level: 'auto-high',
+          },
         ],
       })[id]!;
 
@@ -329,7 +416,10 @@ describe.each(BACKENDS)('analytics on %s', (backend) => {
       expect(res.body.meta).toMatchObject({ has_more: false, next_cursor: null });
       expect(new Set(res.body.data.map((r: { user_id: string }) => r.user_id))).toEqual(new Set([U1, U2, U3, U4, U5]));
       expect(res.body.data.find((r: { user_id: string }) => r.user_id === U4)).toMatchObject({
-        user_email: null, date: '2026-02-20', billable_tokens: 1000, primary_model: 'gpt-5-codex',
+        user_email: null,
+        date: '2026-02-20',
+        billable_tokens: 1000,
+        primary_model: 'gpt-5-codex',
       });
     });
   });
@@ -381,7 +471,7 @@ describe.each(BACKENDS)('analytics on %s', (backend) => {
       expect(res.body).toMatchObject({ title: 'Unauthorized', status: 401, requestId: expect.any(String) });
     });
 
-    it("shows an organization only its own data", async () => {
+    it('shows an organization only its own data', async () => {
       const res = await get(`${A}/tokens${range('2026-02-27', '2026-02-27')}`, api.globex.members.owner.apiKey);
       expect(res.status).toBe(200);
       expect(res.body.meta.org_id).toBe(api.globex.id);
@@ -468,7 +558,13 @@ describe.each(BACKENDS)('analytics on %s', (backend) => {
       const done = await rollupDue({ prisma: api.db.prisma, clock });
       expect(done).toEqual([{ organizationId: api.acme.id, days: ['2026-02-27'] }]);
       const res = await get(`${A}/activity${range('2026-02-27', '2026-03-02')}`);
-      expect(res.body.data.map((r: { daily_active_users: number; weekly_active_users: number; monthly_active_users: number }) => [r.daily_active_users, r.weekly_active_users, r.monthly_active_users])).toEqual([
+      expect(
+        res.body.data.map((r: { daily_active_users: number; weekly_active_users: number; monthly_active_users: number }) => [
+          r.daily_active_users,
+          r.weekly_active_users,
+          r.monthly_active_users,
+        ]),
+      ).toEqual([
         [3, 3, 4],
         [0, 3, 4],
         [1, 4, 5],

@@ -67,13 +67,28 @@ describe.each(BACKENDS)('administrative changes and their audit records on %s', 
     'delete a service account': (t) => ({ method: 'DELETE', path: `/api/v0/service-accounts/${t.sa}`, ok: 200 }),
     'issue an API key': (t) => ({ method: 'POST', path: `/api/v0/service-accounts/${t.sa}/api-keys`, body: { name: newId('k') }, ok: 201 }),
     'revoke an API key': (t) => ({ method: 'POST', path: `/api/v0/service-accounts/${t.sa}/api-keys/${t.key}/revoke`, ok: 204 }),
-    'rotate an API key': (t) => ({ method: 'POST', path: `/api/v0/service-accounts/${t.sa}/api-keys/${t.key}/rotate`, body: { gracePeriodMinutes: 5 }, ok: 200 }),
+    'rotate an API key': (t) => ({
+      method: 'POST',
+      path: `/api/v0/service-accounts/${t.sa}/api-keys/${t.key}/rotate`,
+      body: { gracePeriodMinutes: 5 },
+      ok: 200,
+    }),
     'invite a member': () => ({ method: 'POST', path: '/api/v0/organization/users/invite', body: { email: `${newId('i')}@audit.test` }, ok: 200 }),
     "change a member's role": () => ({ method: 'POST', path: '/api/v0/organization/users/invite', body: { email: 'guest@acme.test', role: 'user' }, ok: 200 }),
     'remove a member': () => ({ method: 'DELETE', path: '/api/v0/organization/users?email=user%40acme.test', as: owner, ok: 204 }),
     'set the global credit limit': () => ({ method: 'PUT', path: '/api/v0/organization/usage/limits/global', body: { limit: 2_000_000 }, ok: 200 }),
-    "set a member's credit limit": () => ({ method: 'PUT', path: '/api/v0/organization/usage/limits/users', body: { users: [{ email: 'manager@acme.test', limit: 3_000_000 }] }, ok: 200 }),
-    'change the enterprise controls': () => ({ method: 'PUT', path: '/api/v0/organization/enterprise-controls', body: { settings: { audited: newId('v') } }, ok: 200 }),
+    "set a member's credit limit": () => ({
+      method: 'PUT',
+      path: '/api/v0/organization/usage/limits/users',
+      body: { users: [{ email: 'manager@acme.test', limit: 3_000_000 }] },
+      ok: 200,
+    }),
+    'change the enterprise controls': () => ({
+      method: 'PUT',
+      path: '/api/v0/organization/enterprise-controls',
+      body: { settings: { audited: newId('v') } },
+      ok: 200,
+    }),
   };
 
   for (const [change, request] of Object.entries(CHANGES)) {

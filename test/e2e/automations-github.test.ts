@@ -72,7 +72,13 @@ describe.each(BACKENDS)('CI automations on GitHub (wire-level fake of its REST A
   it('edit: creates the ref, commits the file on it, opens the pull request; a run comments on it', async () => {
     const res = await api.call('POST', `${CI}/edit`, {
       as: owner,
-      body: { action: 'create', modeId: 'custom', automationName: 'Weekly', repos: [{ repoFullName: 'octo/site' }], changes: { customPrompt: 'Summarise the week', schedule: '0 9 * * 1', githubEvents: ['comment-added'] } },
+      body: {
+        action: 'create',
+        modeId: 'custom',
+        automationName: 'Weekly',
+        repos: [{ repoFullName: 'octo/site' }],
+        changes: { customPrompt: 'Summarise the week', schedule: '0 9 * * 1', githubEvents: ['comment-added'] },
+      },
     });
     expect(res.status).toBe(200);
     automationId = res.body.factoryAutomationId;
@@ -85,32 +91,74 @@ describe.each(BACKENDS)('CI automations on GitHub (wire-level fake of its REST A
 
     // What `agentplane ci run` does from the workflow, here without a computer (no session).
     await api.db.prisma.ciAutomation.update({ where: { id: automationId }, data: { computerId: 'cmp_none' } });
-    const start = await api.call('POST', `${CI}/jobs`, { as: owner, body: { automationId, repoFullName: 'octo/site', event: 'issue_comment', pullRequestNumber: 1 } });
+    const start = await api.call('POST', `${CI}/jobs`, {
+      as: owner,
+      body: { automationId, repoFullName: 'octo/site', event: 'issue_comment', pullRequestNumber: 1 },
+    });
     expect(start.status).toBe(200);
     expect(start.body).toMatchObject({ status: 'running', modeId: 'custom', computerId: 'cmp_none' });
     expect(start.body.prompt).toContain('Summarise the week');
     expect(start.body.prompt).toContain('+name: Weekly');
-    const done = await api.call('POST', `${CI}/jobs/${start.body.jobId}/complete`, { as: owner, body: { conclusion: 'success', result: 'All quiet this week.' } });
+    const done = await api.call('POST', `${CI}/jobs/${start.body.jobId}/complete`, {
+      as: owner,
+      body: { conclusion: 'success', result: 'All quiet this week.' },
+    });
     expect(done.status).toBe(200);
-    expect(done.body).toMatchObject({ status: 'succeeded', repos: [{ repoFullName: 'octo/site', pullRequest: 1, commentUrl: expect.stringContaining('#issuecomment-') }] });
+    expect(done.body).toMatchObject({
+      status: 'succeeded',
+      repos: [{ repoFullName: 'octo/site', pullRequest: 1, commentUrl: expect.stringContaining('#issuecomment-') }],
+    });
     expect(gh.comments('octo/site', 1)[0]!.body).toContain('All quiet this week.');
     expect((await api.call('POST', `${CI}/jobs/${start.body.jobId}/complete`, { as: owner, body: { conclusion: 'success' } })).status).toBe(409);
   });
 
   it('runs: GitHub-shaped runs of the automation’s file only', async () => {
     const at = '2026-11-20T10:00:00Z';
-    gh.addRun('octo/site', { id: 7, name: 'CI', path: '.github/workflows/ci.yml', event: 'push', status: 'completed', conclusion: 'success', created_at: at, updated_at: at, html_url: 'x' });
     gh.addRun('octo/site', {
-      id: 8, name: 'Weekly', path: '.github/workflows/agentplane-weekly.yml', event: 'schedule', status: 'completed', conclusion: 'failure',
-      head_branch: 'main', head_sha: 'abc', created_at: '2026-11-21T10:00:00Z', updated_at: '2026-11-21T10:05:00Z', run_started_at: '2026-11-21T10:00:05Z',
-      html_url: `${gh.url}/octo/site/actions/runs/8`, pull_requests: [],
+      id: 7,
+      name: 'CI',
+      path: '.github/workflows/ci.yml',
+      event: 'push',
+      status: 'completed',
+      conclusion: 'success',
+      created_at: at,
+      updated_at: at,
+      html_url: 'x',
+    });
+    gh.addRun('octo/site', {
+      id: 8,
+      name: 'Weekly',
+      path: '.github/workflows/agentplane-weekly.yml',
+      event: 'schedule',
+      status: 'completed',
+      conclusion: 'failure',
+      head_branch: 'main',
+      head_sha: 'abc',
+      created_at: '2026-11-21T10:00:00Z',
+      updated_at: '2026-11-21T10:05:00Z',
+      run_started_at: '2026-11-21T10:00:05Z',
+      html_url: `${gh.url}/octo/site/actions/runs/8`,
+      pull_requests: [],
     });
     const res = await api.call('GET', `${CI}/runs`, { as: owner });
     expect(res.body.runs).toEqual([
       {
-        id: 8, repoFullName: 'octo/site', workflowPath: '.github/workflows/agentplane-weekly.yml', automationId, name: 'Weekly', status: 'completed', conclusion: 'failure',
-        event: 'schedule', branch: 'main', headSha: 'abc', pullRequests: [], url: `${gh.url}/octo/site/actions/runs/8`,
-        createdAt: Date.parse('2026-11-21T10:00:00Z'), updatedAt: Date.parse('2026-11-21T10:05:00Z'), startedAt: Date.parse('2026-11-21T10:00:05Z'), completedAt: null,
+        id: 8,
+        repoFullName: 'octo/site',
+        workflowPath: '.github/workflows/agentplane-weekly.yml',
+        automationId,
+        name: 'Weekly',
+        status: 'completed',
+        conclusion: 'failure',
+        event: 'schedule',
+        branch: 'main',
+        headSha: 'abc',
+        pullRequests: [],
+        url: `${gh.url}/octo/site/actions/runs/8`,
+        createdAt: Date.parse('2026-11-21T10:00:00Z'),
+        updatedAt: Date.parse('2026-11-21T10:05:00Z'),
+        startedAt: Date.parse('2026-11-21T10:00:05Z'),
+        completedAt: null,
       },
     ]);
   });
@@ -121,9 +169,14 @@ describe('connections seeded from AGENTPLANE_GIT_INTEGRATIONS', () => {
     const gh = await startGitHubFake();
     const api = await startTestApi('pglite', { env: ALLOW_LOOPBACK });
     try {
-      const made = await api.call('POST', '/api/v0/integrations/source-control', { as: api.acme.members.owner.apiKey, body: { provider: 'github', baseUrl: gh.url, token: gh.token } });
+      const made = await api.call('POST', '/api/v0/integrations/source-control', {
+        as: api.acme.members.owner.apiKey,
+        body: { provider: 'github', baseUrl: gh.url, token: gh.token },
+      });
       expect(made.status).toBe(201);
-      await syncGitIntegrations(api.db.prisma, api.machines.secrets, [{ organization: 'acme', host: 'git.example.com', username: 'bot', token: 'seeded-token-1234' }]);
+      await syncGitIntegrations(api.db.prisma, api.machines.secrets, [
+        { organization: 'acme', host: 'git.example.com', username: 'bot', token: 'seeded-token-1234' },
+      ]);
       const list = (await api.call('GET', '/api/v0/integrations/source-control', { as: api.acme.members.manager.apiKey })).body.integrations;
       expect(list.map((i: any) => [i.host, i.provider, i.origin, i.token])).toEqual([
         [new URL(gh.url).host, 'github', 'api', `••••••••${gh.token.slice(-4)}`],
@@ -150,7 +203,10 @@ describe('the egress guard and forges on loopback', () => {
     const gh = await startGitHubFake();
     const api = await startTestApi('pglite');
     try {
-      const res = await api.call('POST', '/api/v0/integrations/source-control', { as: api.acme.members.owner.apiKey, body: { provider: 'github', baseUrl: gh.url, token: gh.token } });
+      const res = await api.call('POST', '/api/v0/integrations/source-control', {
+        as: api.acme.members.owner.apiKey,
+        body: { provider: 'github', baseUrl: gh.url, token: gh.token },
+      });
       expect(res.status).toBe(400);
       expect(res.body.detail).toContain(gh.url);
       expect(res.body.detail).toContain('AGENTPLANE_EGRESS_ALLOW');

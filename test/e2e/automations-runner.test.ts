@@ -61,10 +61,20 @@ describe.skipIf(skip || skipMachineTests)('a generated workflow run by gitea-run
     computerId = computer.body.id;
 
     const owner = api.acme.members.owner.apiKey;
-    expect((await api.call('POST', '/api/v0/integrations/source-control', { as: owner, body: { provider: 'gitea', baseUrl: gitea.url, token: alice.token } })).status).toBe(201);
+    expect(
+      (await api.call('POST', '/api/v0/integrations/source-control', { as: owner, body: { provider: 'gitea', baseUrl: gitea.url, token: alice.token } }))
+        .status,
+    ).toBe(201);
     const edit = await api.call('POST', `${CI}/edit`, {
       as: owner,
-      body: { action: 'create', automationName: 'Review', modeId: 'code-review', computerId, repos: [{ repoFullName: repo }], changes: { yamlParams: 'model: coder' } },
+      body: {
+        action: 'create',
+        automationName: 'Review',
+        modeId: 'code-review',
+        computerId,
+        repos: [{ repoFullName: repo }],
+        changes: { yamlParams: 'model: coder' },
+      },
     });
     expect(edit.body.sessions[0].prUrl, JSON.stringify(edit.body)).toBeDefined();
     expect(await mergeWhenReady(gitea, repo, 1, alice)).toBe(200);
@@ -103,14 +113,24 @@ describe.skipIf(skip || skipMachineTests)('a generated workflow run by gitea-run
     expect(prompts.find((p) => p.includes(`Pull request #${number}: Add feature a`))).toContain('+export const feature_a = 1;');
     expect((await comments(1)).map((c) => c.body)).toEqual([expect.stringContaining('### agentplane code review')]);
 
-    const runs = await waitFor('a completed run', async () => {
-      const res = await api.call('GET', `${CI}/runs`, { as: robot });
-      return res.body.runs.find((r: any) => r.event === 'pull_request' && r.status === 'completed') ?? false;
-    }, 60_000, 500);
+    const runs = await waitFor(
+      'a completed run',
+      async () => {
+        const res = await api.call('GET', `${CI}/runs`, { as: robot });
+        return res.body.runs.find((r: any) => r.event === 'pull_request' && r.status === 'completed') ?? false;
+      },
+      60_000,
+      500,
+    );
     expect(runs).toMatchObject({ repoFullName: repo, conclusion: 'success', workflowPath: '.github/workflows/agentplane-review.yml' });
 
     const jobs = (await api.call('GET', `${CI}/jobs`, { as: robot })).body.jobs.filter((j: any) => j.repos[0].pullRequest === number);
-    expect(jobs[0]).toMatchObject({ kind: 'run', status: 'succeeded', modeId: 'code-review', repos: [{ repoFullName: repo, pullRequest: number, commentUrl: comment.html_url }] });
+    expect(jobs[0]).toMatchObject({
+      kind: 'run',
+      status: 'succeeded',
+      modeId: 'code-review',
+      repos: [{ repoFullName: repo, pullRequest: number, commentUrl: comment.html_url }],
+    });
     expect(jobs[0].detail).toMatchObject({ event: 'pull_request', conclusion: 'success', computerId, sessionId: expect.stringMatching(/^sess_/) });
   }, 240_000);
 
@@ -119,7 +139,13 @@ describe.skipIf(skip || skipMachineTests)('a generated workflow run by gitea-run
     const owner = api.acme.members.owner.apiKey;
     const edit = await api.call('POST', `${CI}/edit`, {
       as: owner,
-      body: { action: 'create', automationName: 'Self-hosted review', modeId: 'code-review', repos: [{ repoFullName: 'alice/api' }], changes: { yamlParams: 'model: coder\nregister-runner: true' } },
+      body: {
+        action: 'create',
+        automationName: 'Self-hosted review',
+        modeId: 'code-review',
+        repos: [{ repoFullName: 'alice/api' }],
+        changes: { yamlParams: 'model: coder\nregister-runner: true' },
+      },
     });
     const automationId = edit.body.factoryAutomationId as string;
     const file = await gitea.api('GET', `/repos/alice/api/pulls/1/files`);
@@ -160,15 +186,25 @@ describe.skipIf(skip || skipMachineTests)('a generated workflow run by gitea-run
   it('deleting the computer pauses the automation: the next run answers "paused" and succeeds without a session', async () => {
     expect((await api.call('DELETE', `/api/v0/computers/${computerId}`, { as: robot })).status).toBeLessThan(300);
     const number = await openPullRequest('feature-b', 'Add feature b');
-    const job = await waitFor('the paused run', async () => {
-      const res = await api.call('GET', `${CI}/jobs`, { as: robot });
-      return res.body.jobs.find((j: any) => j.kind === 'run' && j.repos[0].pullRequest === number) ?? false;
-    }, 180_000, 1_000);
+    const job = await waitFor(
+      'the paused run',
+      async () => {
+        const res = await api.call('GET', `${CI}/jobs`, { as: robot });
+        return res.body.jobs.find((j: any) => j.kind === 'run' && j.repos[0].pullRequest === number) ?? false;
+      },
+      180_000,
+      1_000,
+    );
     expect(job).toMatchObject({ status: 'paused', detail: { reason: expect.stringContaining('is paused: its computer "review-box"') } });
-    const run = await waitFor('the run to complete', async () => {
-      const res = await api.call('GET', `${CI}/runs`, { as: robot });
-      return res.body.runs.find((r: any) => r.status === 'completed' && r.pullRequests.includes(number)) ?? false;
-    }, 60_000, 500);
+    const run = await waitFor(
+      'the run to complete',
+      async () => {
+        const res = await api.call('GET', `${CI}/runs`, { as: robot });
+        return res.body.runs.find((r: any) => r.status === 'completed' && r.pullRequests.includes(number)) ?? false;
+      },
+      60_000,
+      500,
+    );
     expect(run.conclusion).toBe('success');
     expect(await comments(number)).toEqual([]);
     expect(model.remaining()).toBe(0);

@@ -93,7 +93,14 @@ describe.skipIf(skip)('CI automations against a real Gitea', () => {
     it('creates a verified connection: token sealed at rest, masked for managers, absent for members', async () => {
       const res = await api.call('POST', SOURCE_CONTROL, { as: owner, body: { provider: 'gitea', baseUrl: `${gitea.url}/`, token: alice.token } });
       expect(res.status).toBe(201);
-      expect(res.body).toMatchObject({ provider: 'gitea', baseUrl: gitea.url, host: new URL(gitea.url).host, login: 'alice', username: 'alice', origin: 'api' });
+      expect(res.body).toMatchObject({
+        provider: 'gitea',
+        baseUrl: gitea.url,
+        host: new URL(gitea.url).host,
+        login: 'alice',
+        username: 'alice',
+        origin: 'api',
+      });
       expect(res.body.token).toBe(`••••••••${alice.token.slice(-4)}`);
       const stored = await api.db.prisma.sourceControlIntegration.findUniqueOrThrow({ where: { id: res.body.id } });
       expect(stored.tokenCiphertext).not.toContain(alice.token);
@@ -127,7 +134,11 @@ describe.skipIf(skip)('CI automations against a real Gitea', () => {
     it('repositories: the writable, unarchived ones, filtered by owner', async () => {
       const all = await api.call('GET', `${CI}/repositories`, { as: member });
       expect(all.body.repositories.map((r: any) => r.repoFullName)).toEqual(['acme-eng/broken', 'acme-eng/svc', 'alice/app']);
-      expect(all.body.repositories.find((r: any) => r.repoFullName === 'acme-eng/svc')).toMatchObject({ private: true, defaultBranch: 'main', url: `${gitea.url}/acme-eng/svc` });
+      expect(all.body.repositories.find((r: any) => r.repoFullName === 'acme-eng/svc')).toMatchObject({
+        private: true,
+        defaultBranch: 'main',
+        url: `${gitea.url}/acme-eng/svc`,
+      });
       const org = await api.call('GET', `${CI}/repositories?owner=acme-eng`, { as: member });
       expect(org.body.repositories.map((r: any) => r.repoFullName)).toEqual(['acme-eng/broken', 'acme-eng/svc']);
     });
@@ -137,10 +148,20 @@ describe.skipIf(skip)('CI automations against a real Gitea', () => {
       expect(res.status).toBe(200);
       expect(res.body).toMatchObject({ cached: false, cacheTtlMs: 30 * 60 * 1000, repositoriesScanned: 3, integration: { connected: true } });
       expect(res.body.workflows).toEqual([
-        { repoFullName: 'acme-eng/svc', filePath: '.gitea/workflows/nightly.yaml', workflowName: 'nightly agent', triggerEvents: ['schedule', 'workflow_dispatch'], scheduleCron: '17 3 * * 1-5', droidActionInputs: { mode: 'custom', model: 'scripted' }, templateId: 'custom' },
+        {
+          repoFullName: 'acme-eng/svc',
+          filePath: '.gitea/workflows/nightly.yaml',
+          workflowName: 'nightly agent',
+          triggerEvents: ['schedule', 'workflow_dispatch'],
+          scheduleCron: '17 3 * * 1-5',
+          droidActionInputs: { mode: 'custom', model: 'scripted' },
+          templateId: 'custom',
+        },
         { repoFullName: 'alice/app', filePath: '.github/workflows/ci.yml', workflowName: 'CI', triggerEvents: ['push'], droidActionInputs: {} },
       ]);
-      expect(res.body.failures).toEqual([{ repoFullName: 'acme-eng/broken', filePath: '.gitea/workflows/bad.yml', error: expect.stringContaining('not valid YAML') }]);
+      expect(res.body.failures).toEqual([
+        { repoFullName: 'acme-eng/broken', filePath: '.gitea/workflows/bad.yml', error: expect.stringContaining('not valid YAML') },
+      ]);
 
       await gitea.commitFiles(alice, 'alice/app', { '.github/workflows/lint.yml': 'name: lint\non: pull_request\njobs: {}\n' });
       const cached = await api.call('GET', `${CI}/scan?forceRefresh=false`, { as: member });
@@ -158,8 +179,14 @@ describe.skipIf(skip)('CI automations against a real Gitea', () => {
       const cases: [unknown, RegExp][] = [
         [{ repos }, /action: Provide action \("edit"\|"delete"\|"create"\) and at least one repo\./],
         [{ action: 'create', modeId: 'code-review', repos: [] }, /repos: Provide action/],
-        [{ action: 'edit', repos: [{ repoFullName: 'alice/app', filePath: '.github/workflows/x.yml' }] }, /changes: Edit action requires a `changes` payload\./],
-        [{ action: 'create', modeId: 'custom', repos, changes: { customPrompt: 'hi', schedule: '61 * * * *' } }, /changes\.schedule: not a 5-field cron expression: minute/],
+        [
+          { action: 'edit', repos: [{ repoFullName: 'alice/app', filePath: '.github/workflows/x.yml' }] },
+          /changes: Edit action requires a `changes` payload\./,
+        ],
+        [
+          { action: 'create', modeId: 'custom', repos, changes: { customPrompt: 'hi', schedule: '61 * * * *' } },
+          /changes\.schedule: not a 5-field cron expression: minute/,
+        ],
         [{ action: 'create', modeId: 'custom', repos, changes: { customPrompt: 'hi', githubEvents: ['deploy'] } }, /changes\.githubEvents\.0: unknown event/],
         [{ action: 'create', modeId: 'triage', repos }, /modeId: unknown mode/],
         [{ action: 'create', modeId: 'code-review', repos, changes: { yamlParams: 'colour: blue' } }, /changes\.yamlParams\.colour: unknown input/],
@@ -172,7 +199,9 @@ describe.skipIf(skip)('CI automations against a real Gitea', () => {
       }
       expect(await pulls('alice/app')).toEqual([]);
       expect(await api.db.prisma.ciJob.count({ where: { organizationId: api.acme.id } })).toBe(0);
-      expect((await api.call('POST', `${CI}/edit`, { as: api.acme.members.guest.apiKey, body: { action: 'create', modeId: 'code-review', repos } })).status).toBe(403);
+      expect(
+        (await api.call('POST', `${CI}/edit`, { as: api.acme.members.guest.apiKey, body: { action: 'create', modeId: 'code-review', repos } })).status,
+      ).toBe(403);
     });
 
     let automationId: string;
@@ -191,9 +220,17 @@ describe.skipIf(skip)('CI automations against a real Gitea', () => {
       automationId = res.body.factoryAutomationId;
       expect(automationId).toMatch(/^[0-9a-f-]{36}$/);
       const [app, svc, missing] = res.body.sessions;
-      expect(app).toMatchObject({ repoFullName: 'alice/app', filePath: '.github/workflows/agentplane-review-bot.yml', prUrl: `${gitea.url}/alice/app/pulls/1` });
+      expect(app).toMatchObject({
+        repoFullName: 'alice/app',
+        filePath: '.github/workflows/agentplane-review-bot.yml',
+        prUrl: `${gitea.url}/alice/app/pulls/1`,
+      });
       // Gitea runs .gitea/workflows when it exists, so the file goes there.
-      expect(svc).toMatchObject({ repoFullName: 'acme-eng/svc', filePath: '.gitea/workflows/agentplane-review-bot.yml', prUrl: `${gitea.url}/acme-eng/svc/pulls/1` });
+      expect(svc).toMatchObject({
+        repoFullName: 'acme-eng/svc',
+        filePath: '.gitea/workflows/agentplane-review-bot.yml',
+        prUrl: `${gitea.url}/acme-eng/svc/pulls/1`,
+      });
       expect(missing).toMatchObject({ repoFullName: 'acme-eng/missing', error: expect.stringContaining('404') });
 
       const [pr] = await pulls('alice/app');
@@ -223,7 +260,12 @@ describe.skipIf(skip)('CI automations against a real Gitea', () => {
       const res = await api.call('POST', `${CI}/edit`, {
         as: member,
         // No filePath: the automation knows where it wrote its file.
-        body: { action: 'edit', factoryAutomationId: automationId, repos: [{ repoFullName: 'alice/app' }], changes: { name: 'Review bot 2', yamlParams: 'model: scripted-2' } },
+        body: {
+          action: 'edit',
+          factoryAutomationId: automationId,
+          repos: [{ repoFullName: 'alice/app' }],
+          changes: { name: 'Review bot 2', yamlParams: 'model: scripted-2' },
+        },
       });
       expect(res.status).toBe(200);
       expect(res.body.sessions[0]).toMatchObject({ filePath: path, prUrl: `${gitea.url}/alice/app/pulls/2` });
@@ -293,7 +335,10 @@ describe.skipIf(skip)('readiness evaluations and wiki runs of private repositori
     carol = await gitea.createUser('carol');
     await gitea.createRepo(carol, { name: 'secret', private: true, files: { 'AGENTS.md': '# agents\n' } });
     api = await startTestApi('pglite', { env: ALLOW_LOOPBACK, worker: true });
-    const made = await api.call('POST', SOURCE_CONTROL, { as: api.acme.members.owner.apiKey, body: { provider: 'gitea', baseUrl: gitea.url, token: carol.token } });
+    const made = await api.call('POST', SOURCE_CONTROL, {
+      as: api.acme.members.owner.apiKey,
+      body: { provider: 'gitea', baseUrl: gitea.url, token: carol.token },
+    });
     expect(made.status).toBe(201);
   }, 120_000);
   afterAll(async () => {
@@ -328,7 +373,11 @@ describe.skipIf(skip)('readiness evaluations and wiki runs of private repositori
       body: { automationId, repoFullName: 'carol/secret', event: 'push', ref: 'refs/heads/main', sha: 'a'.repeat(40) },
     });
     expect(started.status, JSON.stringify(started.body)).toBe(200);
-    expect(started.body).toMatchObject({ status: 'wiki', modeId: 'wiki-refresh', detail: expect.stringMatching(/^wiki run .* queued for carol\/secret at main$/) });
+    expect(started.body).toMatchObject({
+      status: 'wiki',
+      modeId: 'wiki-refresh',
+      detail: expect.stringMatching(/^wiki run .* queued for carol\/secret at main$/),
+    });
     const wikiRunId = started.body.wikiRunId as string;
     let run: any;
     for (const deadline = Date.now() + 60_000; Date.now() < deadline; await new Promise((r) => setTimeout(r, 250))) {

@@ -75,10 +75,7 @@ describe('agentplane CLI', () => {
   });
 
   it('`npm start` (the README command) serves and stops cleanly on Ctrl-C', async () => {
-    const server = await startServerProcess(
-      { AGENTPLANE_DATA_DIR: tempDir() },
-      { command: ['npm', 'start', '--silent'], processGroup: true },
-    );
+    const server = await startServerProcess({ AGENTPLANE_DATA_DIR: tempDir() }, { command: ['npm', 'start', '--silent'], processGroup: true });
     expect((await fetch(`${server.url}/healthz`)).status).toBe(200);
     expect(server.firstStartKey).toMatch(/^apk_/);
     await server.stop('SIGINT');

@@ -51,7 +51,13 @@ describe.each(BACKENDS)('computer templates on %s', (backend) => {
 
   it('validates the body: name 1-100, repository URLs, setupScript up to 10000 characters', async () => {
     const as = api.acme.members.owner.apiKey;
-    for (const bad of [{ name: '' }, { name: 'x'.repeat(101) }, { name: 'r', repos: ['not a url'] }, { name: 's', setupScript: 'x'.repeat(10_001) }, { name: 'u', other: 1 }]) {
+    for (const bad of [
+      { name: '' },
+      { name: 'x'.repeat(101) },
+      { name: 'r', repos: ['not a url'] },
+      { name: 's', setupScript: 'x'.repeat(10_001) },
+      { name: 'u', other: 1 },
+    ]) {
       expect((await api.call('POST', '/api/v0/computer-templates', { as, body: bad })).status, JSON.stringify(bad).slice(0, 80)).toBe(400);
     }
   });

@@ -32,17 +32,13 @@ describe.each(BACKENDS)('byom machines registered by `agentplane agent` on %s', 
   beforeAll(async () => {
     api = await startTestApi(backend, { worker: true, gateway: true });
     if (who.uid !== undefined) fs.chownSync(stateDir, who.uid, who.gid!);
-    agent = spawn(
-      process.execPath,
-      [BIN, 'agent', '--url', api.url, '--name', name, '--state-dir', path.join(stateDir, 'agent')],
-      {
-        uid: who.uid,
-        gid: who.gid,
-        cwd: '/',
-        env: { PATH: process.env.PATH, HOME: who.home, AGENTPLANE_API_KEY: api.acme.members.user.apiKey },
-        stdio: ['ignore', 'ignore', 'pipe'],
-      },
-    );
+    agent = spawn(process.execPath, [BIN, 'agent', '--url', api.url, '--name', name, '--state-dir', path.join(stateDir, 'agent')], {
+      uid: who.uid,
+      gid: who.gid,
+      cwd: '/',
+      env: { PATH: process.env.PATH, HOME: who.home, AGENTPLANE_API_KEY: api.acme.members.user.apiKey },
+      stdio: ['ignore', 'ignore', 'pipe'],
+    });
     agent.stderr!.on('data', (d: Buffer) => (stderr += d.toString()));
     exited = new Promise((resolve) => agent.once('exit', (code) => resolve(code)));
   });

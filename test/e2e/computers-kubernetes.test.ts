@@ -34,7 +34,7 @@ const missing =
   (toolchain.available ? undefined : `the Pulumi CLI is missing (bash scripts/pulumi-toolchain.sh)`) ??
   (existsSync(kubernetesPluginPath(toolchain.pulumiHome)) ? undefined : 'pulumi-resource-kubernetes is missing (bash scripts/pulumi-toolchain.sh)') ??
   sshdMissing() ??
-  (isRoot ? undefined : 'the test kubelet runs sshd as the image\'s user and kube-proxy\'s port 22: needs root');
+  (isRoot ? undefined : "the test kubelet runs sshd as the image's user and kube-proxy's port 22: needs root");
 const skip = skipWithout('the kubernetes computer tests', missing);
 
 const PROVISION_MS = 90_000;
@@ -78,9 +78,12 @@ describe.skipIf(skip)('managed computers on Kubernetes (API server + kwok), thro
       await api.queue.send(poolConvergeJob, { organizationId: api.acme.id });
       const live = await api.db.prisma.computer.findMany({ where: { deletedAt: null } });
       await Promise.all(live.map((c) => api.call('DELETE', `/api/v0/computers/${c.id}`, { as: api.acme.members.owner.apiKey })));
-      await waitFor('every teardown', async () => (await api.db.prisma.computer.count({ where: { OR: [{ operation: 'teardown' }, { ownerKind: 'pool', deletedAt: null }] } })) === 0, PROVISION_MS, 250).catch(
-        (err: unknown) => console.error(err),
-      );
+      await waitFor(
+        'every teardown',
+        async () => (await api.db.prisma.computer.count({ where: { OR: [{ operation: 'teardown' }, { ownerKind: 'pool', deletedAt: null }] } })) === 0,
+        PROVISION_MS,
+        250,
+      ).catch((err: unknown) => console.error(err));
     }
     await api?.close();
     await kubelet?.stop();
@@ -92,7 +95,13 @@ describe.skipIf(skip)('managed computers on Kubernetes (API server + kwok), thro
   const get = async (id: string) => (await api.call('GET', `/api/v0/computers/${id}`, { as })).body;
   const objects = async (id: string) => {
     const selector = `?labelSelector=${encodeURIComponent(`${LABEL}=${id}`)}`;
-    const kinds = ['/api/v1/namespaces/NS/secrets', '/api/v1/namespaces/NS/persistentvolumeclaims', '/api/v1/namespaces/NS/services', '/apis/apps/v1/namespaces/NS/statefulsets', '/api/v1/namespaces/NS/pods'];
+    const kinds = [
+      '/api/v1/namespaces/NS/secrets',
+      '/api/v1/namespaces/NS/persistentvolumeclaims',
+      '/api/v1/namespaces/NS/services',
+      '/apis/apps/v1/namespaces/NS/statefulsets',
+      '/api/v1/namespaces/NS/pods',
+    ];
     const found: string[] = [];
     for (const k of kinds) {
       const list = await cluster.get(k.replace('NS', COMPUTERS_NS) + selector);
@@ -116,10 +125,15 @@ describe.skipIf(skip)('managed computers on Kubernetes (API server + kwok), thro
     expect(res.status, JSON.stringify(res.body)).toBe(201);
     id = res.body.id;
     name = id.replaceAll('_', '-');
-    const c = await waitFor(`computer ${id} to leave provisioning`, async () => {
-      const body = await get(id);
-      return body.status !== 'provisioning' && body;
-    }, PROVISION_MS, 100);
+    const c = await waitFor(
+      `computer ${id} to leave provisioning`,
+      async () => {
+        const body = await get(id);
+        return body.status !== 'provisioning' && body;
+      },
+      PROVISION_MS,
+      100,
+    );
     const elapsed = performance.now() - started;
     expect(c.status, JSON.stringify(c.provisioningSteps)).toBe('active');
     expect(c.provisioningSteps.map((s: { id: string; status: string }) => [s.id, s.status])).toEqual([
@@ -187,33 +201,54 @@ describe.skipIf(skip)('managed computers on Kubernetes (API server + kwok), thro
 
   it('deletes: every object and the stack are gone', async () => {
     expect((await api.call('DELETE', `/api/v0/computers/${id}`, { as })).status).toBe(204);
-    await waitFor('the teardown', async () => {
-      const step = await api.db.prisma.provisioningStep.findUnique({ where: { computerId_id: { computerId: id, id: 'teardown' } } });
-      return step?.status === 'completed';
-    }, PROVISION_MS, 250);
+    await waitFor(
+      'the teardown',
+      async () => {
+        const step = await api.db.prisma.provisioningStep.findUnique({ where: { computerId_id: { computerId: id, id: 'teardown' } } });
+        return step?.status === 'completed';
+      },
+      PROVISION_MS,
+      250,
+    );
     let left: string[] = [];
-    await waitFor(() => `nothing left of ${id}: ${left}`, async () => (left = await objects(id)).length === 0, 30_000, 200);
+    await waitFor(
+      () => `nothing left of ${id}: ${left}`,
+      async () => (left = await objects(id)).length === 0,
+      30_000,
+      200,
+    );
     expect(stackTraces(api.dataDir, id)).toEqual([]);
   });
 
   it("a warm pool: the claim is the caller's, active at the 201, and the caller's key outlives the pod being recreated", async () => {
     const manager = api.acme.members.manager.apiKey;
-    const kubePool = async () => (await api.call('GET', '/api/v0/computers/pool', { as: manager })).body.pools.find((p: { provider: string }) => p.provider === 'kubernetes');
+    const kubePool = async () =>
+      (await api.call('GET', '/api/v0/computers/pool', { as: manager })).body.pools.find((p: { provider: string }) => p.provider === 'kubernetes');
     const poolReady = () =>
-      waitFor('the kubernetes pool to hold 1 ready computer', async () => {
-        const p = await kubePool();
-        return p && p.ready === 1 && p.provisioning === 0 && p.failed === 0 && p;
-      }, PROVISION_MS, 250);
+      waitFor(
+        'the kubernetes pool to hold 1 ready computer',
+        async () => {
+          const p = await kubePool();
+          return p && p.ready === 1 && p.provisioning === 0 && p.failed === 0 && p;
+        },
+        PROVISION_MS,
+        250,
+      );
     const poolRows = () => api.db.prisma.computer.findMany({ where: { ownerKind: 'pool', deletedAt: null } });
     const fresh = createSshClient();
     /** Over a client of its own, so no connection the server pooled with another key answers. */
     const login = async (computerId: string, privateKey: string) => {
       const c = await api.db.prisma.computer.findUniqueOrThrow({ where: { id: computerId } });
       const target = { host: c.sshHost!, port: c.sshPort!, username: c.remoteUser!, hostKeyFingerprint: c.hostKeyFingerprint!, privateKey };
-      return fresh.exec(target, 'whoami').then((r) => r.stdout.trim(), (err: unknown) => (err instanceof SshError ? err.kind : String(err)));
+      return fresh.exec(target, 'whoami').then(
+        (r) => r.stdout.trim(),
+        (err: unknown) => (err instanceof SshError ? err.kind : String(err)),
+      );
     };
     const secretKey = async (n: string) =>
-      Buffer.from((await cluster.get(`/api/v1/namespaces/${COMPUTERS_NS}/secrets/${n}-ssh`)).data.authorized_keys, 'base64').toString().trim();
+      Buffer.from((await cluster.get(`/api/v1/namespaces/${COMPUTERS_NS}/secrets/${n}-ssh`)).data.authorized_keys, 'base64')
+        .toString()
+        .trim();
     const podsOf = async (computerId: string) =>
       (await cluster.get(`/api/v1/namespaces/${COMPUTERS_NS}/pods?labelSelector=${encodeURIComponent(`${LABEL}=${computerId}`)}`)).items;
     try {
@@ -229,7 +264,14 @@ describe.skipIf(skip)('managed computers on Kubernetes (API server + kwok), thro
       const res = await api.call('POST', '/api/v0/computers', { as, body: { name: 'kube-warm', provider: 'kubernetes' } });
       const ms = performance.now() - started;
       expect(res.status, JSON.stringify(res.body)).toBe(201);
-      expect(res.body).toMatchObject({ id: pooled!.id, name: 'kube-warm', status: 'active', providerType: 'kubernetes', ownerPrincipalKind: 'human', ownerId: api.acme.members.user.userId });
+      expect(res.body).toMatchObject({
+        id: pooled!.id,
+        name: 'kube-warm',
+        status: 'active',
+        providerType: 'kubernetes',
+        ownerPrincipalKind: 'human',
+        ownerId: api.acme.members.user.userId,
+      });
       console.log(`kubernetes pool claim: POST -> active in ${ms.toFixed(0)} ms`);
       const claimed = await api.db.prisma.computer.findUniqueOrThrow({ where: { id: pooled!.id } });
       expect(claimed).toMatchObject({ ownerKind: 'human', ownerId: api.acme.members.user.userId, operation: null });
@@ -264,11 +306,21 @@ describe.skipIf(skip)('managed computers on Kubernetes (API server + kwok), thro
       // Everything deleted: the claimed computer by its owner, the pool by size 0.
       expect((await api.call('DELETE', `/api/v0/computers/${claimed.id}`, { as })).status).toBe(204);
       expect((await api.call('PUT', '/api/v0/computers/pool/providers/kubernetes', { as: manager, body: { warmPoolSize: 0 } })).status).toBe(200);
-      await waitFor('every computer and teardown gone', async () => (await api.db.prisma.computer.count({ where: { OR: [{ deletedAt: null }, { operation: { not: null } }] } })) === 0, PROVISION_MS, 250);
+      await waitFor(
+        'every computer and teardown gone',
+        async () => (await api.db.prisma.computer.count({ where: { OR: [{ deletedAt: null }, { operation: { not: null } }] } })) === 0,
+        PROVISION_MS,
+        250,
+      );
       expect((await kubePool()) ?? { ready: 0, provisioning: 0 }).toMatchObject({ ready: 0, provisioning: 0 });
       for (const gone of [claimed.id, refill!.id]) {
         let left: string[] = [];
-        await waitFor(() => `nothing left of ${gone}: ${left}`, async () => (left = await objects(gone)).length === 0, 30_000, 200);
+        await waitFor(
+          () => `nothing left of ${gone}: ${left}`,
+          async () => (left = await objects(gone)).length === 0,
+          30_000,
+          200,
+        );
         expect(stackTraces(api.dataDir, gone)).toEqual([]);
       }
     } finally {
@@ -294,7 +346,11 @@ describe.skipIf(skip)('managed computers on Kubernetes (API server + kwok), thro
     let server: ServerProcess | undefined = await startServerProcess(serverEnv, { processGroup: true, command });
     const key = server.firstStartKey!;
     const call = async (method: string, p: string) => {
-      const res = await fetch(`${server!.url}${p}`, { method, headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' }, body: method === 'POST' ? JSON.stringify({ name: 'crashy', provider: 'kubernetes' }) : undefined });
+      const res = await fetch(`${server!.url}${p}`, {
+        method,
+        headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' },
+        body: method === 'POST' ? JSON.stringify({ name: 'crashy', provider: 'kubernetes' }) : undefined,
+      });
       const text = await res.text();
       return { status: res.status, body: text ? JSON.parse(text) : undefined };
     };
@@ -311,9 +367,19 @@ describe.skipIf(skip)('managed computers on Kubernetes (API server + kwok), thro
       server = await startServerProcess(serverEnv, { processGroup: true, command });
       expect((await call('DELETE', `/api/v0/computers/${crashId}`)).status).toBe(204);
       let left: string[] = [];
-      await waitFor(() => `nothing left of ${crashId}: ${left}`, async () => (left = await objects(crashId)).length === 0, 150_000, 250);
+      await waitFor(
+        () => `nothing left of ${crashId}: ${left}`,
+        async () => (left = await objects(crashId)).length === 0,
+        150_000,
+        250,
+      );
       let traces: string[] = [];
-      await waitFor(() => `the stack of ${crashId} to go: ${traces}`, async () => (traces = stackTraces(dataDir, crashId)).length === 0, 60_000, 250);
+      await waitFor(
+        () => `the stack of ${crashId} to go: ${traces}`,
+        async () => (traces = stackTraces(dataDir, crashId)).length === 0,
+        60_000,
+        250,
+      );
     } finally {
       await server?.stop('SIGKILL');
       rmSync(dataDir, { recursive: true, force: true });

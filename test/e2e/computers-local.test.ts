@@ -8,7 +8,15 @@ import { computersReapJob, provisionJobId } from '../../src/modules/computers/ma
 import { requestPause } from '../../src/modules/computers/managed/reaper.ts';
 import { cgroupLayout, readCgroup } from '../../src/provisioning/providers/local/cgroups.ts';
 import { startTestApi, type TestApi } from '../support/api.ts';
-import { cgroupDirs, hostTraces, localComputerNames, localProviderMissing, removeLocalComputer, startGitDaemon, type GitDaemon } from '../support/local-computers.ts';
+import {
+  cgroupDirs,
+  hostTraces,
+  localComputerNames,
+  localProviderMissing,
+  removeLocalComputer,
+  startGitDaemon,
+  type GitDaemon,
+} from '../support/local-computers.ts';
 import { startServerProcess, type ServerProcess } from '../support/server-process.ts';
 import { connectSse } from '../support/sse.ts';
 import { waitFor } from '../support/wait.ts';
@@ -37,15 +45,17 @@ const SLOW_INSTALL_PACKAGE = JSON.stringify({
 });
 
 type Call = (method: string, path: string, body?: unknown) => Promise<{ status: number; body: any }>;
-const caller = (url: string, key: string): Call => async (method, p, body) => {
-  const res = await fetch(`${url}${p}`, {
-    method,
-    headers: { authorization: `Bearer ${key}`, ...(body ? { 'content-type': 'application/json' } : {}) },
-    body: body ? JSON.stringify(body) : undefined,
-  });
-  const text = await res.text();
-  return { status: res.status, body: text ? JSON.parse(text) : undefined };
-};
+const caller =
+  (url: string, key: string): Call =>
+  async (method, p, body) => {
+    const res = await fetch(`${url}${p}`, {
+      method,
+      headers: { authorization: `Bearer ${key}`, ...(body ? { 'content-type': 'application/json' } : {}) },
+      body: body ? JSON.stringify(body) : undefined,
+    });
+    const text = await res.text();
+    return { status: res.status, body: text ? JSON.parse(text) : undefined };
+  };
 
 /** A file's text, or '' when it does not exist (now). */
 function readIfPresent(file: string): string {
@@ -59,11 +69,16 @@ function readIfPresent(file: string): string {
 
 /** Waits until a deleted computer's teardown step completed, through the list's includeDeleted extension. */
 function tornDown(url: string, key: string, id: string) {
-  return waitFor(`computer ${id} to be torn down`, async () => {
-    const list = await caller(url, key)('GET', '/api/v0/computers?includeDeleted=true&includeUnlisted=true&includeProvisioningSteps=true');
-    const c = list.body.computers.find((x: { id: string }) => x.id === id);
-    return c?.provisioningSteps.find((s: { id: string }) => s.id === 'teardown')?.status === 'completed' && c;
-  }, PROVISION_MS, 250);
+  return waitFor(
+    `computer ${id} to be torn down`,
+    async () => {
+      const list = await caller(url, key)('GET', '/api/v0/computers?includeDeleted=true&includeUnlisted=true&includeProvisioningSteps=true');
+      const c = list.body.computers.find((x: { id: string }) => x.id === id);
+      return c?.provisioningSteps.find((s: { id: string }) => s.id === 'teardown')?.status === 'completed' && c;
+    },
+    PROVISION_MS,
+    250,
+  );
 }
 
 describe.skipIf(skip)('managed computers on the local provider, through HTTP with the real Pulumi CLI', { timeout: 180_000 }, () => {
@@ -92,9 +107,12 @@ describe.skipIf(skip)('managed computers on the local provider, through HTTP wit
     if (api) {
       const live = await api.db.prisma.computer.findMany({ where: { deletedAt: null } });
       await Promise.all(live.map((c) => api.call('DELETE', `/api/v0/computers/${c.id}`, { as: api.acme.members.owner.apiKey })));
-      await waitFor('every teardown to finish', async () => (await api.db.prisma.computer.count({ where: { operation: 'teardown' } })) === 0, PROVISION_MS, 250).catch(
-        (err: unknown) => console.error(err),
-      );
+      await waitFor(
+        'every teardown to finish',
+        async () => (await api.db.prisma.computer.count({ where: { operation: 'teardown' } })) === 0,
+        PROVISION_MS,
+        250,
+      ).catch((err: unknown) => console.error(err));
       for (const { id } of await api.db.prisma.computer.findMany({ select: { id: true } })) {
         if (hostTraces(api.dataDir, id).length > 0) removeLocalComputer(api.dataDir, id);
       }
@@ -105,10 +123,15 @@ describe.skipIf(skip)('managed computers on the local provider, through HTTP wit
 
   const get = async (id: string) => (await api.call('GET', `/api/v0/computers/${id}`, { as })).body;
   const settled = (id: string) =>
-    waitFor(`computer ${id} to leave provisioning`, async () => {
-      const c = await get(id);
-      return c.status !== 'provisioning' && c;
-    }, PROVISION_MS, 250);
+    waitFor(
+      `computer ${id} to leave provisioning`,
+      async () => {
+        const c = await get(id);
+        return c.status !== 'provisioning' && c;
+      },
+      PROVISION_MS,
+      250,
+    );
   const torndown = (id: string) => tornDown(api.url, as, id);
   const provisionJobs = async (id: string) =>
     (
@@ -186,7 +209,10 @@ describe.skipIf(skip)('managed computers on the local provider, through HTTP wit
   });
 
   it("copies another computer's workspace (source computer), after checking the caller can reach it", async () => {
-    const unknown = await api.call('POST', '/api/v0/computers', { as, body: { name: 'nope', provider: 'local', source: { kind: 'computer', sourceComputerId: 'cmp_unknown' } } });
+    const unknown = await api.call('POST', '/api/v0/computers', {
+      as,
+      body: { name: 'nope', provider: 'local', source: { kind: 'computer', sourceComputerId: 'cmp_unknown' } },
+    });
     expect(unknown.status).toBe(400);
     const foreign = await api.call('POST', '/api/v0/computers', {
       as: api.globex.members.owner.apiKey,
@@ -194,7 +220,10 @@ describe.skipIf(skip)('managed computers on the local provider, through HTTP wit
     });
     expect(foreign.status).toBe(400);
 
-    const res = await api.call('POST', '/api/v0/computers', { as, body: { name: 'copy', provider: 'local', source: { kind: 'computer', sourceComputerId: computerId } } });
+    const res = await api.call('POST', '/api/v0/computers', {
+      as,
+      body: { name: 'copy', provider: 'local', source: { kind: 'computer', sourceComputerId: computerId } },
+    });
     expect(res.status).toBe(201);
     expect(res.body.computerSource).toEqual({ kind: 'computer', computerId });
     const c = await settled(res.body.id);
@@ -335,10 +364,15 @@ describe.skipIf(skip)('managed computers on the local provider, through HTTP wit
     expect(created.body.ownerPrincipalKind).toBe('service');
     expect((await api.call('DELETE', `/api/v0/service-accounts/${account}`, { as: owner })).status).toBeLessThan(300);
     expect((await api.call('GET', `/api/v0/computers/${created.body.id}`, { as: owner })).status).toBe(404);
-    await waitFor('the service account computer to be torn down', async () => {
-      const step = await api.db.prisma.provisioningStep.findUnique({ where: { computerId_id: { computerId: created.body.id, id: 'teardown' } } });
-      return step?.status === 'completed';
-    }, PROVISION_MS, 250);
+    await waitFor(
+      'the service account computer to be torn down',
+      async () => {
+        const step = await api.db.prisma.provisioningStep.findUnique({ where: { computerId_id: { computerId: created.body.id, id: 'teardown' } } });
+        return step?.status === 'completed';
+      },
+      PROVISION_MS,
+      250,
+    );
     expect(hostTraces(api.dataDir, created.body.id)).toEqual([]);
   });
 
@@ -357,10 +391,19 @@ describe.skipIf(skip)('managed computers on the local provider, through HTTP wit
       body: { name: 'slow box', provider: 'local', setupScript: `sleep ${SETUP_SLEEP_S}\necho done > ~/slept\n`, autoInstallDeps: true },
     });
     expect(template.status).toBe(201);
-    const created = await api.call('POST', '/api/v0/computers', { as, body: { name: 'slow', source: { kind: 'template', templateId: template.body.id, isListed: true } } });
+    const created = await api.call('POST', '/api/v0/computers', {
+      as,
+      body: { name: 'slow', source: { kind: 'template', templateId: template.body.id, isListed: true } },
+    });
     expect(created.status).toBe(201);
     const id = created.body.id as string;
-    expect(created.body.provisioningSteps.map((s: { id: string }) => s.id)).toEqual(['create-infrastructure', 'connect', 'verify', 'setup-script', 'install-deps']);
+    expect(created.body.provisioningSteps.map((s: { id: string }) => s.id)).toEqual([
+      'create-infrastructure',
+      'connect',
+      'verify',
+      'setup-script',
+      'install-deps',
+    ]);
 
     await waitFor('the setup script to run', async () => (await stepOf(id, 'setup-script'))?.status === 'running', PROVISION_MS, 100);
     // The stack job ended with `pulumi up`; the set-up runs as its own job.
@@ -377,7 +420,12 @@ describe.skipIf(skip)('managed computers on the local provider, through HTTP wit
     expect(hostTraces(api.dataDir, id)).toEqual([]);
 
     // The set-up notices (its machine is gone) and stops without writing over the teardown's skips.
-    await waitFor('the set-up job to end', async () => (await jobsOf(id)).filter((j) => j.name === 'computers.setup').every((j) => j.state === 'completed'), 60_000, 250);
+    await waitFor(
+      'the set-up job to end',
+      async () => (await jobsOf(id)).filter((j) => j.name === 'computers.setup').every((j) => j.state === 'completed'),
+      60_000,
+      250,
+    );
     const steps = await api.db.prisma.provisioningStep.findMany({ where: { computerId: id }, orderBy: { position: 'asc' } });
     expect(steps.map((s) => [s.id, s.status, s.error])).toEqual([
       ['create-infrastructure', 'completed', null],
@@ -392,7 +440,10 @@ describe.skipIf(skip)('managed computers on the local provider, through HTTP wit
   });
 
   it('a pause and a resume during a long dependency install run at once; a pause that outlasts the connection reruns the install once', async () => {
-    const created = await api.call('POST', '/api/v0/computers', { as, body: { name: 'installing', provider: 'local', repos: [git.url('slow-install')], autoInstallDeps: true } });
+    const created = await api.call('POST', '/api/v0/computers', {
+      as,
+      body: { name: 'installing', provider: 'local', repos: [git.url('slow-install')], autoInstallDeps: true },
+    });
     expect(created.status).toBe(201);
     const id = created.body.id as string;
     const home = localComputerNames(api.dataDir, id).home;
@@ -502,10 +553,15 @@ describe.skipIf(skip)('managed computers on the local provider, through HTTP wit
     await waitFor('the control plane to drop its connection', () => inNamespace(id, 'ss -Htn state close-wait').trim() !== '', PROVISION_MS, 500);
     const dropMs = Date.now() - dropping;
     await restart();
-    const retried = await waitFor('the install to run again', async () => {
-      const now = await waitingPid();
-      return now && now.pid !== cut.pid && now;
-    }, PROVISION_MS, 100);
+    const retried = await waitFor(
+      'the install to run again',
+      async () => {
+        const now = await waitingPid();
+        return now && now.pid !== cut.pid && now;
+      },
+      PROVISION_MS,
+      100,
+    );
     console.log(`a pause outlasting the connection: dropped after ${dropMs} ms paused`);
     expect(retried.run.id).toBe(cut.run.id);
     await waitFor('the cut-off install to be killed', () => !alive(cut.pid), 10_000, 100);
@@ -567,10 +623,15 @@ describe.skipIf(skip)('a control plane killed mid-provision', () => {
 
       server = await startServerProcess(env, { processGroup: true });
       call = caller(server.url, key);
-      const c = await waitFor('the computer to leave provisioning after the restart', async () => {
-        const body = (await call('GET', `/api/v0/computers/${id}`)).body;
-        return body.status !== 'provisioning' && body;
-      }, 150_000, 250);
+      const c = await waitFor(
+        'the computer to leave provisioning after the restart',
+        async () => {
+          const body = (await call('GET', `/api/v0/computers/${id}`)).body;
+          return body.status !== 'provisioning' && body;
+        },
+        150_000,
+        250,
+      );
       expect(c.status, JSON.stringify(c.provisioningSteps)).toBe('active');
       expect(c.provisioningSteps.every((s: { status: string }) => s.status === 'completed')).toBe(true);
 

@@ -8,7 +8,16 @@ import { defaultLocalRoot } from '../../src/provisioning/providers/local/names.t
 import { createSshClient, SshError, type SshTarget } from '../../src/ssh/index.ts';
 import { startTestApi, type TestApi } from '../support/api.ts';
 import { postgresUrl } from '../support/databases.ts';
-import { cgroupDirs, hostTraces, killSandbox, localComputerNames, localProviderMissing, removeLocalComputer, startGitDaemon, type GitDaemon } from '../support/local-computers.ts';
+import {
+  cgroupDirs,
+  hostTraces,
+  killSandbox,
+  localComputerNames,
+  localProviderMissing,
+  removeLocalComputer,
+  startGitDaemon,
+  type GitDaemon,
+} from '../support/local-computers.ts';
 import { startServerProcess, type ServerProcess } from '../support/server-process.ts';
 import { waitFor } from '../support/wait.ts';
 import { skipWithout } from '../support/parts.ts';
@@ -57,10 +66,15 @@ describe.skipIf(skip)('warm pools on the local provider', { timeout: 300_000 }, 
       const live = await api.db.prisma.computer.findMany({ where: { deletedAt: null, ownerKind: { not: 'pool' } } });
       await Promise.all(live.map((c) => api.call('DELETE', `/api/v0/computers/${c.id}`, { as: api.acme.members.owner.apiKey })));
       await api.queue.send(poolConvergeJob, { organizationId: api.acme.id });
-      await waitFor('every teardown to finish', async () => {
-        const left = await api.db.prisma.computer.count({ where: { OR: [{ deletedAt: null }, { operation: 'teardown' }] } });
-        return left === 0;
-      }, 240_000, 250).catch((err: unknown) => console.error(err));
+      await waitFor(
+        'every teardown to finish',
+        async () => {
+          const left = await api.db.prisma.computer.count({ where: { OR: [{ deletedAt: null }, { operation: 'teardown' }] } });
+          return left === 0;
+        },
+        240_000,
+        250,
+      ).catch((err: unknown) => console.error(err));
       for (const { id } of await api.db.prisma.computer.findMany({ select: { id: true } })) {
         if (hostTraces(api.dataDir, id).length > 0) removeLocalComputer(api.dataDir, id);
       }
@@ -74,10 +88,15 @@ describe.skipIf(skip)('warm pools on the local provider', { timeout: 300_000 }, 
   const converge = (healthCheck = false) => api.queue.send(poolConvergeJob, { organizationId: api.acme.id, healthCheck });
   /** Waits until the pool holds `ready` ready computers and nothing provisioning. */
   const poolReady = (ready: number, templateId?: string) =>
-    waitFor(`the pool to hold ${ready} ready computers`, async () => {
-      const p = await poolOf(templateId);
-      return p && p.ready === ready && p.provisioning === 0 && p.failed === 0 && p;
-    }, PROVISION_MS, 250);
+    waitFor(
+      `the pool to hold ${ready} ready computers`,
+      async () => {
+        const p = await poolOf(templateId);
+        return p && p.ready === ready && p.provisioning === 0 && p.failed === 0 && p;
+      },
+      PROVISION_MS,
+      250,
+    );
   /** The live computers of the provider's pool, or of a template's. */
   const poolRows = async (templateId?: string) =>
     (await api.db.prisma.computer.findMany({ where: { ownerKind: 'pool', deletedAt: null }, orderBy: { createdAt: 'asc' } })).filter(
@@ -87,10 +106,15 @@ describe.skipIf(skip)('warm pools on the local provider', { timeout: 300_000 }, 
   const create = (name: string, body: Record<string, unknown> = {}, as = member) =>
     api.call('POST', '/api/v0/computers', { as, body: { name, provider: 'local', ...body } });
   const settled = (id: string, as = member) =>
-    waitFor(`computer ${id} to leave provisioning`, async () => {
-      const c = (await api.call('GET', `/api/v0/computers/${id}`, { as })).body;
-      return c.status !== 'provisioning' && c;
-    }, PROVISION_MS, 250);
+    waitFor(
+      `computer ${id} to leave provisioning`,
+      async () => {
+        const c = (await api.call('GET', `/api/v0/computers/${id}`, { as })).body;
+        return c.status !== 'provisioning' && c;
+      },
+      PROVISION_MS,
+      250,
+    );
   const remove = async (ids: string[], as = member) => {
     for (const id of ids) expect((await api.call('DELETE', `/api/v0/computers/${id}`, { as })).status).toBe(204);
   };
@@ -162,7 +186,9 @@ describe.skipIf(skip)('warm pools on the local provider', { timeout: 300_000 }, 
     expect(await pools(globex)).toEqual([]);
     expect((await api.call('GET', `/api/v0/computers/${rows[0]!.id}`, { as: globex })).status).toBe(404);
     // No organization event (the stream and webhooks) names a pool computer.
-    expect(await api.db.prisma.event.count({ where: { computerId: { in: rows.map((c) => c.id) }, type: { in: ['computer.active', 'computer.error'] } } })).toBe(0);
+    expect(await api.db.prisma.event.count({ where: { computerId: { in: rows.map((c) => c.id) }, type: { in: ['computer.active', 'computer.error'] } } })).toBe(
+      0,
+    );
     // A plan of one computer still lets the member create one (the pool's five are no one's).
     await api.db.prisma.organization.update({ where: { id: api.acme.id }, data: { entitlements: { maxComputers: 1 } } });
     try {
@@ -184,7 +210,13 @@ describe.skipIf(skip)('warm pools on the local provider', { timeout: 300_000 }, 
     const res = await create('fast');
     const ms = performance.now() - started;
     expect(res.status).toBe(201);
-    expect(res.body).toMatchObject({ name: 'fast', status: 'active', providerType: 'local', ownerPrincipalKind: 'human', ownerId: api.acme.members.user.userId });
+    expect(res.body).toMatchObject({
+      name: 'fast',
+      status: 'active',
+      providerType: 'local',
+      ownerPrincipalKind: 'human',
+      ownerId: api.acme.members.user.userId,
+    });
     expect(res.body.provisioningSteps.every((s: { status: string }) => s.status === 'completed')).toBe(true);
     console.log(`claim answered in ${ms.toFixed(0)} ms`);
     const id = res.body.id;
@@ -275,7 +307,8 @@ describe.skipIf(skip)('warm pools on the local provider', { timeout: 300_000 }, 
     // The template's pool drains when its size goes to 0; its claimed computers stay.
     expect((await api.call('PATCH', `/api/v0/computer-templates/${t.body.id}`, { as: manager, body: { warmPoolSize: 0 } })).status).toBe(200);
     await waitFor('the template pool to drain', async () => (await poolOf(t.body.id)) === undefined, PROVISION_MS, 250);
-    for (const id of [warm.body.id, more.body.id, cold.body.id]) expect((await api.call('GET', `/api/v0/computers/${id}`, { as: member })).body.status).toBe('active');
+    for (const id of [warm.body.id, more.body.id, cold.body.id])
+      expect((await api.call('GET', `/api/v0/computers/${id}`, { as: member })).body.status).toBe('active');
     await remove([warm.body.id, more.body.id, cold.body.id]);
   });
 
@@ -307,10 +340,15 @@ describe.skipIf(skip)('warm pools on the local provider', { timeout: 300_000 }, 
       // Nothing of the user's was running.
     }
     await converge(true);
-    await waitFor('the broken computer to be torn down', async () => {
-      const c = await api.db.prisma.computer.findUniqueOrThrow({ where: { id: broken!.id }, include: { provisioningSteps: true } });
-      return c.deletedAt !== null && c.provisioningSteps.find((s) => s.id === 'teardown')?.status === 'completed';
-    }, PROVISION_MS, 250);
+    await waitFor(
+      'the broken computer to be torn down',
+      async () => {
+        const c = await api.db.prisma.computer.findUniqueOrThrow({ where: { id: broken!.id }, include: { provisioningSteps: true } });
+        return c.deletedAt !== null && c.provisioningSteps.find((s) => s.id === 'teardown')?.status === 'completed';
+      },
+      PROVISION_MS,
+      250,
+    );
     await poolReady(4);
     const now = (await poolRows()).map((c) => c.id);
     expect(now).not.toContain(broken!.id);
@@ -353,15 +391,21 @@ describe.skipIf(skip)('a control plane killed mid-claim', () => {
       // The cron runs every minute; the PUT's own convergence fills it at once.
       await waitFor('the pool to fill', async () => (await pool())?.ready === 1, PROVISION_MS, 250);
       // Its processes (sshd included) frozen: the claim's key swap hangs until the server dies.
-      for (const id of ids()) for (const dir of cgroupDirs(id)) {
-        freeze(dir, true);
-        frozen.push(dir);
-      }
+      for (const id of ids())
+        for (const dir of cgroupDirs(id)) {
+          freeze(dir, true);
+          frozen.push(dir);
+        }
       const claim = call('POST', '/api/v0/computers', { name: 'victim', provider: 'local' }).catch((err: unknown) => err);
-      await waitFor('the claim to hold the computer', async () => {
-        const p = await pool();
-        return p?.ready === 0 && p.provisioning >= 1;
-      }, 15_000, 20);
+      await waitFor(
+        'the claim to hold the computer',
+        async () => {
+          const p = await pool();
+          return p?.ready === 0 && p.provisioning >= 1;
+        },
+        15_000,
+        20,
+      );
       expect(await server.stop('SIGKILL')).toBeNull();
       await claim;
       for (const dir of frozen) freeze(dir, false);
@@ -389,4 +433,3 @@ describe.skipIf(skip)('a control plane killed mid-claim', () => {
     }
   });
 });
-

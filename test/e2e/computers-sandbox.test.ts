@@ -43,7 +43,10 @@ describe.skipIf(skip)('local computers are sandboxes', { timeout: 240_000 }, () 
   let elder: Computer;
 
   // The server is started again midway: the call follows it.
-  const call = keyedCaller(() => server.url, () => key);
+  const call = keyedCaller(
+    () => server.url,
+    () => key,
+  );
 
   /** Runs a bash script on a computer through `agentplane ssh`, as a person would. */
   const shell = async (c: Computer, script: string) => {
@@ -53,17 +56,27 @@ describe.skipIf(skip)('local computers are sandboxes', { timeout: 240_000 }, () 
 
   /** Each `name=value` line a script printed. */
   const results = (stdout: string) =>
-    Object.fromEntries(stdout.split('\n').filter((l) => /^[a-z_]+=/.test(l)).map((l) => [l.slice(0, l.indexOf('=')), l.slice(l.indexOf('=') + 1)]));
+    Object.fromEntries(
+      stdout
+        .split('\n')
+        .filter((l) => /^[a-z_]+=/.test(l))
+        .map((l) => [l.slice(0, l.indexOf('=')), l.slice(l.indexOf('=') + 1)]),
+    );
 
   /** Creates a local computer and waits until it is active. */
   const create = async (name: string): Promise<Computer> => {
     const res = await call('POST', '/api/v0/computers', { name, provider: 'local' });
     expect(res.status, JSON.stringify(res.body)).toBe(201);
     const id: string = res.body.id;
-    const done = await waitFor(`computer ${name} to leave provisioning`, async () => {
-      const got = (await call('GET', `/api/v0/computers/${id}`)).body;
-      return got.status !== 'provisioning' && got;
-    }, PROVISION_MS, 250);
+    const done = await waitFor(
+      `computer ${name} to leave provisioning`,
+      async () => {
+        const got = (await call('GET', `/api/v0/computers/${id}`)).body;
+        return got.status !== 'provisioning' && got;
+      },
+      PROVISION_MS,
+      250,
+    );
     expect(done.status, JSON.stringify(done.provisioningSteps)).toBe('active');
     const n = localComputerNames(dataDir, id);
     const address = execFileSync('ip', ['-n', n.netns, '-4', '-o', 'addr', 'show', 'dev', n.vethGuest], { encoding: 'utf8' });
@@ -124,7 +137,10 @@ describe.skipIf(skip)('local computers are sandboxes', { timeout: 240_000 }, () 
   it('moves a computer made before sandboxes into its sandbox at start; its home stays where it was', async () => {
     const n = localComputerNames(dataDir, elder.id);
     expect(existsSync(path.join(n.dir, 'sshd', 'sshd.pid'))).toBe(false);
-    const run = await shell(elder, 'echo "user=$(id -un)"; echo "users=$(cut -d: -f1 /etc/passwd | sort | tr "\\n" " ")"; echo "cp=$(ps -eo args | grep -c "[a]gentplane.js serve")"; echo kept > ~/kept; echo "home=$HOME"');
+    const run = await shell(
+      elder,
+      'echo "user=$(id -un)"; echo "users=$(cut -d: -f1 /etc/passwd | sort | tr "\\n" " ")"; echo "cp=$(ps -eo args | grep -c "[a]gentplane.js serve")"; echo kept > ~/kept; echo "home=$HOME"',
+    );
     expect(results(run.stdout), run.stderr).toEqual({ user: elder.user, users: `${elder.user} nobody root sshd `, cp: '0', home: n.home });
     expect(readFileSync(path.join(n.home, 'kept'), 'utf8')).toBe('kept\n');
   });
@@ -153,7 +169,10 @@ describe.skipIf(skip)('local computers are sandboxes', { timeout: 240_000 }, () 
   it('shows a computer nothing of the control plane, the host or the other computer; its own things work', async () => {
     const [alpha, beta] = computers as [Computer, Computer];
     // The other computer leaves a file in its /tmp and its home, and a process running.
-    const planted = await shell(beta, 'echo beta-tmp > /tmp/beta-secret; echo beta-home > ~/beta-secret; setsid nohup sleep 3001 >/dev/null 2>&1 < /dev/null & echo planted=yes');
+    const planted = await shell(
+      beta,
+      'echo beta-tmp > /tmp/beta-secret; echo beta-home > ~/beta-secret; setsid nohup sleep 3001 >/dev/null 2>&1 < /dev/null & echo planted=yes',
+    );
     expect(planted.stdout, planted.stderr).toContain('planted=yes');
 
     const gateway = execFileSync('ip', ['-n', localComputerNames(dataDir, alpha.id).netns, 'route', 'show', 'default'], { encoding: 'utf8' }).split(' ')[2]!;

@@ -17,7 +17,6 @@ import { skipWithout } from '../support/parts.ts';
 const missing = sshdMissing();
 const skip = skipWithout('the computers e2e tests', missing);
 
-
 /** A git repository on the machine (this host), owned by the user the sshd logs in as. */
 function fixtureRepo(name: string, files: Record<string, string>): string {
   const parent = fs.mkdtempSync(path.join(os.tmpdir(), 'agentplane-repo-'));
@@ -177,7 +176,16 @@ describe.skipIf(skip).each(BACKENDS)('computers API on %s', (backend) => {
       const user = api.globex.members.manager;
       await api.db.prisma.organization.update({ where: { id: api.globex.id }, data: { creditLimit: 1_000_000n } });
       await recordEvents(api.db.prisma, [
-        { kind: 'token_usage', organizationId: api.globex.id, userId: user.userId, occurredAt: new Date(), model: 'm', modelTier: 'standard', inputTokens: 1_000_000, outputTokens: 0 },
+        {
+          kind: 'token_usage',
+          organizationId: api.globex.id,
+          userId: user.userId,
+          occurredAt: new Date(),
+          model: 'm',
+          modelTier: 'standard',
+          inputTokens: 1_000_000,
+          outputTokens: 0,
+        },
       ]);
       const res = await api.call('POST', '/api/v0/computers', {
         as: user.apiKey,
@@ -426,7 +434,10 @@ describe.skipIf(skip).each(BACKENDS)('computers API on %s', (backend) => {
         where: { id },
         data: { hostKeyFingerprint: `SHA256:${Buffer.alloc(32, 7).toString('base64').replace(/=+$/, '')}`, repos: [`file://${repo}`] },
       });
-      await api.db.prisma.provisioningStep.update({ where: { computerId_id: { computerId: id, id: 'verify' } }, data: { status: 'pending', startedAt: null, completedAt: null } });
+      await api.db.prisma.provisioningStep.update({
+        where: { computerId_id: { computerId: id, id: 'verify' } },
+        data: { status: 'pending', startedAt: null, completedAt: null },
+      });
       await api.db.prisma.provisioningStep.createMany({
         data: [
           { computerId: id, id: 'clone-1', name: `Cloning file://${repo}`, status: 'pending', position: 2 },
@@ -435,10 +446,15 @@ describe.skipIf(skip).each(BACKENDS)('computers API on %s', (backend) => {
       });
       const started = Date.now();
       await api.queue.send(computerSetupJob, { computerId: id });
-      const steps = await waitFor('the set-up to end', async () => {
-        const all = await api.db.prisma.provisioningStep.findMany({ where: { computerId: id }, orderBy: { position: 'asc' } });
-        return all.every((s) => s.status !== 'pending' && s.status !== 'running') && all;
-      }, 30_000, 100);
+      const steps = await waitFor(
+        'the set-up to end',
+        async () => {
+          const all = await api.db.prisma.provisioningStep.findMany({ where: { computerId: id }, orderBy: { position: 'asc' } });
+          return all.every((s) => s.status !== 'pending' && s.status !== 'running') && all;
+        },
+        30_000,
+        100,
+      );
       // A transient failure would be tried again for SSH_RETRY's two minutes; this one is not tried again at all.
       expect(Date.now() - started).toBeLessThan(SSH_RETRY.budgetMs / 4);
       expect(steps.map((s) => [s.id, s.status])).toEqual([

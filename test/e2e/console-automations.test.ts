@@ -44,7 +44,14 @@ describe.skipIf(skip)('the console’s CI automations in Chromium against Gitea'
   /** Tabs a test opened: closed after it even when it fails, so a failure leaves no browser busy for the next test. */
   const opened: Page[] = [];
   afterEach(async () => {
-    await Promise.all(opened.splice(0).map((p) => p.context().close().catch(() => {})));
+    await Promise.all(
+      opened.splice(0).map((p) =>
+        p
+          .context()
+          .close()
+          .catch(() => {}),
+      ),
+    );
   });
   async function openPage(key: string): Promise<Page> {
     const page = await signInConsole(browser, api.url, key, '#/automations');
@@ -89,7 +96,10 @@ describe.skipIf(skip)('the console’s CI automations in Chromium against Gitea'
     await page.getByLabel('Access token').fill(alice.token);
     await page.getByRole('button', { name: 'Connect', exact: true }).click();
     const connections = page.getByRole('region', { name: 'Forge connections', exact: true });
-    await connections.getByRole('row').filter({ hasText: `gitea · ${gitea.url}` }).waitFor();
+    await connections
+      .getByRole('row')
+      .filter({ hasText: `gitea · ${gitea.url}` })
+      .waitFor();
     expect(await connections.getByRole('row').filter({ hasText: 'alice' }).locator('code').textContent()).toBe(`••••••••${alice.token.slice(-4)}`);
     const stored = await api.db.prisma.sourceControlIntegration.findFirstOrThrow({ where: { organizationId: api.acme.id } });
     expect(stored).toMatchObject({ provider: 'gitea', login: 'alice' });
@@ -152,7 +162,10 @@ describe.skipIf(skip)('the console’s CI automations in Chromium against Gitea'
     expect(removal.title).toMatch(/^Remove the agentplane code review workflow/);
     const files = (await gitea.api('GET', '/repos/alice/app/pulls/3/files')).body as any[];
     expect(files.map((f) => [f.filename, f.status])).toEqual([['.github/workflows/agentplane-review-bot.yml', 'deleted']]);
-    await jobs.getByRole('row').filter({ hasText: /^delete/ }).waitFor();
+    await jobs
+      .getByRole('row')
+      .filter({ hasText: /^delete/ })
+      .waitFor();
     await expectAccessible(page, 'automations after a deletion');
     await screenshot(page, 'automations-deleted');
 

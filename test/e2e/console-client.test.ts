@@ -45,11 +45,9 @@ describe("the console's readiness levels", () => {
 
   it('compute the level the server computes, on reports passing any subset of criteria', () => {
     let seed = 1;
-    const random = () => ((seed = (seed * 48271) % 2147483647) / 2147483647);
+    const random = () => (seed = (seed * 48271) % 2147483647) / 2147483647;
     for (let i = 0; i < 500; i++) {
-      const report = Object.fromEntries(
-        CRITERIA.filter(() => random() < 0.9).map((c) => [c.id, { numerator: random() < 0.8 ? 2 : 1, denominator: 2 }]),
-      );
+      const report = Object.fromEntries(CRITERIA.filter(() => random() < 0.9).map((c) => [c.id, { numerator: random() < 0.8 ? 2 : 1, denominator: 2 }]));
       expect(consoleLevel(report)).toBe(maturityLevel(report, CRITERIA));
     }
   });

@@ -19,7 +19,10 @@ describe.skipIf(skip)('the console shows a running command’s output live', { t
 
   beforeAll(async () => {
     if (missing) throw new Error(missing);
-    h = await startSessionHarness('pglite', { computerName: 'live-output-box', models: (m) => ({ models: [coderModel(m)], keys: { [CODER_KEY_ENV]: m.apiKey } }) });
+    h = await startSessionHarness('pglite', {
+      computerName: 'live-output-box',
+      models: (m) => ({ models: [coderModel(m)], keys: { [CODER_KEY_ENV]: m.apiKey } }),
+    });
     browser = await launchChromium();
   });
 
@@ -54,7 +57,10 @@ describe.skipIf(skip)('the console shows a running command’s output live', { t
     expect(streams).toEqual(['text/event-stream']);
 
     h.model.enqueue(
-      { text: 'Counting slowly.', toolCalls: [{ id: 'call_count', name: 'run_command', arguments: { command: 'for i in 1 2 3; do echo line$i; sleep 1; done' } }] },
+      {
+        text: 'Counting slowly.',
+        toolCalls: [{ id: 'call_count', name: 'run_command', arguments: { command: 'for i in 1 2 3; do echo line$i; sleep 1; done' } }],
+      },
       { text: 'Counted to three.' },
     );
     await page.getByLabel('Message').fill('Count to three, slowly.');

@@ -73,7 +73,14 @@ describe.skipIf(skip)('the console’s wiki pages in Chromium', { timeout: 180_0
   /** Tabs a test opened: closed after it even when it fails, so a failure leaves no browser busy for the next test. */
   const opened: Page[] = [];
   afterEach(async () => {
-    await Promise.all(opened.splice(0).map((p) => p.context().close().catch(() => {})));
+    await Promise.all(
+      opened.splice(0).map((p) =>
+        p
+          .context()
+          .close()
+          .catch(() => {}),
+      ),
+    );
   });
   const signedIn = async (key: string, options: Parameters<typeof browser.newPage>[0] = {}, at = '#/wiki') => {
     const page = await signInConsole(browser, api.url, key, at, options);
@@ -169,7 +176,13 @@ describe.skipIf(skip)('the console’s wiki pages in Chromium', { timeout: 180_0
     expect(await results.getByRole('listitem').count()).toBe(api_.results.length);
     const first = page.getByTestId('search-snippet').first();
     // The snippet's text and its marks as the API sent them, entities decoded.
-    const decode = (t: string) => t.replace(/&lt;/g, '<').replace(/&gt;/g, '>').replace(/&quot;/g, '"').replace(/&#39;/g, "'").replace(/&amp;/g, '&');
+    const decode = (t: string) =>
+      t
+        .replace(/&lt;/g, '<')
+        .replace(/&gt;/g, '>')
+        .replace(/&quot;/g, '"')
+        .replace(/&#39;/g, "'")
+        .replace(/&amp;/g, '&');
     const snippet = api_.results[0].snippet as string;
     expect(await first.locator('mark').allTextContents()).toEqual([...snippet.matchAll(/<mark>(.*?)<\/mark>/g)].map((m) => decode(m[1]!)));
     expect(await first.textContent()).toBe(decode(snippet.replace(/<\/?mark>/g, '')));

@@ -37,7 +37,9 @@ describe.skipIf(skip)('the web console in Chromium', { timeout: 180_000, retry: 
     [machine, model] = await Promise.all([startMachine(), startModelServer()]);
     models = writeModelsFile([coderModel(model)], { [CODER_KEY_ENV]: model.apiKey });
     Object.assign(process.env, models.env);
-    const local: Record<string, string> = skipLocal ? {} : { AGENTPLANE_LOCAL_PROVIDER: 'true', AGENTPLANE_COMPUTER_CPUS: '0.5', AGENTPLANE_COMPUTER_MEMORY_MIB: '256' };
+    const local: Record<string, string> = skipLocal
+      ? {}
+      : { AGENTPLANE_LOCAL_PROVIDER: 'true', AGENTPLANE_COMPUTER_CPUS: '0.5', AGENTPLANE_COMPUTER_MEMORY_MIB: '256' };
     api = await startTestApi('pglite', { worker: true, env: { ...ALLOW_LOOPBACK, ...local } });
     // Local computers' homes live under the data directory; their users must be able to reach them.
     browser = await launchChromium();
@@ -48,9 +50,12 @@ describe.skipIf(skip)('the web console in Chromium', { timeout: 180_000, retry: 
     if (api && !skipLocal) {
       const live = await api.db.prisma.computer.findMany({ where: { deletedAt: null, providerType: 'local' } });
       await Promise.all(live.map((c) => api.call('DELETE', `/api/v0/computers/${c.id}`, { as: api.acme.members.owner.apiKey })));
-      await waitFor('every teardown to finish', async () => (await api.db.prisma.computer.count({ where: { operation: 'teardown' } })) === 0, PROVISION_MS, 250).catch(
-        (err: unknown) => console.error(err),
-      );
+      await waitFor(
+        'every teardown to finish',
+        async () => (await api.db.prisma.computer.count({ where: { operation: 'teardown' } })) === 0,
+        PROVISION_MS,
+        250,
+      ).catch((err: unknown) => console.error(err));
       for (const { id } of await api.db.prisma.computer.findMany({ where: { providerType: 'local' }, select: { id: true } })) {
         if (hostTraces(api.dataDir, id).length > 0) removeLocalComputer(api.dataDir, id);
       }
@@ -135,14 +140,21 @@ describe.skipIf(skip)('the web console in Chromium', { timeout: 180_000, retry: 
     await page.getByRole('heading', { level: 1, name: 'console-managed' }).waitFor();
     // Steps appear while it is set up, and each one completes.
     await page.locator('li.step').first().waitFor();
+    await expect.poll(() => page.locator('.fields dd').first().textContent(), { timeout: PROVISION_MS, interval: 500 }).toContain('active');
     await expect
-      .poll(() => page.locator('.fields dd').first().textContent(), { timeout: PROVISION_MS, interval: 500 })
-      .toContain('active');
-    await expect.poll(async () => {
-      const classes = await page.locator('li.step').evaluateAll((lis) => lis.map((li) => li.className));
-      return classes.length > 0 && classes.every((c) => /step-(completed|skipped)/.test(c));
-    }, { timeout: 15_000 }).toBe(true);
-    await page.getByRole('figure').filter({ hasText: /^Memory/ }).locator('canvas').waitFor({ timeout: 30_000 });
+      .poll(
+        async () => {
+          const classes = await page.locator('li.step').evaluateAll((lis) => lis.map((li) => li.className));
+          return classes.length > 0 && classes.every((c) => /step-(completed|skipped)/.test(c));
+        },
+        { timeout: 15_000 },
+      )
+      .toBe(true);
+    await page
+      .getByRole('figure')
+      .filter({ hasText: /^Memory/ })
+      .locator('canvas')
+      .waitFor({ timeout: 30_000 });
     await screenshot(page, 'computer-managed-active');
     // Delete asks first, in a dialog that names the computer; the list then shows it among the deleted.
     await page.getByRole('button', { name: 'Delete', exact: true }).click();
@@ -261,7 +273,16 @@ describe.skipIf(skip)('the web console in Chromium', { timeout: 180_000, retry: 
     await page.getByRole('link', { name: 'batch-2' }).waitFor();
     // The list follows the set-up until both are active.
     await expect
-      .poll(async () => (await page.getByRole('row').filter({ hasText: /batch-\d/ }).allTextContents()).every((r) => r.includes('active')), { timeout: PROVISION_MS, interval: 500 })
+      .poll(
+        async () =>
+          (
+            await page
+              .getByRole('row')
+              .filter({ hasText: /batch-\d/ })
+              .allTextContents()
+          ).every((r) => r.includes('active')),
+        { timeout: PROVISION_MS, interval: 500 },
+      )
       .toBe(true);
     await screenshot(page, 'computers-bulk');
     await page.context().close();
@@ -287,7 +308,21 @@ describe.skipIf(skip)('the web console in Chromium', { timeout: 180_000, retry: 
       `**/api/v0/computers/${byomId}/events`,
       stream(
         'computer',
-        frame('41', 'computer.step', { step: { id: 'install-deps', name: 'Installing dependencies', status: 'failed', error: 'npm ci failed: exit 1', startedAt: Date.now() - 2000, completedAt: Date.now() } }, { computerId: byomId }),
+        frame(
+          '41',
+          'computer.step',
+          {
+            step: {
+              id: 'install-deps',
+              name: 'Installing dependencies',
+              status: 'failed',
+              error: 'npm ci failed: exit 1',
+              startedAt: Date.now() - 2000,
+              completedAt: Date.now(),
+            },
+          },
+          { computerId: byomId },
+        ),
       ),
     );
     await page.route(
@@ -375,7 +410,9 @@ describe.skipIf(skip)('the web console in Chromium', { timeout: 180_000, retry: 
     const [download] = await Promise.all([page.waitForEvent('download'), page.getByRole('button', { name: 'Download CSV' }).click()]);
     const csv = await (await import('node:fs')).promises.readFile((await download.path())!, 'utf8');
     const lines = csv.trim().split('\n');
-    expect(lines[0]).toBe('date,user_email,user_id,sessions,messages,tool_calls,billable_tokens,primary_model,files_created,files_edited,git_commits,git_prs_created,delegation_level');
+    expect(lines[0]).toBe(
+      'date,user_email,user_id,sessions,messages,tool_calls,billable_tokens,primary_model,files_created,files_edited,git_commits,git_prs_created,delegation_level',
+    );
     expect(lines.length).toBeGreaterThan(21);
     // The date-range picker keeps to the API's rules: today is not a day the API serves.
     const today = new Date().toISOString().slice(0, 10);
@@ -447,7 +484,8 @@ describe.skipIf(skip)('the web console in Chromium', { timeout: 180_000, retry: 
     // The element with focus, read in the page (typed without the DOM library: this file is compiled for Node).
     const focused = () =>
       page.evaluate(() => {
-        const el = (globalThis as unknown as { document: { activeElement: { textContent: string | null; id: string; tagName: string } | null } }).document.activeElement;
+        const el = (globalThis as unknown as { document: { activeElement: { textContent: string | null; id: string; tagName: string } | null } }).document
+          .activeElement;
         return { text: el?.textContent?.trim() ?? '', id: el?.id ?? '', tag: el?.tagName ?? '' };
       });
     await page.keyboard.press('Tab');
@@ -475,7 +513,10 @@ describe.skipIf(skip)('the web console in Chromium', { timeout: 180_000, retry: 
     const owner = api.acme.members.owner.apiKey;
     await api.call('PUT', '/api/v0/organization/enterprise-controls', { as: owner, body: { settings: { sso: { required: false }, models: ['coder'] } } });
     await api.call('PUT', '/api/v0/organization/enterprise-controls', { as: owner, body: { settings: { sso: { required: true }, retentionDays: 30 } } });
-    await api.call('PUT', '/api/v0/organization/usage/limits/users', { as: owner, body: { users: [{ email: api.acme.members.user.email, limit: 2_000_000 }] } });
+    await api.call('PUT', '/api/v0/organization/usage/limits/users', {
+      as: owner,
+      body: { users: [{ email: api.acme.members.user.email, limit: 2_000_000 }] },
+    });
     const created = await api.call('POST', '/api/organization/agent-readiness-reports', {
       as: owner,
       body: {
@@ -544,7 +585,9 @@ describe.skipIf(skip)('the web console in Chromium', { timeout: 180_000, retry: 
     await phone.getByRole('button', { name: 'Menu' }).click();
     await phone.getByRole('navigation', { name: 'Sections' }).getByRole('link', { name: 'Sessions' }).click();
     await phone.getByRole('heading', { level: 1, name: 'Sessions' }).waitFor();
-    expect(await phone.evaluate(() => (globalThis as unknown as { document: { documentElement: { scrollWidth: number } } }).document.documentElement.scrollWidth)).toBeLessThanOrEqual(390);
+    expect(
+      await phone.evaluate(() => (globalThis as unknown as { document: { documentElement: { scrollWidth: number } } }).document.documentElement.scrollWidth),
+    ).toBeLessThanOrEqual(390);
     await expectAccessible(phone, 'sessions page on a phone');
     await screenshot(phone, 'phone-sessions');
     await phone.goto(`${api.url}/#/computers`);

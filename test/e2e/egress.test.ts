@@ -79,7 +79,9 @@ describe('the egress guard against real listeners on loopback', () => {
     try {
       const config = { id: 'custom:house', provider: 'openai-compatible' as const, baseUrl: model.baseUrl, apiKey: model.apiKey };
       const refused = createModelClient({ ...config, fetch: createEgressGuard(parseEgressAllow(undefined)).fetch });
-      const err = await refused.complete({ system: 's', messages: [{ role: 'user', content: [{ type: 'text', text: 'hi' }] }], tools: [] }).catch((e: unknown) => e);
+      const err = await refused
+        .complete({ system: 's', messages: [{ role: 'user', content: [{ type: 'text', text: 'hi' }] }], tools: [] })
+        .catch((e: unknown) => e);
       expect(err).toBeInstanceOf(ModelCallFailed);
       expect((err as Error).message).toMatch(WORDS);
       expect(model.requests).toHaveLength(0);

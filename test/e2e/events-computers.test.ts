@@ -49,7 +49,11 @@ describe.skipIf(skipMachineTests).each(BACKENDS)('computer event streams on %s',
     const id = await register(`watched-${backend}`, [`file://${repo}`, 'file:///nonexistent/repo.git']);
     // Connected after the create answered: a computer still being set up is replayed from its start.
     const stream = await watch(`/api/v0/computers/${id}/events`);
-    await stream.waitFor((e) => e.event === 'computer.step' && e.data.data.step.id === 'clone-2' && e.data.data.step.status === 'failed', 30_000, 'clone-2 failed');
+    await stream.waitFor(
+      (e) => e.event === 'computer.step' && e.data.data.step.id === 'clone-2' && e.data.data.step.status === 'failed',
+      30_000,
+      'clone-2 failed',
+    );
     const steps = stream.events.filter((e) => e.event === 'computer.step').map((e) => `${e.data.data.step.id}:${e.data.data.step.status}`);
     expect(steps).toEqual(['clone-1:running', 'clone-1:completed', 'clone-2:running', 'clone-2:failed']);
     expect(stream.events[0]).toMatchObject({ event: 'computer.status', data: { computerId: id, data: { status: 'active' } } });
@@ -95,7 +99,10 @@ describe.skipIf(skipMachineTests).each(BACKENDS)('computer event streams on %s',
     await new Promise((r) => setTimeout(r, 300));
     const filler = 'x'.repeat(4_000);
     for (let i = 0; i < 40; i++) {
-      await publish(api.db.prisma, Array.from({ length: 100 }, (_, n) => ({ type: 'computer.status' as const, computerId: id, data: { status: 'active', filler, n } })));
+      await publish(
+        api.db.prisma,
+        Array.from({ length: 100 }, (_, n) => ({ type: 'computer.status' as const, computerId: id, data: { status: 'active', filler, n } })),
+      );
     }
     expect(await closed).toMatch(/closed|error/);
     expect(received).toBeGreaterThan(0);

@@ -63,7 +63,10 @@ describe.skipIf(skipMachineTests).each(BACKENDS)('session event streams on %s', 
   });
 
   const newSession = async () => {
-    const res = await api.call('POST', '/api/v0/sessions', { as: user, body: { computerId, cwd: repo, sessionSettings: { model: 'coder', autonomyLevel: 'high' } } });
+    const res = await api.call('POST', '/api/v0/sessions', {
+      as: user,
+      body: { computerId, cwd: repo, sessionSettings: { model: 'coder', autonomyLevel: 'high' } },
+    });
     expect(res.status, res.body.detail).toBe(201);
     return res.body.sessionId as string;
   };
@@ -133,10 +136,7 @@ describe.skipIf(skipMachineTests).each(BACKENDS)('session event streams on %s', 
   it('resumes with Last-Event-ID after a dropped connection: nothing lost, nothing twice', async () => {
     const id = await newSession();
     const first = await watch(`/api/v0/sessions/${id}/events`);
-    model.enqueue(
-      { toolCalls: [{ id: 'call_sleep', name: 'run_command', arguments: { command: 'sleep 1; echo slept' } }] },
-      { text: 'Done sleeping.' },
-    );
+    model.enqueue({ toolCalls: [{ id: 'call_sleep', name: 'run_command', arguments: { command: 'sleep 1; echo slept' } }] }, { text: 'Done sleeping.' });
     await send(id, 'Sleep a second.');
     await first.waitFor((e) => e.event === 'session.message.created' && e.data.data.message.role === 'assistant', 15_000, 'the tool call');
     first.close();
@@ -161,7 +161,12 @@ describe.skipIf(skipMachineTests).each(BACKENDS)('session event streams on %s', 
     const id = await newSession();
     model.enqueue({ toolCalls: [{ id: 'call_s', name: 'run_command', arguments: { command: 'sleep 2' } }] }, { text: 'Slept.' });
     await send(id, 'Sleep two seconds.');
-    await waitFor('the tool call to start', async () => (await api.call('GET', `/api/v0/sessions/${id}/messages`, { as: user })).body.messages.length >= 2, 15_000, 50);
+    await waitFor(
+      'the tool call to start',
+      async () => (await api.call('GET', `/api/v0/sessions/${id}/messages`, { as: user })).body.messages.length >= 2,
+      15_000,
+      50,
+    );
     const late = await watch(`/api/v0/sessions/${id}/events`);
     await late.waitFor((e) => e.event === 'session.idle', 15_000, 'session.idle');
     const roles = late.events.filter((e) => e.event === 'session.message.created').map((e) => e.data.data.message.role);

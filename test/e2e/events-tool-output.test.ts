@@ -96,7 +96,10 @@ describe.skipIf(skipMachineTests).each(BACKENDS)('command output streamed while 
   beforeEach(() => model.reset());
 
   const newSession = async (as = user, onComputer = computerId) => {
-    const res = await api.call('POST', '/api/v0/sessions', { as, body: { computerId: onComputer, cwd: machine.scratch, sessionSettings: { model: 'coder', autonomyLevel: 'high' } } });
+    const res = await api.call('POST', '/api/v0/sessions', {
+      as,
+      body: { computerId: onComputer, cwd: machine.scratch, sessionSettings: { model: 'coder', autonomyLevel: 'high' } },
+    });
     expect(res.status, res.body.detail).toBe(201);
     return res.body.sessionId as string;
   };
@@ -106,7 +109,8 @@ describe.skipIf(skipMachineTests).each(BACKENDS)('command output streamed while 
     clients.push(client);
     return client;
   };
-  const send = async (sessionId: string, text: string) => expect((await api.call('POST', `/api/v0/sessions/${sessionId}/messages`, { as: user, body: { text } })).status).toBe(200);
+  const send = async (sessionId: string, text: string) =>
+    expect((await api.call('POST', `/api/v0/sessions/${sessionId}/messages`, { as: user, body: { text } })).status).toBe(200);
   const toolMessages = (sessionId: string) => api.db.prisma.sessionMessage.count({ where: { sessionId, role: 'tool' } });
 
   // Three lines 0.4 s apart, then on stderr a character whose two UTF-8 bytes are written 0.3 s apart.
@@ -120,10 +124,7 @@ describe.skipIf(skipMachineTests).each(BACKENDS)('command output streamed while 
     const stream = await watch(`/api/v0/sessions/${id}/events`);
     const otherStream = await watch(`/api/v0/sessions/${other}/events`);
     const globexStream = await watch(`/api/v0/sessions/${globexSession}/events`, globexOwner);
-    model.enqueue(
-      { text: 'Counting.', toolCalls: [{ id: 'call_lines', name: 'run_command', arguments: { command: LINES } }] },
-      { text: 'Counted to three.' },
-    );
+    model.enqueue({ text: 'Counting.', toolCalls: [{ id: 'call_lines', name: 'run_command', arguments: { command: LINES } }] }, { text: 'Counted to three.' });
     await send(id, 'Count to three slowly.');
 
     const first = await stream.waitFor((e) => e.event === 'session.tool_output', 20_000, 'the first output chunk');
@@ -184,9 +185,17 @@ describe.skipIf(skipMachineTests).each(BACKENDS)('command output streamed while 
     const created = (role: string, block: (b: any) => boolean) => (e: ReceivedEvent) =>
       e.event === 'session.message.created' && e.data.data.message.role === role && e.data.data.message.content.some(block);
     const callMs = async (toolUseId: string) => {
-      await stream.waitFor(created('assistant', (b) => b.type === 'tool_use' && b.id === toolUseId), 30_000, `the call ${toolUseId}`);
+      await stream.waitFor(
+        created('assistant', (b) => b.type === 'tool_use' && b.id === toolUseId),
+        30_000,
+        `the call ${toolUseId}`,
+      );
       const started = performance.now();
-      await stream.waitFor(created('tool', (b) => b.toolUseId === toolUseId), 60_000, `the result of ${toolUseId}`);
+      await stream.waitFor(
+        created('tool', (b) => b.toolUseId === toolUseId),
+        60_000,
+        `the result of ${toolUseId}`,
+      );
       return performance.now() - started;
     };
     const silentMs = await callMs('call_silent');
@@ -229,17 +238,24 @@ describe.skipIf(skipMachineTests).each(BACKENDS)('command output streamed while 
     const globexOrg = await watch('/api/v0/events', api.globex.members.owner.apiKey);
     const id = await newSession();
     const stream = await watch(`/api/v0/sessions/${id}/events`);
-    model.enqueue({ toolCalls: [{ id: 'call_chatty', name: 'run_command', arguments: { command: 'for i in $(seq 1 20); do echo chatty-$i; sleep 0.05; done' } }] }, { text: 'Chatted.' });
+    model.enqueue(
+      { toolCalls: [{ id: 'call_chatty', name: 'run_command', arguments: { command: 'for i in $(seq 1 20); do echo chatty-$i; sleep 0.05; done' } }] },
+      { text: 'Chatted.' },
+    );
     await send(id, 'Chat.');
     await stream.waitFor((e) => e.event === 'session.idle', 20_000, 'session.idle');
     expect(textOf(outputs(stream.events, 'call_chatty'), 'stdout')).toContain('chatty-20');
 
     // The organization stream and the webhook hear the turn's end, and only that.
     await acmeOrg.waitFor((e) => e.event === 'session.idle' && e.data.sessionId === id, 10_000, 'session.idle on the organization stream');
-    const [idle] = await waitFor('the session.idle webhook', () => {
-      const got = receiver.received.filter((r) => r.path === '/all' && JSON.parse(r.body).data?.sessionId === id);
-      return got.length > 0 && got;
-    }, 15_000);
+    const [idle] = await waitFor(
+      'the session.idle webhook',
+      () => {
+        const got = receiver.received.filter((r) => r.path === '/all' && JSON.parse(r.body).data?.sessionId === id);
+        return got.length > 0 && got;
+      },
+      15_000,
+    );
     expect(idle!.verified).toBe(true);
     await new Promise((r) => setTimeout(r, 500));
     expect(acmeOrg.events.map((e) => e.event)).not.toContain('session.tool_output');

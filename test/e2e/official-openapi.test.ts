@@ -19,7 +19,11 @@ describe.each(BACKENDS)("agentplane's answers against the official OpenAPI docum
     for (const repo of ['https://github.com/acme/one', 'https://github.com/acme/two']) {
       await api.call('POST', '/api/organization/agent-readiness-reports', {
         as: api.acme.members.user.apiKey,
-        body: { repoUrl: repo, apps: { '.': { description: 'The service' } }, report: { lint_config: { numerator: 1, denominator: 1, rationale: 'eslint.config.js' } } },
+        body: {
+          repoUrl: repo,
+          apps: { '.': { description: 'The service' } },
+          report: { lint_config: { numerator: 1, denominator: 1, rationale: 'eslint.config.js' } },
+        },
       });
     }
   });

@@ -48,13 +48,11 @@ describe.each(BACKENDS)('organization management on %s', (backend) => {
   const freshOrg = () => createOrgFixture(api.db, `org${++orgCount}`);
   /** The name a fixture organization was created with (its members are `<role>@<name>.test`, signed in as `idp|<name>-<role>`). */
   const orgName = (org: OrgFixture) => org.members.owner.email.split('@')[1]!.replace(/\.test$/, '');
-  const membershipOf = (orgId: string, email: string) =>
-    db().membership.findFirst({ where: { organizationId: orgId, user: { email } } });
+  const membershipOf = (orgId: string, email: string) => db().membership.findFirst({ where: { organizationId: orgId, user: { email } } });
   const audits = (orgId: string, eventType: string) =>
     db().auditRecord.findMany({ where: { organizationId: orgId, eventType }, orderBy: { createdAt: 'asc' } });
   const invite = (org: OrgFixture, body: unknown, as = org.members.owner.apiKey) => call('POST', INVITE, { as, body });
-  const remove = (org: OrgFixture, email: string, as = org.members.owner.apiKey) =>
-    call('DELETE', `${USERS}?email=${encodeURIComponent(email)}`, { as });
+  const remove = (org: OrgFixture, email: string, as = org.members.owner.apiKey) => call('DELETE', `${USERS}?email=${encodeURIComponent(email)}`, { as });
 
   /** An extra active member with a personal API key and a JWT. */
   async function addMember(org: OrgFixture, role: Role, email = `${newId('m')}@members.test`) {
@@ -85,13 +83,7 @@ describe.each(BACKENDS)('organization management on %s', (backend) => {
     ];
 
     it('refuses user and guest members and service accounts with 403, changing nothing', async () => {
-      const callers = [
-        acme.members.user.apiKey,
-        acme.members.user.jwt,
-        acme.members.guest.apiKey,
-        acme.members.guest.jwt,
-        acme.serviceAccount.apiKey,
-      ];
+      const callers = [acme.members.user.apiKey, acme.members.user.jwt, acme.members.guest.apiKey, acme.members.guest.jwt, acme.serviceAccount.apiKey];
       const auditBefore = await db().auditRecord.count();
       for (const [method, path, body] of endpoints) {
         for (const as of callers) {
@@ -195,11 +187,9 @@ describe.each(BACKENDS)('organization management on %s', (backend) => {
       let cursor: string | null = null;
       let pages = 0;
       do {
-        const res: { status: number; body: any } = await call(
-          'GET',
-          `${USERS}?limit=7${cursor ? `&cursor=${cursor}` : ''}`,
-          { as: org.members.manager.apiKey },
-        );
+        const res: { status: number; body: any } = await call('GET', `${USERS}?limit=7${cursor ? `&cursor=${cursor}` : ''}`, {
+          as: org.members.manager.apiKey,
+        });
         expect(res.status).toBe(200);
         expect(res.body.users.length).toBeLessThanOrEqual(7);
         seen.push(...res.body.users);
@@ -242,9 +232,7 @@ describe.each(BACKENDS)('organization management on %s', (backend) => {
       expect(res.body).toEqual({ email: 'new.person@example.test', role: 'user', status: 'invited' });
       const m = await membershipOf(acme.id, 'new.person@example.test');
       expect(m).toMatchObject({ role: 'user', status: 'invited', createdAt: clock.now() });
-      const audit = (await audits(acme.id, 'membership_change')).find(
-        (a) => (a.target as { email?: string }).email === 'new.person@example.test',
-      );
+      const audit = (await audits(acme.id, 'membership_change')).find((a) => (a.target as { email?: string }).email === 'new.person@example.test');
       expect(audit).toMatchObject({
         source: 'public_api_v0',
         actorKind: 'human',
@@ -281,7 +269,7 @@ describe.each(BACKENDS)('organization management on %s', (backend) => {
       expect(await audits(acme.id, 'membership_change')).toHaveLength(count);
     });
 
-    it("invites a member of another organization without touching that membership", async () => {
+    it('invites a member of another organization without touching that membership', async () => {
       const res = await invite(acme, { email: 'guest@globex.test', role: 'user' });
       expect(res.body.status).toBe('invited');
       expect(await membershipOf(globex.id, 'guest@globex.test')).toMatchObject({ role: 'guest', status: 'active' });
@@ -357,13 +345,7 @@ describe.each(BACKENDS)('organization management on %s', (backend) => {
 
     it('rejects malformed bodies with 400 and creates nothing', async () => {
       const before = await db().membership.count({ where: { organizationId: acme.id } });
-      const bodies = [
-        {},
-        { email: 'not-an-email' },
-        { email: 'x@acme.test', role: 'admin' },
-        { email: 'x@acme.test', extra: true },
-        { email: 42 },
-      ];
+      const bodies = [{}, { email: 'not-an-email' }, { email: 'x@acme.test', role: 'admin' }, { email: 'x@acme.test', extra: true }, { email: 42 }];
       for (const body of bodies) {
         const res = await invite(acme, body);
         expect(res.status, JSON.stringify(body)).toBe(400);
@@ -681,9 +663,7 @@ describe.each(BACKENDS)('organization management on %s', (backend) => {
     it('gives concurrent changes distinct consecutive revisions', async () => {
       const org = await freshOrg();
       const as = org.members.owner.apiKey;
-      const results = await Promise.all(
-        Array.from({ length: 6 }, (_, i) => call('PUT', CONTROLS, { as, body: { settings: { writer: i } } })),
-      );
+      const results = await Promise.all(Array.from({ length: 6 }, (_, i) => call('PUT', CONTROLS, { as, body: { settings: { writer: i } } })));
       expect(results.map((r) => r.status)).toEqual([200, 200, 200, 200, 200, 200]);
       expect(results.map((r) => r.body.revision).sort()).toEqual([1, 2, 3, 4, 5, 6]);
       const changes = await db().enterpriseControlChange.findMany({ where: { organizationId: org.id } });
@@ -714,9 +694,27 @@ describe.each(BACKENDS)('organization management on %s', (backend) => {
       it('seals the key: stored, answered, snapshotted and audited only masked; a GET sent back keeps it', async () => {
         const org = await freshOrg();
         const as = org.members.owner.apiKey;
-        const put = await call('PUT', CONTROLS, { as, body: { settings: { customModels: [{ ...house, apiKey: KEY }, { id: 'local', model: 'm', baseUrl: 'http://x' }] } } });
+        const put = await call('PUT', CONTROLS, {
+          as,
+          body: {
+            settings: {
+              customModels: [
+                { ...house, apiKey: KEY },
+                { id: 'local', model: 'm', baseUrl: 'http://x' },
+              ],
+            },
+          },
+        });
         expect(put.status, put.body.detail).toBe(200);
-        expect(put.body).toEqual({ revision: 1, settings: { customModels: [{ ...house, apiKey: '••••abcd' }, { id: 'local', model: 'm', baseUrl: 'http://x' }] } });
+        expect(put.body).toEqual({
+          revision: 1,
+          settings: {
+            customModels: [
+              { ...house, apiKey: '••••abcd' },
+              { id: 'local', model: 'm', baseUrl: 'http://x' },
+            ],
+          },
+        });
         expect((await call('GET', CONTROLS, { as })).body).toEqual(put.body);
         expect((await call('GET', HISTORY, { as })).body.changes[0].settings).toEqual(put.body.settings);
         const [audit] = await audits(org.id, 'managed_settings_change');
@@ -730,9 +728,15 @@ describe.each(BACKENDS)('organization management on %s', (backend) => {
 
         // The answer sent back, or the same key in plain text, is no change.
         expect((await call('PUT', CONTROLS, { as, body: { settings: put.body.settings } })).body.revision).toBe(1);
-        expect((await call('PUT', CONTROLS, { as, body: { settings: { customModels: [{ ...house, apiKey: KEY }, put.body.settings.customModels[1]] } } })).body.revision).toBe(1);
+        expect(
+          (await call('PUT', CONTROLS, { as, body: { settings: { customModels: [{ ...house, apiKey: KEY }, put.body.settings.customModels[1]] } } })).body
+            .revision,
+        ).toBe(1);
         // Edited around the mask, or with apiKey left out, the stored key stays as it was.
-        const edited = await call('PUT', CONTROLS, { as, body: { settings: { customModels: [{ ...put.body.settings.customModels[0], maxOutputTokens: 2048 }] } } });
+        const edited = await call('PUT', CONTROLS, {
+          as,
+          body: { settings: { customModels: [{ ...put.body.settings.customModels[0], maxOutputTokens: 2048 }] } },
+        });
         expect(edited.body).toEqual({ revision: 2, settings: { customModels: [{ ...house, apiKey: '••••abcd', maxOutputTokens: 2048 }] } });
         expect((await stored(org.id)).customModels[0].apiKeyCiphertext).toBe(raw.customModels[0].apiKeyCiphertext);
         const omitted = await call('PUT', CONTROLS, { as, body: { settings: { customModels: [house] } } });
@@ -783,11 +787,24 @@ describe.each(BACKENDS)('organization management on %s', (backend) => {
         const now = clock.now();
         await db().organization.update({ where: { id: org.id }, data: { enterpriseSettings: legacy, enterpriseRevision: 1 } });
         await db().enterpriseControlChange.create({
-          data: { id: newId('ecc'), organizationId: org.id, revision: 1, settings: legacy, userId: org.members.owner.userId, userEmail: org.members.owner.email, createdAt: now },
+          data: {
+            id: newId('ecc'),
+            organizationId: org.id,
+            revision: 1,
+            settings: legacy,
+            userId: org.members.owner.userId,
+            userEmail: org.members.owner.email,
+            createdAt: now,
+          },
         });
         await recordAudit(db(), {
-          organizationId: org.id, eventType: 'managed_settings_change', source: 'public_api_v0', target: { organizationId: org.id },
-          before: { revision: 0, settings: {} }, after: { revision: 1, settings: legacy }, at: now,
+          organizationId: org.id,
+          eventType: 'managed_settings_change',
+          source: 'public_api_v0',
+          target: { organizationId: org.id },
+          before: { revision: 0, settings: {} },
+          after: { revision: 1, settings: legacy },
+          at: now,
         });
         const masked = { customModels: [{ ...house, apiKey: '••••abcd' }] };
         const got = await call('GET', CONTROLS, { as });
@@ -816,7 +833,10 @@ describe.each(BACKENDS)('organization management on %s', (backend) => {
         await seal();
         const sealed = await stored(org.id);
         expect(JSON.stringify(sealed)).not.toContain(KEY);
-        expect(sealed).toMatchObject({ customModels: [{ ...house, apiKey: '••••abcd', apiKeyCiphertext: expect.stringMatching(/^v1\./) }], other: { kept: true } });
+        expect(sealed).toMatchObject({
+          customModels: [{ ...house, apiKey: '••••abcd', apiKeyCiphertext: expect.stringMatching(/^v1\./) }],
+          other: { kept: true },
+        });
         expect(await turnKey(org.id)).toBe(KEY);
         expect((await call('GET', CONTROLS, { as: org.members.owner.apiKey })).body.revision).toBe(1);
         await seal();
@@ -856,7 +876,12 @@ describe.each(BACKENDS)('organization management on %s', (backend) => {
       const [method, path] = key.split(' ') as [string, string];
       const op = doc.paths[path]?.[method];
       expect(op, key).toBeDefined();
-      expect(Object.keys(op.responses).filter((s) => Number(s) >= 400).sort(), key).toEqual(statuses);
+      expect(
+        Object.keys(op.responses)
+          .filter((s) => Number(s) >= 400)
+          .sort(),
+        key,
+      ).toEqual(statuses);
     }
   });
 });

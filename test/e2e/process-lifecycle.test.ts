@@ -65,7 +65,12 @@ describe('one process per embedded data directory', () => {
     const server = await startServerProcess({ AGENTPLANE_DATA_DIR: dataDir });
     const pid = servingPid(dataDir);
     expect(pid).toBe(server.child.pid);
-    for (const args of [['serve'], ['migrate'], ['bootstrap', '--org', 'x', '--email', 'x@x.test'], ['analytics', 'seed', '--org', 'org_x', '--users', '1', '--days', '1']]) {
+    for (const args of [
+      ['serve'],
+      ['migrate'],
+      ['bootstrap', '--org', 'x', '--email', 'x@x.test'],
+      ['analytics', 'seed', '--org', 'org_x', '--users', '1', '--days', '1'],
+    ]) {
       const err = await agentplane(args, { AGENTPLANE_DATA_DIR: dataDir, PORT: '0' }).then(
         () => undefined,
         (e: { code: number; stderr: string }) => e,
@@ -119,7 +124,11 @@ describe('a stop signal to the process the user started ends the real server', (
     const dataDir = tempDir();
     const server = await startServerProcess({ AGENTPLANE_DATA_DIR: dataDir, AGENTPLANE_SSH_GATEWAY_PORT: '0', AGENTPLANE_SSH_GATEWAY_HOST: '127.0.0.1' });
     try {
-      const name = `sig-${path.basename(dataDir).slice(-6).toLowerCase().replace(/[^a-z0-9]/g, 'x')}`;
+      const name = `sig-${path
+        .basename(dataDir)
+        .slice(-6)
+        .toLowerCase()
+        .replace(/[^a-z0-9]/g, 'x')}`;
       const stateDir = tempDir();
       const agent = spawn('npx', ['agentplane', 'agent', '--url', server.url, '--name', name, '--state-dir', stateDir], {
         cwd: REPO_ROOT,
@@ -130,7 +139,11 @@ describe('a stop signal to the process the user started ends the real server', (
       agent.stdout.on('data', (d: Buffer) => (out += d));
       agent.stderr.on('data', (d: Buffer) => (out += d));
       const exited = new Promise<number | null>((resolve) => agent.on('exit', resolve));
-      await waitFor(() => `the agent to connect:\n${out}`, () => /connected/i.test(out), 60_000);
+      await waitFor(
+        () => `the agent to connect:\n${out}`,
+        () => /connected/i.test(out),
+        60_000,
+      );
       const real = processesWith(`--state-dir ${stateDir}`).filter((pid) => pid !== agent.pid);
       expect(real.length).toBeGreaterThan(0);
       agent.kill('SIGTERM');
@@ -146,13 +159,19 @@ describe('a stop signal to the process the user started ends the real server', (
 describe('command output', () => {
   it('`bootstrap --json` writes only its JSON to stdout, logs to stderr', { timeout: 60_000 }, async () => {
     const { stdout, stderr } = await agentplane(['bootstrap', '--org', 'acme', '--email', 'ops@acme.test', '--json'], { AGENTPLANE_DATA_DIR: tempDir() });
-    expect(JSON.parse(stdout)).toEqual({ organizationId: expect.stringMatching(/^org_/), userId: expect.stringMatching(/^usr_/), apiKey: expect.stringMatching(/^apk_/) });
+    expect(JSON.parse(stdout)).toEqual({
+      organizationId: expect.stringMatching(/^org_/),
+      userId: expect.stringMatching(/^usr_/),
+      apiKey: expect.stringMatching(/^apk_/),
+    });
     expect(stdout.trim().split('\n')).toHaveLength(1);
     // The migrations it applied were logged, on stderr.
     expect(stderr).toMatch(/"msg":"[^"]*migrat/);
   });
 
-  it('logs readable lines in a terminal and JSON lines otherwise, AGENTPLANE_LOG_FORMAT overriding; credentials redacted in both', { timeout: 60_000 }, async () => {
+  it('logs readable lines in a terminal and JSON lines otherwise, AGENTPLANE_LOG_FORMAT overriding; credentials redacted in both', {
+    timeout: 60_000,
+  }, async () => {
     const script = [
       "const { createLogger } = await import('./src/lib/logger.ts');",
       "const log = createLogger({ level: 'info', format: process.env.FMT || undefined });",
@@ -164,7 +183,12 @@ describe('command output', () => {
       const { stdout } = await run(cmd[0]!, cmd.slice(1), { cwd: REPO_ROOT, env: { ...process.env, FMT: fmt } });
       return stdout;
     };
-    for (const [fmt, tty, json] of [['', false, true], ['', true, false], ['pretty', false, false], ['json', true, true]] as const) {
+    for (const [fmt, tty, json] of [
+      ['', false, true],
+      ['', true, false],
+      ['pretty', false, false],
+      ['json', true, true],
+    ] as const) {
       const out = await under(fmt, tty);
       expect(out, `format=${fmt || 'auto'} tty=${tty}`).toContain('hello there');
       expect(out).not.toContain('apk_secretvalue');
@@ -180,7 +204,11 @@ describe('a first start that explains itself', () => {
     const dataDir = tempDir();
     const server = await startServerProcess({ AGENTPLANE_DATA_DIR: dataDir, AGENTPLANE_LOCAL_PROVIDER: 'false', KUBECONFIG: '' });
     try {
-      const lines = server.output().split('\n').filter((l) => l.startsWith('{')).map((l) => JSON.parse(l));
+      const lines = server
+        .output()
+        .split('\n')
+        .filter((l) => l.startsWith('{'))
+        .map((l) => JSON.parse(l));
       const k8s = lines.find((l) => l.provider === 'kubernetes');
       expect(k8s).toMatchObject({ level: 40, missing: expect.arrayContaining([expect.stringContaining('no cluster: set KUBECONFIG')]) });
       expect(lines.find((l) => l.provider === 'local')).toMatchObject({ missing: ['disabled by AGENTPLANE_LOCAL_PROVIDER=false'] });

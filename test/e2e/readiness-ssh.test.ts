@@ -119,7 +119,14 @@ describe.skipIf(skip)('readiness evaluation on a computer over SSH', () => {
 
     async function queued(computerId: string | null, url = repoUrl) {
       const id = newUuid();
-      const principal = { organizationId: org.id, role: 'user', credential: 'api_key', kind: 'user', userId: org.members.user.userId, email: org.members.user.email };
+      const principal = {
+        organizationId: org.id,
+        role: 'user',
+        credential: 'api_key',
+        kind: 'user',
+        userId: org.members.user.userId,
+        email: org.members.user.email,
+      };
       await db.prisma.readinessEvaluation.create({
         data: { id, organizationId: org.id, requestedBy: principal, repoUrl: url, computerId, status: 'queued', createdAt: new Date() },
       });

@@ -185,7 +185,9 @@ describe.each(BACKENDS)('readiness reports on %s', (backend) => {
       const acmeList = (await api.call('GET', `${BASE}?limit=1000`, { as: acmeUser })).body.reports;
       expect(acmeList.length).toBeGreaterThan(0);
       expect(acmeList.map((r: any) => r.reportId)).not.toContain(mine.reportId);
-      expect((await api.call('GET', `${BASE}?repoId=${encodeURIComponent('https://github.com/globex/secret')}`, { as: acmeUser })).body).toEqual({ reports: [] });
+      expect((await api.call('GET', `${BASE}?repoId=${encodeURIComponent('https://github.com/globex/secret')}`, { as: acmeUser })).body).toEqual({
+        reports: [],
+      });
       expectRequestError(await api.call('GET', `${BASE}?startAfter=${mine.reportId}`, { as: acmeUser }), 400, /not a report of this organization/);
       const globexList = (await api.call('GET', `${BASE}?limit=1000`, { as: globexUser })).body.reports;
       expect(globexList.map((r: any) => r.reportId)).toEqual([mine.reportId]);
@@ -277,7 +279,7 @@ describe.each(BACKENDS)('readiness reports on %s', (backend) => {
       expectRequestError(await api.call('POST', `${BASE}/evaluate`, { as: acmeUser, body }), 404, /Computer cmp_123 not found/);
     });
 
-    it("keeps evaluations to their organization and from guests", async () => {
+    it('keeps evaluations to their organization and from guests', async () => {
       const res = await api.call('POST', `${BASE}/evaluate`, { as: acmeUser, body: { repoUrl: `${gitServer.url}/nowhere-2.git` } });
       expect(res.status).toBe(202);
       expectRequestError(await api.call('GET', `${BASE}/evaluations/${res.body.evaluationId}`, { as: globexUser }), 404, /No readiness evaluation/);

@@ -68,7 +68,10 @@ describe.skipIf(skip)('the relay across two replicas on PostgreSQL', () => {
     model.enqueue({ toolCalls: [{ id: `call_${marker}`, name: 'run_command', arguments: { command: `echo ${marker} as $(id -un)` } }] }, { text: 'done' });
     expect((await call(server, 'POST', `/api/v0/sessions/${id}/messages`, { text: 'Say who you are.' })).status).toBe(200);
     await waitFor('the turn to end', async () => (await call(server, 'GET', `/api/v0/sessions/${id}`)).body.status === 'idle', 60_000, 200);
-    const messages = (await call(server, 'GET', `/api/v0/sessions/${id}/messages?limit=100`)).body.messages as Array<{ role: string; content: Array<{ type: string; content?: string; isError?: boolean }> }>;
+    const messages = (await call(server, 'GET', `/api/v0/sessions/${id}/messages?limit=100`)).body.messages as Array<{
+      role: string;
+      content: Array<{ type: string; content?: string; isError?: boolean }>;
+    }>;
     const result = messages.find((m) => m.role === 'tool')!.content[0]!;
     expect(result.isError ?? false).toBe(false);
     return result.content!;
@@ -100,7 +103,11 @@ describe.skipIf(skip)('the relay across two replicas on PostgreSQL', () => {
       async () => (await db.query<{ id: string }>(`SELECT id FROM computers WHERE name = 'nat-box' AND deleted_at IS NULL`)).rows[0]?.id,
       30_000,
     );
-    await waitFor(() => `the tunnel on the first replica:\n${agent.stderr()}`, async () => (await tunnelPeerPort()) === peerPort(holder), 30_000);
+    await waitFor(
+      () => `the tunnel on the first replica:\n${agent.stderr()}`,
+      async () => (await tunnelPeerPort()) === peerPort(holder),
+      30_000,
+    );
   }, 180_000);
 
   afterAll(async () => {
@@ -119,10 +126,15 @@ describe.skipIf(skip)('the relay across two replicas on PostgreSQL', () => {
     expect(res.body.relayAgentUrl).toBe(`${balancer.url.replace(/^http/, 'ws')}/api/v0/relay/agent`);
     expect(res.body.relayClientUrl).toBe(`${balancer.url.replace(/^http/, 'ws')}/api/v0/computers/${computerId}/relay`);
     // The set-up job ran on the replica without the tunnel.
-    await waitFor('connect and verify', async () => {
-      const steps = (await call(other, 'GET', `/api/v0/computers/${computerId}`)).body.provisioningSteps as Array<{ status: string }>;
-      return steps.every((s) => s.status === 'completed');
-    }, 60_000, 250);
+    await waitFor(
+      'connect and verify',
+      async () => {
+        const steps = (await call(other, 'GET', `/api/v0/computers/${computerId}`)).body.provisioningSteps as Array<{ status: string }>;
+        return steps.every((s) => s.status === 'completed');
+      },
+      60_000,
+      250,
+    );
   });
 
   it('serves metrics and a session turn on the replica without the tunnel', { timeout: 120_000 }, async () => {
@@ -135,16 +147,27 @@ describe.skipIf(skip)('the relay across two replicas on PostgreSQL', () => {
   it('after the holder is killed (SIGKILL), the agent reconnects to the other replica and the same calls work', { timeout: 180_000 }, async () => {
     // A command through the relay (whichever replica the balancer gives it), on the holder's tunnel.
     const running = runCli(['ssh', computerId, '--', 'echo started; sleep 60'], { env: { AGENTPLANE_URL: other.url, AGENTPLANE_API_KEY: key }, input: '' });
-    await waitFor(() => `the command to start: ${JSON.stringify(running.output())}`, () => running.output().stdout.includes('started'), 30_000);
+    await waitFor(
+      () => `the command to start: ${JSON.stringify(running.output())}`,
+      () => running.output().stdout.includes('started'),
+      30_000,
+    );
 
     const killedAt = Date.now();
     expect(await holder.stop('SIGKILL')).toBeNull();
     const ended = await Promise.race([running.done, sleep(20_000).then(() => undefined)]);
     expect(ended, 'the command outlived the replica carrying it').toBeDefined();
     expect(ended!.code).toBe(255);
-    expect(ended!.stderr).toMatch(/^agentplane: nat-box: (the connection to the relay was lost|the relay ended the session: the connection to the machine ended)/);
+    expect(ended!.stderr).toMatch(
+      /^agentplane: nat-box: (the connection to the relay was lost|the relay ended the session: the connection to the machine ended)/,
+    );
 
-    await waitFor(() => `the tunnel on the other replica:\n${agent.stderr()}`, async () => (await tunnelPeerPort()) === peerPort(other), 20_000, 50);
+    await waitFor(
+      () => `the tunnel on the other replica:\n${agent.stderr()}`,
+      async () => (await tunnelPeerPort()) === peerPort(other),
+      20_000,
+      50,
+    );
     const reconnectMs = Date.now() - killedAt;
     expect(reconnectMs).toBeLessThan(15_000);
 

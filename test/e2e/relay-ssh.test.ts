@@ -41,7 +41,10 @@ beforeAll(async () => {
     async () => (await api.db.prisma.computer.findFirst({ where: { name: 'devbox', deletedAt: null } })) ?? undefined,
   );
   computerId = computer.id;
-  await waitFor(() => `the agent to connect:\n${agent.stderr()}`, () => agent.stderr().includes('connected to the relay'));
+  await waitFor(
+    () => `the agent to connect:\n${agent.stderr()}`,
+    () => agent.stderr().includes('connected to the relay'),
+  );
   const created = await api.call('POST', `/api/v0/service-accounts/${api.acme.serviceAccount.id}/api-keys`, {
     as: api.acme.members.owner.apiKey,
     body: { name: 'relay-test' },
@@ -75,7 +78,20 @@ describe('agentplane ssh through the relay', () => {
   });
 
   it('carries OpenSSH as a ProxyCommand (--stdio): a terminal session and an scp copy', async () => {
-    const proxy = ['-F', '/dev/null', '-o', `ProxyCommand=${process.execPath} ${CLI} ssh --stdio ${computerId}`, '-o', 'StrictHostKeyChecking=no', '-o', 'UserKnownHostsFile=/dev/null', '-o', 'BatchMode=yes', '-o', 'LogLevel=ERROR'];
+    const proxy = [
+      '-F',
+      '/dev/null',
+      '-o',
+      `ProxyCommand=${process.execPath} ${CLI} ssh --stdio ${computerId}`,
+      '-o',
+      'StrictHostKeyChecking=no',
+      '-o',
+      'UserKnownHostsFile=/dev/null',
+      '-o',
+      'BatchMode=yes',
+      '-o',
+      'LogLevel=ERROR',
+    ];
     const terminal = await runCli([...proxy, '-tt', 'devbox', 'tty; exit 5'], { command: 'ssh', env: env(manager()) }).done;
     expect(terminal.stderr).toBe('');
     expect(terminal.code).toBe(5);
@@ -97,7 +113,10 @@ describe('agentplane ssh through the relay', () => {
     const remotePort = (site.address() as { port: number }).port;
     const forward = runCli(['port-forward', 'devbox', `0:${remotePort}`, '--api-key', robotKey.value, '--url', api.url]);
     try {
-      const line = await waitFor(() => `the forward to start: ${forward.output().stderr}`, () => /forwarding 127\.0\.0\.1:(\d+) -> devbox:/.exec(forward.output().stderr)?.[1]);
+      const line = await waitFor(
+        () => `the forward to start: ${forward.output().stderr}`,
+        () => /forwarding 127\.0\.0\.1:(\d+) -> devbox:/.exec(forward.output().stderr)?.[1],
+      );
       const res = await fetch(`http://127.0.0.1:${line}/app?x=1`);
       expect(await res.text()).toBe('preview of /app?x=1');
     } finally {
@@ -137,7 +156,9 @@ describe('agentplane ssh through the relay', () => {
     const opened = records.find((r) => (r.payload as { action: string }).action === 'opened')!;
     expect(opened).toMatchObject({ actorKind: 'human', actorId: api.acme.members.manager.userId, target: { computerId } });
     const sessionId = (opened.payload as { sessionId: string }).sessionId;
-    const closed = records.find((r) => (r.payload as { action: string; sessionId: string }).action === 'closed' && (r.payload as { sessionId: string }).sessionId === sessionId)!;
+    const closed = records.find(
+      (r) => (r.payload as { action: string; sessionId: string }).action === 'closed' && (r.payload as { sessionId: string }).sessionId === sessionId,
+    )!;
     expect((closed.payload as { durationMs: number }).durationMs).toBeGreaterThanOrEqual(0);
     expect(closed.createdAt.getTime()).toBeGreaterThanOrEqual(opened.createdAt.getTime());
     expect(records.some((r) => r.actorKind === 'service' && r.actorId === api.acme.serviceAccount.id)).toBe(true);
@@ -147,7 +168,9 @@ describe('agentplane ssh through the relay', () => {
     const before = await fetchOpenSessions();
     const long = ssh([computerId, '--', 'sleep 60'], robotKey.value);
     await waitFor('the session to open', async () => (await fetchOpenSessions()) > before);
-    const revoked = await api.call('POST', `/api/v0/service-accounts/${api.acme.serviceAccount.id}/api-keys/${robotKey.id}/revoke`, { as: api.acme.members.owner.apiKey });
+    const revoked = await api.call('POST', `/api/v0/service-accounts/${api.acme.serviceAccount.id}/api-keys/${robotKey.id}/revoke`, {
+      as: api.acme.members.owner.apiKey,
+    });
     expect(revoked.status).toBe(204);
     const run = await Promise.race([long.done, sleep(20_000).then(() => undefined)]);
     expect(run, 'the session outlived its key').toBeDefined();
@@ -169,37 +192,53 @@ describe('agentplane ssh through the relay', () => {
   });
 });
 
-describe.skipIf(skipWithout('agentplane ssh to an sshd computer', sshdMissing()))('agentplane ssh to a computer the control plane reaches directly (sshd)', () => {
-  let sshd: TestSshd;
-  let id: string;
+describe.skipIf(skipWithout('agentplane ssh to an sshd computer', sshdMissing()))(
+  'agentplane ssh to a computer the control plane reaches directly (sshd)',
+  () => {
+    let sshd: TestSshd;
+    let id: string;
 
-  beforeAll(async () => {
-    sshd = await startSshd();
-    sshd.authorizeKey((await api.call('GET', '/api/v0/computers/ssh-public-key', { as: manager() })).body.publicKey);
-    const created = await api.call('POST', '/api/v0/computers', {
-      as: manager(),
-      body: { name: 'direct-box', provider: 'byom', remoteUser: sshd.username, connection: { host: sshd.host, port: sshd.port } },
+    beforeAll(async () => {
+      sshd = await startSshd();
+      sshd.authorizeKey((await api.call('GET', '/api/v0/computers/ssh-public-key', { as: manager() })).body.publicKey);
+      const created = await api.call('POST', '/api/v0/computers', {
+        as: manager(),
+        body: { name: 'direct-box', provider: 'byom', remoteUser: sshd.username, connection: { host: sshd.host, port: sshd.port } },
+      });
+      expect(created.status, created.body?.detail).toBe(201);
+      id = created.body.id;
+    }, 60_000);
+
+    afterAll(async () => {
+      await sshd?.stop();
     });
-    expect(created.status, created.body?.detail).toBe(201);
-    id = created.body.id;
-  }, 60_000);
 
-  afterAll(async () => {
-    await sshd?.stop();
-  });
+    it('runs a command as the remote user through the relay, with no key on this side', async () => {
+      const run = await ssh(['direct-box', '--', 'echo "$(id -un)"; exit 6']).done;
+      expect(run).toMatchObject({ code: 6, stdout: `${sshd.username}\n` });
+    });
 
-  it('runs a command as the remote user through the relay, with no key on this side', async () => {
-    const run = await ssh(['direct-box', '--', 'echo "$(id -un)"; exit 6']).done;
-    expect(run).toMatchObject({ code: 6, stdout: `${sshd.username}\n` });
-  });
-
-  it("gives OpenSSH a terminal on the machine's sshd", async () => {
-    const proxy = ['-F', '/dev/null', '-o', `ProxyCommand=${process.execPath} ${CLI} ssh --stdio ${id}`, '-o', 'StrictHostKeyChecking=no', '-o', 'UserKnownHostsFile=/dev/null', '-o', 'BatchMode=yes', '-o', 'LogLevel=ERROR'];
-    const terminal = await runCli([...proxy, '-tt', 'direct-box', 'tty; exit 2'], { command: 'ssh', env: env(manager()) }).done;
-    expect(terminal.code).toBe(2);
-    expect(terminal.stdout).toMatch(/^\/dev\/pts\/\d+\r?\n/);
-  });
-});
+    it("gives OpenSSH a terminal on the machine's sshd", async () => {
+      const proxy = [
+        '-F',
+        '/dev/null',
+        '-o',
+        `ProxyCommand=${process.execPath} ${CLI} ssh --stdio ${id}`,
+        '-o',
+        'StrictHostKeyChecking=no',
+        '-o',
+        'UserKnownHostsFile=/dev/null',
+        '-o',
+        'BatchMode=yes',
+        '-o',
+        'LogLevel=ERROR',
+      ];
+      const terminal = await runCli([...proxy, '-tt', 'direct-box', 'tty; exit 2'], { command: 'ssh', env: env(manager()) }).done;
+      expect(terminal.code).toBe(2);
+      expect(terminal.stdout).toMatch(/^\/dev\/pts\/\d+\r?\n/);
+    });
+  },
+);
 
 /** Sessions opened and not yet closed, by the audit records. */
 async function fetchOpenSessions(): Promise<number> {

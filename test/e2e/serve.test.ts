@@ -59,7 +59,10 @@ describe.each(backends)('agentplane serve on $name', (backend) => {
     if (skip()) s();
     expect(server.firstStartKey).toMatch(/^apk_[0-9a-z]{40}$/);
     // The key is printed for the operator, never written into a log line.
-    const logLines = server.output().split('\n').filter((l) => l.startsWith('{'));
+    const logLines = server
+      .output()
+      .split('\n')
+      .filter((l) => l.startsWith('{'));
     expect(logLines.join('\n')).not.toContain(server.firstStartKey);
   });
 
@@ -161,9 +164,7 @@ describe.each(backends)('agentplane serve on $name', (backend) => {
     let response = '';
     socket.on('data', (d) => (response += d.toString()));
     const body = '{"a":"' + 'y'.repeat(50) + '"}';
-    socket.write(
-      `POST /api/v0/computers/providers HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: ${body.length}\r\n\r\n`,
-    );
+    socket.write(`POST /api/v0/computers/providers HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: ${body.length}\r\n\r\n`);
     socket.write(body.slice(0, 10));
     await new Promise((r) => setTimeout(r, 200));
     const exit = server.stop('SIGTERM');

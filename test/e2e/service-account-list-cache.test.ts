@@ -71,7 +71,10 @@ describe.each(BACKENDS)('the cached service-account list on %s', (backend) => {
     ];
     for (const [sql, shown] of byColumn) {
       await db().$executeRawUnsafe(sql, sa.id);
-      expect((await listed()).find((a) => a.id === sa.id), sql).toMatchObject(shown);
+      expect(
+        (await listed()).find((a) => a.id === sa.id),
+        sql,
+      ).toMatchObject(shown);
     }
 
     await db().serviceAccount.update({ where: { id: sa.id }, data: { status: 'inactive' } });
@@ -93,7 +96,7 @@ describe.each(BACKENDS)('the cached service-account list on %s', (backend) => {
     expect(await names()).not.toContain('removed');
   });
 
-  it("answers 402 as soon as the plan loses service accounts, and the list again when it regains them", async () => {
+  it('answers 402 as soon as the plan loses service accounts, and the list again when it regains them', async () => {
     await listed();
     await db().organization.update({ where: { id: orgId }, data: { entitlements: { serviceAccounts: false } } });
     const refused = await api.call('GET', LIST, { as: manager });

@@ -159,9 +159,7 @@ describe.each(BACKENDS)('service accounts on %s', (backend) => {
 
     it('lets only one of several concurrent creates of one name succeed', async () => {
       const name = newId('race');
-      const results = await Promise.all(
-        Array.from({ length: 6 }, () => api.call('POST', BASE, { as: manager, body: { name, status: 'active' } })),
-      );
+      const results = await Promise.all(Array.from({ length: 6 }, () => api.call('POST', BASE, { as: manager, body: { name, status: 'active' } })));
       expect(results.map((r) => r.status).sort()).toEqual([201, 409, 409, 409, 409, 409]);
       expect(await db().serviceAccount.count({ where: { organizationId: acme.id, name } })).toBe(1);
     });
@@ -525,11 +523,24 @@ describe.each(BACKENDS)('service accounts on %s', (backend) => {
       expect(res.headers.get('cache-control')).toBe('no-store');
       const key = res.body.apiKey;
       expect(res.body).toEqual({
-        apiKey: { id: expect.stringMatching(/^key_/), value: expect.stringMatching(/^apk_[0-9a-z]{40}$/), fingerprint: key.value.slice(-6), name: 'deploy', expiresAt },
+        apiKey: {
+          id: expect.stringMatching(/^key_/),
+          value: expect.stringMatching(/^apk_[0-9a-z]{40}$/),
+          fingerprint: key.value.slice(-6),
+          name: 'deploy',
+          expiresAt,
+        },
       });
 
       const row = await db().apiKey.findUniqueOrThrow({ where: { id: key.id } });
-      expect(row).toMatchObject({ serviceAccountId: sa.id, organizationId: acme.id, secretHash: sha256(key.value), fingerprint: key.fingerprint, userId: null, revokedAt: null });
+      expect(row).toMatchObject({
+        serviceAccountId: sa.id,
+        organizationId: acme.id,
+        secretHash: sha256(key.value),
+        fingerprint: key.fingerprint,
+        userId: null,
+        revokedAt: null,
+      });
       expect(row.expiresAt?.getTime()).toBe(expiresAt);
       expect(JSON.stringify(row)).not.toContain(key.value);
       const audits = await auditsFor(key.id);
@@ -667,8 +678,7 @@ describe.each(BACKENDS)('service accounts on %s', (backend) => {
       const other = await api.replica();
       try {
         /** The status of an authenticated call with `key` to the other replica, which has the key cached by then. */
-        const onOther = async (key: string) =>
-          (await fetch(`${other.url}/api/v0/computers/providers`, { headers: { authorization: `Bearer ${key}` } })).status;
+        const onOther = async (key: string) => (await fetch(`${other.url}/api/v0/computers/providers`, { headers: { authorization: `Bearer ${key}` } })).status;
         const sa = await createAccount();
         const [revoked, rotated, idle] = [await createKey(sa.id), await createKey(sa.id), await createKey(sa.id)];
         for (const key of [revoked, rotated, idle]) expect(await onOther(key.value)).toBe(200);

@@ -76,11 +76,17 @@ describe.skipIf(skipMachineTests)('a long session against a small-window model',
   };
 
   const runTurns = async (settings: Record<string, unknown>, turns: number) => {
-    const created = await h.api.call('POST', '/api/v0/sessions', { as: h.user, body: { computerId: h.computerId, cwd: repo, sessionSettings: { model: 'small', autonomyLevel: 'high', ...settings } } });
+    const created = await h.api.call('POST', '/api/v0/sessions', {
+      as: h.user,
+      body: { computerId: h.computerId, cwd: repo, sessionSettings: { model: 'small', autonomyLevel: 'high', ...settings } },
+    });
     expect(created.status, created.body.detail).toBe(201);
     const id = created.body.sessionId as string;
     for (let n = 1; n <= turns; n++) {
-      const res = await h.api.call('POST', `/api/v0/sessions/${id}/messages`, { as: h.user, body: { text: `Turn ${n}: read the notes.`, waitForCompletion: true, waitTimeoutMs: 30_000 } });
+      const res = await h.api.call('POST', `/api/v0/sessions/${id}/messages`, {
+        as: h.user,
+        body: { text: `Turn ${n}: read the notes.`, waitForCompletion: true, waitTimeoutMs: 30_000 },
+      });
       expect(res.status, res.body.detail).toBe(200);
     }
     return id;
@@ -91,7 +97,9 @@ describe.skipIf(skipMachineTests)('a long session against a small-window model',
     const all: any[] = [];
     let cursor: string | null = null;
     do {
-      const res: { status: number; body: any } = await h.api.call('GET', `/api/v0/sessions/${id}/messages?limit=100${cursor ? `&cursor=${cursor}` : ''}`, { as: h.user });
+      const res: { status: number; body: any } = await h.api.call('GET', `/api/v0/sessions/${id}/messages?limit=100${cursor ? `&cursor=${cursor}` : ''}`, {
+        as: h.user,
+      });
       expect(res.status).toBe(200);
       all.push(...res.body.messages);
       cursor = res.body.pagination.nextCursor;
@@ -212,7 +220,12 @@ describe.skipIf(skipMachineTests)('a long session against a small-window model',
     const compactions = (await history(id)).filter((m) => m.compaction);
     expect(compactions).toHaveLength(compactionRequests.length);
     expect(compactions.every((c) => c.modelId === 'summariser')).toBe(true);
-    const byModel = await h.api.db.prisma.analyticsEvent.groupBy({ by: ['model'], where: { sessionId: id, kind: 'token_usage' }, _count: true, _sum: { inputTokens: true, outputTokens: true, cacheReadTokens: true, serviceCredits: true } });
+    const byModel = await h.api.db.prisma.analyticsEvent.groupBy({
+      by: ['model'],
+      where: { sessionId: id, kind: 'token_usage' },
+      _count: true,
+      _sum: { inputTokens: true, outputTokens: true, cacheReadTokens: true, serviceCredits: true },
+    });
     const summariser = byModel.find((g) => g.model === 'summariser')!;
     expect(summariser._count).toBe(compactionRequests.length);
     // Its prices, cache reads at a tenth of input (the default when the models file names none).

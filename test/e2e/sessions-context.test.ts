@@ -45,7 +45,10 @@ describe.skipIf(skipMachineTests).each(BACKENDS)('prompt caching and AGENTS.md o
   afterEach(() => h.model.reset());
 
   const newSession = async (settings: Record<string, unknown>, cwd = repo) => {
-    const res = await h.api.call('POST', '/api/v0/sessions', { as: h.user, body: { computerId: h.computerId, cwd, sessionSettings: { autonomyLevel: 'high', ...settings } } });
+    const res = await h.api.call('POST', '/api/v0/sessions', {
+      as: h.user,
+      body: { computerId: h.computerId, cwd, sessionSettings: { autonomyLevel: 'high', ...settings } },
+    });
     expect(res.status, res.body.detail).toBe(201);
     return res.body.sessionId as string;
   };
@@ -76,7 +79,11 @@ describe.skipIf(skipMachineTests).each(BACKENDS)('prompt caching and AGENTS.md o
     for (const r of calls) {
       const system = r.body.system as Block[];
       expect(system).toEqual([{ type: 'text', text: expect.stringContaining('You are a coding agent'), cache_control: { type: 'ephemeral' } }]);
-      const marked = r.body.messages.flatMap((m) => blocksOf(m).filter((b) => b.cache_control).map(() => m.role));
+      const marked = r.body.messages.flatMap((m) =>
+        blocksOf(m)
+          .filter((b) => b.cache_control)
+          .map(() => m.role),
+      );
       const userTurns = r.body.messages.filter((m) => m.role === 'user').length;
       expect(marked).toEqual(Array(Math.min(2, userTurns)).fill('user'));
       expect(blocksOf(r.body.messages.at(-1)!).at(-1)!.cache_control).toEqual({ type: 'ephemeral' });
@@ -100,7 +107,10 @@ describe.skipIf(skipMachineTests).each(BACKENDS)('prompt caching and AGENTS.md o
         usage.cacheCreationTokens * PRICING.cacheWritePerMTok) /
       1_000_000;
     expect(usage.serviceCredits).toBeCloseTo(credits, 5);
-    const events = await h.api.db.prisma.analyticsEvent.aggregate({ where: { sessionId: id, kind: 'token_usage' }, _sum: { cacheReadTokens: true, cacheWriteTokens: true } });
+    const events = await h.api.db.prisma.analyticsEvent.aggregate({
+      where: { sessionId: id, kind: 'token_usage' },
+      _sum: { cacheReadTokens: true, cacheWriteTokens: true },
+    });
     expect(events._sum).toEqual({ cacheReadTokens: BigInt(usage.cacheReadTokens), cacheWriteTokens: BigInt(usage.cacheCreationTokens) });
   });
 
@@ -127,7 +137,9 @@ describe.skipIf(skipMachineTests).each(BACKENDS)('prompt caching and AGENTS.md o
     const system = (r: RecordedRequest) => String(r.body.messages[0]!.role === 'system' ? r.body.messages[0]!.content : '');
     // Above the repository root: not this repository's instructions.
     await h.machine.sh(`echo 'Outside rule: never read me.' > ${h.machine.scratch}/AGENTS.md`);
-    await h.machine.sh(`echo 'Root rule: run the tests before committing.' > ${repo}/AGENTS.md && echo 'Sub rule: keep functions short.' > ${repo}/sub/AGENTS.md`);
+    await h.machine.sh(
+      `echo 'Root rule: run the tests before committing.' > ${repo}/AGENTS.md && echo 'Sub rule: keep functions short.' > ${repo}/sub/AGENTS.md`,
+    );
     const id = await newSession({ model: 'coder' }, `${repo}/sub`);
 
     await turn(id, 'Hello.');

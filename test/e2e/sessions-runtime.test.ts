@@ -92,9 +92,7 @@ describe.skipIf(skipMachineTests).each(BACKENDS)('agent turns through the API on
       modelId: 'coder',
       content: [{ type: 'tool_use', id: 'call_w', name: 'write_file', input: { path: 'src/hello.ts' } }],
     });
-    expect(messages[2].content).toEqual([
-      { type: 'tool_result', toolUseId: 'call_w', content: `Wrote 24 bytes to ${repo}/src/hello.ts`, isError: false },
-    ]);
+    expect(messages[2].content).toEqual([{ type: 'tool_result', toolUseId: 'call_w', content: `Wrote 24 bytes to ${repo}/src/hello.ts`, isError: false }]);
     expect(messages[6].content[0]).toMatchObject({ toolUseId: 'call_c', isError: false, content: expect.stringContaining('2\n[exit code 0]') });
     expect(messages[7].content).toEqual([{ type: 'text', text: 'Added src/hello.ts and committed it.' }]);
     // What the model was sent back: the tool results of the calls it made, and the tools it may use.
@@ -150,7 +148,12 @@ describe.skipIf(skipMachineTests).each(BACKENDS)('agent turns through the API on
       { type: 'text', text: 'Running it now.' },
       { type: 'tool_use', id: 'call_long', name: 'run_command', input: { command: `sleep 300; echo ${marker}` } },
     ]);
-    expect(messages[2].content[0]).toMatchObject({ type: 'tool_result', toolUseId: 'call_long', isError: true, content: expect.stringMatching(/interrupted/i) });
+    expect(messages[2].content[0]).toMatchObject({
+      type: 'tool_result',
+      toolUseId: 'call_long',
+      isError: true,
+      content: expect.stringMatching(/interrupted/i),
+    });
     // The model was not called again, and an interrupt of an idle session changes nothing.
     expect(model.requests).toHaveLength(1);
     expect((await api.call('POST', `/api/v0/sessions/${id}/interrupt`, { as: user })).body).toEqual({ status: 'idle' });
@@ -220,7 +223,11 @@ describe.skipIf(skipMachineTests).each(BACKENDS)('agent turns through the API on
       const res = await send(id, { text: 'Do more work.', waitForCompletion: true, waitTimeoutMs: 20_000 });
       expect(res.body.status).toBe('idle');
       const last = (await history(id)).at(-1);
-      expect(last).toMatchObject({ role: 'assistant', isError: true, content: [{ type: 'text', text: expect.stringMatching(/credits limit of 1000000 for this month is used up/) }] });
+      expect(last).toMatchObject({
+        role: 'assistant',
+        isError: true,
+        content: [{ type: 'text', text: expect.stringMatching(/credits limit of 1000000 for this month is used up/) }],
+      });
       expect(model.requests).toHaveLength(0);
     } finally {
       await api.db.prisma.analyticsEvent.deleteMany({ where: { userId: member.userId, serviceCredits: 1_000_000 } });
@@ -232,7 +239,11 @@ describe.skipIf(skipMachineTests).each(BACKENDS)('agent turns through the API on
     model.enqueue({ error: { status: 400, message: 'tools[0].input_schema is invalid' } }, { text: 'Fine now.' });
     const failed = await send(id, { text: 'Try.', waitForCompletion: true, waitTimeoutMs: 20_000 });
     expect(failed.body.status).toBe('idle');
-    expect((await history(id)).at(-1)).toMatchObject({ role: 'assistant', isError: true, content: [{ text: expect.stringMatching(/tools\[0\].input_schema is invalid/) }] });
+    expect((await history(id)).at(-1)).toMatchObject({
+      role: 'assistant',
+      isError: true,
+      content: [{ text: expect.stringMatching(/tools\[0\].input_schema is invalid/) }],
+    });
     const ok = await send(id, { text: 'Again.', waitForCompletion: true, waitTimeoutMs: 20_000 });
     expect(ok.body.status).toBe('idle');
     expect((await history(id)).at(-1)).toMatchObject({ role: 'assistant', content: [{ type: 'text', text: 'Fine now.' }] });
@@ -244,7 +255,12 @@ describe.skipIf(skipMachineTests).each(BACKENDS)('agent turns through the API on
     const now = new Date();
     await api.db.prisma.$transaction(async (tx) => {
       await appendMessage(tx, id, { role: 'user', content: [{ type: 'text', text: 'Build it.' }], queueStatus: 'consumed' }, now);
-      await appendMessage(tx, id, { role: 'assistant', content: [{ type: 'tool_use', id: 'call_dead', name: 'run_command', input: { command: 'make' } }] }, now);
+      await appendMessage(
+        tx,
+        id,
+        { role: 'assistant', content: [{ type: 'tool_use', id: 'call_dead', name: 'run_command', input: { command: 'make' } }] },
+        now,
+      );
       await tx.session.update({ where: { id }, data: { status: 'running', turnHeartbeatAt: now } });
     });
     model.enqueue({ text: 'The build was cut off; please check it.' });
@@ -275,7 +291,10 @@ describe.skipIf(skipMachineTests).each(BACKENDS)('agent turns through the API on
   it('keeps calling a custom model with its key after the masked settings are edited and sent back', async () => {
     const owner = api.acme.members.owner.apiKey;
     const controls = '/api/v0/organization/enterprise-controls';
-    await api.call('PUT', controls, { as: owner, body: { settings: { customModels: [{ id: 'house', model: 'house-llm-7b', baseUrl: model.baseUrl, apiKey: model.apiKey }] } } });
+    await api.call('PUT', controls, {
+      as: owner,
+      body: { settings: { customModels: [{ id: 'house', model: 'house-llm-7b', baseUrl: model.baseUrl, apiKey: model.apiKey }] } },
+    });
     const got = (await api.call('GET', controls, { as: owner })).body;
     expect(got.settings.customModels[0].apiKey).toBe(`••••${model.apiKey.slice(-4)}`);
     const put = await api.call('PUT', controls, {

@@ -163,7 +163,9 @@ describe.skipIf(skip).each(BACKENDS)('sessions API on %s', (backend) => {
     it('accepts the organization custom:<name> models from the enterprise controls', async () => {
       const put = await api.call('PUT', '/api/v0/organization/enterprise-controls', {
         as: api.acme.members.owner.apiKey,
-        body: { settings: { customModels: [{ id: 'house-llm', model: 'llama-3', baseUrl: 'http://127.0.0.1:9/v1', provider: 'generic-chat-completion-api' }] } },
+        body: {
+          settings: { customModels: [{ id: 'house-llm', model: 'llama-3', baseUrl: 'http://127.0.0.1:9/v1', provider: 'generic-chat-completion-api' }] },
+        },
       });
       expect(put.status).toBe(200);
       expect((await create({ sessionSettings: { model: 'custom:house-llm' } })).status).toBe(201);
@@ -252,7 +254,7 @@ describe.skipIf(skip).each(BACKENDS)('sessions API on %s', (backend) => {
     }
   });
 
-  it("answers 404 to another organization and to another member for every session endpoint", async () => {
+  it('answers 404 to another organization and to another member for every session endpoint', async () => {
     const id = await newSession();
     const msg = await api.call('POST', `/api/v0/sessions/${id}/messages`, { as: user, body: { text: 'hello' } });
     const calls: [string, string, unknown?][] = [
@@ -280,7 +282,7 @@ describe.skipIf(skip).each(BACKENDS)('sessions API on %s', (backend) => {
     expect(after.settings).not.toHaveProperty('reasoningEffort');
   });
 
-  it('lists the caller\'s sessions newest first with limit and cursor', async () => {
+  it("lists the caller's sessions newest first with limit and cursor", async () => {
     const as = api.acme.members.owner.apiKey;
     const key = await api.call('GET', '/api/v0/computers/ssh-public-key', { as });
     expect(key.status).toBe(200);
@@ -442,9 +444,17 @@ describe.skipIf(skip).each(BACKENDS)('sessions API on %s', (backend) => {
         reasoningEffort: 'high',
         openaiPhase: null,
         visibility: 'both',
-        content: [{ type: 'thinking', signature: 'sig', signatureProvider: 'anthropic' }, { type: 'redacted_thinking' }, { type: 'text' }, { type: 'tool_use', id: 'tu_1', input: { command: 'ls' } }],
+        content: [
+          { type: 'thinking', signature: 'sig', signatureProvider: 'anthropic' },
+          { type: 'redacted_thinking' },
+          { type: 'text' },
+          { type: 'tool_use', id: 'tu_1', input: { command: 'ls' } },
+        ],
       });
-      expect(all.body.messages[0]).toMatchObject({ isError: true, content: [{ type: 'tool_result', toolUseId: 'tu_1' }, { type: 'image' }, { type: 'document' }] });
+      expect(all.body.messages[0]).toMatchObject({
+        isError: true,
+        content: [{ type: 'tool_result', toolUseId: 'tu_1' }, { type: 'image' }, { type: 'document' }],
+      });
       expect(all.body.pagination.hasMore).toBe(true);
       const rest = await api.call('GET', `/api/v0/sessions/${id}/messages?limit=2&cursor=${all.body.pagination.nextCursor}`, { as: user });
       expect(rest.body).toEqual({ messages: [expect.objectContaining({ id: user1.id })], pagination: { hasMore: false, nextCursor: null } });
@@ -595,7 +605,12 @@ describe.skipIf(skip).each(BACKENDS)('sessions API on %s', (backend) => {
           api_version: 'v1',
           git_ai_version: '0.1',
           entries: [
-            { file: 'src/new.ts', blob_sha: 'b1', attributions: [{ start: 0, end: 1, author_id: 'a1', ts: 1 }], line_attributions: [{ start_line: 1, end_line: 1, author_id: 'a1', overrode: null }] },
+            {
+              file: 'src/new.ts',
+              blob_sha: 'b1',
+              attributions: [{ start: 0, end: 1, author_id: 'a1', ts: 1 }],
+              line_attributions: [{ start_line: 1, end_line: 1, author_id: 'a1', overrode: null }],
+            },
             { file: 'app.py', blob_sha: 'b2', attributions: [], line_attributions: [] },
           ],
           agent_id: { tool: 'agentplane', id: 'x', model: 'test-model' },
@@ -640,7 +655,10 @@ describe.skipIf(skip).each(BACKENDS)('sessions API on %s', (backend) => {
         [{ checkpoints: [{ kind: 'AiAgent' }] }, /commitSha/],
         [{ commitSha: 'not-hex', checkpoints: [{ kind: 'AiAgent' }] }, /commitSha must be a hex commit id/],
         [{ commitSha: 'abcdef1', checkpoints: [] }, /at least one checkpoint/],
-        [{ commitSha: 'abcdef1', checkpoints: [{ kind: 'AiAgent', line_stats: { additions: -1, deletions: 0 } }] }, /line_stats.additions must not be negative/],
+        [
+          { commitSha: 'abcdef1', checkpoints: [{ kind: 'AiAgent', line_stats: { additions: -1, deletions: 0 } }] },
+          /line_stats.additions must not be negative/,
+        ],
         [{ commitSha: 'abcdef1', checkpoints: [{ diff: 'x' }] }, /checkpoints.0.kind/],
       ];
       for (const [b, detail] of cases) {

@@ -55,7 +55,12 @@ describe.each(BACKENDS)('webhooks on %s', (backend) => {
     });
     expect(created.status).toBe(201);
     expect(created.headers.get('cache-control')).toBe('no-store');
-    expect(created.body).toMatchObject({ url: `${receiver.url}/crud`, eventTypes: ['computer.error', 'session.failed'], status: 'enabled', description: 'pager' });
+    expect(created.body).toMatchObject({
+      url: `${receiver.url}/crud`,
+      eventTypes: ['computer.error', 'session.failed'],
+      status: 'enabled',
+      description: 'pager',
+    });
     expect(created.body.secret).toMatch(/^whsec_[A-Za-z0-9+/]{43}=$/);
     const id = created.body.id as string;
     const stored = await api.db.prisma.webhookEndpoint.findUniqueOrThrow({ where: { id } });
@@ -88,13 +93,18 @@ describe.each(BACKENDS)('webhooks on %s', (backend) => {
   it('delivers an API key revocation signed per Standard Webhooks, verified by an independent HMAC', async () => {
     const hook = await subscribe('/keys', ['apikey.revoked']);
     const key = await api.db.prisma.apiKey.findFirstOrThrow({ where: { serviceAccountId: api.acme.serviceAccount.id } });
-    const revoked = await api.call('POST', `/api/v0/service-accounts/${api.acme.serviceAccount.id}/api-keys/${key.id}/revoke`, { as: api.acme.members.owner.apiKey });
+    const revoked = await api.call('POST', `/api/v0/service-accounts/${api.acme.serviceAccount.id}/api-keys/${key.id}/revoke`, {
+      as: api.acme.members.owner.apiKey,
+    });
     expect(revoked.status).toBe(204);
     const [got] = await waitFor('the webhook', () => at('/keys').length > 0 && at('/keys'), 10_000);
     expect(got!.verified).toBe(true);
     expect(got!.headers['content-type']).toBe('application/json');
     const body = JSON.parse(got!.body);
-    expect(body).toMatchObject({ type: 'apikey.revoked', data: { apiKeyId: key.id, reason: 'revoked', serviceAccountId: api.acme.serviceAccount.id, organizationId: api.acme.id } });
+    expect(body).toMatchObject({
+      type: 'apikey.revoked',
+      data: { apiKeyId: key.id, reason: 'revoked', serviceAccountId: api.acme.serviceAccount.id, organizationId: api.acme.id },
+    });
     expect(Date.parse(body.timestamp)).toBeGreaterThan(Date.now() - 60_000);
     expect(got!.body).not.toContain(api.acme.serviceAccount.apiKey);
     // A tampered body or another secret does not verify: the check can fail.
@@ -163,7 +173,9 @@ describe.each(BACKENDS)('webhooks on %s', (backend) => {
     );
     const disabled = (await api.call('GET', `/api/v0/webhooks/${hook.id}`, { as: manager })).body;
     expect(disabled.disabledReason).toMatch(/every delivery attempt has failed since/);
-    const audit = await api.db.prisma.auditRecord.findFirstOrThrow({ where: { eventType: 'webhook_change', source: 'webhook_delivery', target: { equals: { webhookId: hook.id } } } });
+    const audit = await api.db.prisma.auditRecord.findFirstOrThrow({
+      where: { eventType: 'webhook_change', source: 'webhook_delivery', target: { equals: { webhookId: hook.id } } },
+    });
     expect(audit).toMatchObject({ actorKind: 'system', target: { webhookId: hook.id }, payload: { action: 'disabled' } });
     const [notice] = await waitFor('webhook.disabled at the watcher', () => at('/watcher').length > 0 && at('/watcher'), 10_000);
     expect(notice!.verified).toBe(true);

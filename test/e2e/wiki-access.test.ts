@@ -15,7 +15,12 @@ const uploadBody = (extra: Record<string, unknown> = {}) => ({
   pages: [
     { path: 'overview', title: 'Overview', markdown: '# Widgets\n\nSee [the parser](parsing/parser.md).\n' },
     { path: 'parsing', title: 'Parsing', markdown: '# Parsing\n\nThe [overview](../overview.md) first.\n' },
-    { path: 'parsing/parser', title: 'Parser', markdown: '# Parser\n\n## `parseWidgetSpec`\n\nparseWidgetSpec reads a widget specification.\n', sources: [{ path: 'src/parser.ts', blobSha: 'b'.repeat(40), lines: [[1, 40]] }] },
+    {
+      path: 'parsing/parser',
+      title: 'Parser',
+      markdown: '# Parser\n\n## `parseWidgetSpec`\n\nparseWidgetSpec reads a widget specification.\n',
+      sources: [{ path: 'src/parser.ts', blobSha: 'b'.repeat(40), lines: [[1, 40]] }],
+    },
   ],
   ...extra,
 });
@@ -32,7 +37,11 @@ describe.each(BACKENDS)('wiki access and uploads on %s', (backend) => {
 
   function expectError(res: { status: number; body: any }, status: number, detail?: RegExp) {
     expect(res.status, JSON.stringify(res.body)).toBe(status);
-    expect(Object.keys(res.body).filter((k) => k !== 'metadata').sort()).toEqual(ERROR_KEYS);
+    expect(
+      Object.keys(res.body)
+        .filter((k) => k !== 'metadata')
+        .sort(),
+    ).toEqual(ERROR_KEYS);
     expect(res.body.status).toBe(status);
     if (detail) expect(res.body.detail).toMatch(detail);
   }
@@ -46,7 +55,19 @@ describe.each(BACKENDS)('wiki access and uploads on %s', (backend) => {
   describe('upload', () => {
     it('stores an uploaded wiki as a succeeded run with its tree, sources and links', async () => {
       const run = await upload(m.user.apiKey);
-      expect(run).toMatchObject({ source: 'upload', status: 'succeeded', pageCount: 3, pagesGenerated: 3, pagesReused: 0, commitHash: 'a'.repeat(40), agentVersion: 'cli 1.4.0', hasLocalChanges: false, privacy: 'organization', publicUrl: null, createdBy: { kind: 'user', id: m.user.userId } });
+      expect(run).toMatchObject({
+        source: 'upload',
+        status: 'succeeded',
+        pageCount: 3,
+        pagesGenerated: 3,
+        pagesReused: 0,
+        commitHash: 'a'.repeat(40),
+        agentVersion: 'cli 1.4.0',
+        hasLocalChanges: false,
+        privacy: 'organization',
+        publicUrl: null,
+        createdBy: { kind: 'user', id: m.user.userId },
+      });
       const detail = await api.call('GET', `/api/v0/wiki/${run.wikiRunId}`, { as: m.user.apiKey });
       expect(detail.body.pages).toEqual([
         { pageId: 'overview', title: 'Overview', path: 'overview', parentId: null, order: 0 },
@@ -54,17 +75,37 @@ describe.each(BACKENDS)('wiki access and uploads on %s', (backend) => {
         { pageId: 'parsing.parser', title: 'Parser', path: 'parsing/parser', parentId: 'parsing', order: 0 },
       ]);
       const parser = await api.call('GET', `/api/v0/wiki/${run.wikiRunId}/pages/parsing.parser`, { as: m.user.apiKey });
-      expect(parser.body).toMatchObject({ title: 'Parser', path: 'parsing/parser', parentId: 'parsing', sources: [{ path: 'src/parser.ts', blobSha: 'b'.repeat(40), lines: [[1, 40]] }], linksOut: [], linksIn: [{ pageId: 'overview', title: 'Overview', path: 'overview' }] });
+      expect(parser.body).toMatchObject({
+        title: 'Parser',
+        path: 'parsing/parser',
+        parentId: 'parsing',
+        sources: [{ path: 'src/parser.ts', blobSha: 'b'.repeat(40), lines: [[1, 40]] }],
+        linksOut: [],
+        linksIn: [{ pageId: 'overview', title: 'Overview', path: 'overview' }],
+      });
       const search = await api.call('GET', `/api/v0/wiki/${run.wikiRunId}/search?q=${encodeURIComponent('widget spec')}`, { as: m.user.apiKey });
       expect(search.body.results[0]).toMatchObject({ pageId: 'parsing.parser' });
-      const files = await unzip(Buffer.from(await (await fetch(`${api.url}/api/v0/wiki/${run.wikiRunId}/export`, { headers: { authorization: `Bearer ${m.user.apiKey}` } })).arrayBuffer()));
+      const files = await unzip(
+        Buffer.from(
+          await (await fetch(`${api.url}/api/v0/wiki/${run.wikiRunId}/export`, { headers: { authorization: `Bearer ${m.user.apiKey}` } })).arrayBuffer(),
+        ),
+      );
       expect([...files.keys()].sort()).toEqual(['.wiki-meta.json', 'index.md', 'overview.md', 'parsing/index.md', 'parsing/parser.md']);
     });
 
     it.each([
       ['a dead link', { pages: [{ path: 'a', title: 'A', markdown: '[gone](b.md)' }] }, /page a links to b.md, which is not a page of the run/],
       ['a page without its parent', { pages: [{ path: 'a/b', title: 'B', markdown: 'x' }] }, /page a\/b has no parent page a/],
-      ['a duplicate path', { pages: [{ path: 'a', title: 'A', markdown: 'x' }, { path: 'a', title: 'A2', markdown: 'y' }] }, /page a is sent twice/],
+      [
+        'a duplicate path',
+        {
+          pages: [
+            { path: 'a', title: 'A', markdown: 'x' },
+            { path: 'a', title: 'A2', markdown: 'y' },
+          ],
+        },
+        /page a is sent twice/,
+      ],
       ['three levels', { pages: [{ path: 'a/b/c', title: 'C', markdown: 'x' }] }, /pages\.0\.path: must be one or two lower-case slugs/],
       ['an empty page list', { pages: [] }, /pages: must hold at least one page/],
       ['model on an upload', { model: 'sonnet' }, /computerId and model apply to generated runs/],
@@ -76,7 +117,11 @@ describe.each(BACKENDS)('wiki access and uploads on %s', (backend) => {
 
     it('refuses generation from a file:// URL and an unknown model with 400', async () => {
       expectError(await api.call('POST', '/api/v0/wiki', { as: m.user.apiKey, body: { repoUrl: 'file:///etc' } }), 400, /cannot be cloned/);
-      expectError(await api.call('POST', '/api/v0/wiki', { as: m.user.apiKey, body: { repoUrl: REPO, model: 'no-such-model' } }), 400, /model no-such-model is not configured/);
+      expectError(
+        await api.call('POST', '/api/v0/wiki', { as: m.user.apiKey, body: { repoUrl: REPO, model: 'no-such-model' } }),
+        400,
+        /model no-such-model is not configured/,
+      );
       expectError(await api.call('POST', '/api/v0/wiki', { as: m.user.apiKey, body: { repoUrl: 'http://127.0.0.1:9/x.git' } }), 400, /loopback/);
     });
 
@@ -87,7 +132,10 @@ describe.each(BACKENDS)('wiki access and uploads on %s', (backend) => {
       expectError(await api.call('GET', '/api/v0/wiki'), 401);
       expectError(await api.call('GET', `/api/v0/wiki/${run.wikiRunId}`), 401);
       expectError(await api.call('POST', '/api/v0/wiki', { body: uploadBody() }), 401);
-      expect((await api.call('POST', '/api/v0/wiki', { as: api.acme.serviceAccount.apiKey, body: uploadBody() })).body.createdBy).toEqual({ kind: 'service_account', id: api.acme.serviceAccount.id });
+      expect((await api.call('POST', '/api/v0/wiki', { as: api.acme.serviceAccount.apiKey, body: uploadBody() })).body.createdBy).toEqual({
+        kind: 'service_account',
+        id: api.acme.serviceAccount.id,
+      });
     });
   });
 
@@ -144,7 +192,11 @@ describe.each(BACKENDS)('wiki access and uploads on %s', (backend) => {
       expectError(await api.call('POST', `${path}/privacy`, { as: m.guest.apiKey, body: { privacy: 'public' } }), 403, /creator, managers and owners/);
       expectError(await api.call('DELETE', path, { as: api.acme.serviceAccount.apiKey }), 403);
       expectError(await api.call('DELETE', path, { as: api.globex.members.owner.apiKey }), 404);
-      expectError(await api.call('POST', `${path}/privacy`, { as: m.user.apiKey, body: { privacy: 'secret' } }), 400, /privacy: must be one of private, organization, public/);
+      expectError(
+        await api.call('POST', `${path}/privacy`, { as: m.user.apiKey, body: { privacy: 'secret' } }),
+        400,
+        /privacy: must be one of private, organization, public/,
+      );
       const deleted = await api.call('DELETE', path, { as: m.manager.apiKey });
       expect(deleted.body).toEqual({ wikiRunId: run.wikiRunId, deleted: true });
       expectError(await api.call('GET', path, { as: m.owner.apiKey }), 404, /No wiki run/);
@@ -155,10 +207,11 @@ describe.each(BACKENDS)('wiki access and uploads on %s', (backend) => {
   });
 
   describe('lists', () => {
-    it('lists the newest run per repository and each repository\'s history, keyset-paged', async () => {
+    it("lists the newest run per repository and each repository's history, keyset-paged", async () => {
       const org = api.globex.members;
       const runs = [];
-      for (const repo of ['https://github.com/globex/a', 'https://github.com/globex/b', 'https://github.com/globex/a']) runs.push(await upload(org.user.apiKey, { repoUrl: repo }));
+      for (const repo of ['https://github.com/globex/a', 'https://github.com/globex/b', 'https://github.com/globex/a'])
+        runs.push(await upload(org.user.apiKey, { repoUrl: repo }));
       const first = await api.call('GET', '/api/v0/wiki?limit=1', { as: org.guest.apiKey });
       expect(first.body.wikiRuns.map((r: any) => r.wikiRunId)).toEqual([runs[2].wikiRunId]);
       expect(first.body.pagination.hasMore).toBe(true);
@@ -176,7 +229,10 @@ describe.each(BACKENDS)('wiki access and uploads on %s', (backend) => {
   describe('video', () => {
     it('issues a signed, expiring upload URL and stores the upload in the data directory', async () => {
       const run = await upload(m.user.apiKey);
-      const asked = await api.call('POST', '/api/v0/wiki/video-upload-url', { as: m.user.apiKey, body: { wikiRunId: run.wikiRunId, contentType: 'video/mp4', sizeBytes: 2048 } });
+      const asked = await api.call('POST', '/api/v0/wiki/video-upload-url', {
+        as: m.user.apiKey,
+        body: { wikiRunId: run.wikiRunId, contentType: 'video/mp4', sizeBytes: 2048 },
+      });
       expect(asked.status, JSON.stringify(asked.body)).toBe(200);
       expect(asked.body).toMatchObject({ method: 'PUT', storage: 'data-directory', maxBytes: 2048, headers: { 'content-type': 'video/mp4' } });
       expect(asked.body.expiresAt).toBeGreaterThan(Date.now());
@@ -188,9 +244,29 @@ describe.each(BACKENDS)('wiki access and uploads on %s', (backend) => {
       const put = await fetch(url, { method: 'PUT', headers: asked.body.headers, body: Buffer.alloc(2048, 7) });
       expect(put.status).toBe(200);
       expect((await api.call('GET', `/api/v0/wiki/${run.wikiRunId}`, { as: m.user.apiKey })).body.hasVideo).toBe(true);
-      expectError(await api.call('POST', '/api/v0/wiki/video-upload-url', { as: m.user.apiKey, body: { wikiRunId: run.wikiRunId, contentType: 'application/x-sh', sizeBytes: 10 } }), 400, /contentType: must be one of video\/mp4/);
-      expectError(await api.call('POST', '/api/v0/wiki/video-upload-url', { as: m.user.apiKey, body: { wikiRunId: run.wikiRunId, contentType: 'video/mp4', sizeBytes: 10 ** 12 } }), 400, /AGENTPLANE_WIKI_VIDEO_MAX_BYTES/);
-      expectError(await api.call('POST', '/api/v0/wiki/video-upload-url', { as: m.guest.apiKey, body: { wikiRunId: run.wikiRunId, contentType: 'video/mp4', sizeBytes: 10 } }), 403);
+      expectError(
+        await api.call('POST', '/api/v0/wiki/video-upload-url', {
+          as: m.user.apiKey,
+          body: { wikiRunId: run.wikiRunId, contentType: 'application/x-sh', sizeBytes: 10 },
+        }),
+        400,
+        /contentType: must be one of video\/mp4/,
+      );
+      expectError(
+        await api.call('POST', '/api/v0/wiki/video-upload-url', {
+          as: m.user.apiKey,
+          body: { wikiRunId: run.wikiRunId, contentType: 'video/mp4', sizeBytes: 10 ** 12 },
+        }),
+        400,
+        /AGENTPLANE_WIKI_VIDEO_MAX_BYTES/,
+      );
+      expectError(
+        await api.call('POST', '/api/v0/wiki/video-upload-url', {
+          as: m.guest.apiKey,
+          body: { wikiRunId: run.wikiRunId, contentType: 'video/mp4', sizeBytes: 10 },
+        }),
+        403,
+      );
       await api.call('DELETE', `/api/v0/wiki/${run.wikiRunId}`, { as: m.user.apiKey });
       const fs = await import('node:fs');
       expect(fs.existsSync(`${api.dataDir}/wiki-videos/${run.wikiRunId}`)).toBe(false);

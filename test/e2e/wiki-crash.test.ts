@@ -53,7 +53,11 @@ describe.each(BACKENDS)('a control-plane crash mid wiki run on %s', (backend) =>
     server = await startServerProcess(env);
     const key = server.firstStartKey!;
     const call = async (url: string, method: string, p: string, body?: unknown) => {
-      const res = await fetch(`${url}${p}`, { method, headers: { authorization: `Bearer ${key}`, ...(body ? { 'content-type': 'application/json' } : {}) }, body: body ? JSON.stringify(body) : undefined });
+      const res = await fetch(`${url}${p}`, {
+        method,
+        headers: { authorization: `Bearer ${key}`, ...(body ? { 'content-type': 'application/json' } : {}) },
+        body: body ? JSON.stringify(body) : undefined,
+      });
       return { status: res.status, body: (await res.json()) as any };
     };
     const prose = (n: number) => ({ text: `Accounts hold postings (\`src/ledger/accounts.py\`), page ${n}.` });

@@ -35,7 +35,13 @@ describe.each(BACKENDS)('wiki pages written by a model on %s', (backend) => {
     model.reset();
     // The overview: the model reads outside the checkout (refused), then the README, then writes.
     model.enqueue(
-      { toolCalls: [{ name: 'read_file', arguments: { path: '/etc/passwd' } }, { name: 'read_file', arguments: { path: 'README.md' } }, { name: 'run_command', arguments: { command: 'id' } }] },
+      {
+        toolCalls: [
+          { name: 'read_file', arguments: { path: '/etc/passwd' } },
+          { name: 'read_file', arguments: { path: 'README.md' } },
+          { name: 'run_command', arguments: { command: 'id' } },
+        ],
+      },
       { text: 'Ledger keeps double-entry accounts in SQLite (`README.md`); its command prints one balance (`src/ledger/cli.py:9`).' },
       // The architecture page: the provider refuses the call.
       { error: { status: 400, message: 'unsupported parameter: temperature' } },
@@ -64,11 +70,20 @@ describe.each(BACKENDS)('wiki pages written by a model on %s', (backend) => {
 
     const architecture = await get('overview.architecture');
     expect(architecture.degraded).toMatch(/the model call failed: .*unsupported parameter: temperature/);
-    expect(architecture.markdown).toMatch(/^# Architecture\n\n> The model did not write this page \(the model call failed: .*\); this is the survey's version\./);
+    expect(architecture.markdown).toMatch(
+      /^# Architecture\n\n> The model did not write this page \(the model call failed: .*\); this is the survey's version\./,
+    );
     expect(architecture.markdown).toContain('The code is organised in 1 directory');
 
     // 11 answered calls (two for the overview, one for each of nine more pages) of 100 input and 10 output tokens at 1000 and 5000 credits per million.
-    expect(run.tokenUsage).toEqual({ inputTokens: 1100, outputTokens: 110, cacheCreationTokens: 0, cacheReadTokens: 0, thinkingTokens: 0, serviceCredits: 1.65 });
+    expect(run.tokenUsage).toEqual({
+      inputTokens: 1100,
+      outputTokens: 110,
+      cacheCreationTokens: 0,
+      cacheReadTokens: 0,
+      thinkingTokens: 0,
+      serviceCredits: 1.65,
+    });
     const events = await api.db.prisma.$queryRaw<{ n: bigint; credits: number }[]>`
       SELECT count(*) AS n, sum(service_credits)::float8 AS credits FROM analytics_events WHERE kind = 'token_usage' AND organization_id = ${api.acme.id} AND model = 'coder'`;
     expect(Number(events[0]!.n)).toBe(11);

@@ -55,7 +55,19 @@ describe.skipIf(skip)('wiki generation on a computer over SSH', () => {
     const org = await createOrgFixture(db, `ssh-${Math.random().toString(36).slice(2, 8)}`);
     const id = newUuid();
     await db.prisma.wikiRun.create({
-      data: { id, organizationId: org.id, creatorKind: 'user', creatorId: org.members.user.userId, requestedBy: {}, repoUrl, repoKey: repoUrl, source: 'generate', status: 'queued', computerId, createdAt: new Date() },
+      data: {
+        id,
+        organizationId: org.id,
+        creatorKind: 'user',
+        creatorId: org.members.user.userId,
+        requestedBy: {},
+        repoUrl,
+        repoKey: repoUrl,
+        source: 'generate',
+        status: 'queued',
+        computerId,
+        createdAt: new Date(),
+      },
     });
     await runGeneration(
       {

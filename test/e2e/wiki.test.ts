@@ -47,7 +47,11 @@ describe.each(BACKENDS)('wiki runs on %s', (backend) => {
 
   function expectError(res: { status: number; body: any }, status: number, detail?: RegExp) {
     expect(res.status, JSON.stringify(res.body)).toBe(status);
-    expect(Object.keys(res.body).filter((k) => k !== 'metadata').sort()).toEqual(ERROR_KEYS);
+    expect(
+      Object.keys(res.body)
+        .filter((k) => k !== 'metadata')
+        .sort(),
+    ).toEqual(ERROR_KEYS);
     if (detail) expect(res.body.detail).toMatch(detail);
   }
 
@@ -58,7 +62,17 @@ describe.each(BACKENDS)('wiki runs on %s', (backend) => {
       expect(tsRun.branch).toBe('main');
       const paths = tsRun.pages.map((p: any) => p.path);
       expect(paths.slice(0, 6)).toEqual(['overview', 'overview/architecture', 'overview/getting-started', 'overview/glossary', 'by-the-numbers', 'packages']);
-      expect(paths).toEqual(expect.arrayContaining(['packages/packages-ssh-src', 'packages/apps-api-src', 'packages/apps-api-src-routes', 'reference', 'reference/configuration', 'reference/data-models', 'reference/dependencies']));
+      expect(paths).toEqual(
+        expect.arrayContaining([
+          'packages/packages-ssh-src',
+          'packages/apps-api-src',
+          'packages/apps-api-src-routes',
+          'reference',
+          'reference/configuration',
+          'reference/data-models',
+          'reference/dependencies',
+        ]),
+      );
       expect(tsRun.pageCount).toBe(paths.length);
       expect(tsRun.pagesGenerated + tsRun.pagesReused).toBe(tsRun.pageCount);
       for (const p of tsRun.pages) expect(p.path.split('/').length).toBeLessThanOrEqual(2);
@@ -68,7 +82,9 @@ describe.each(BACKENDS)('wiki runs on %s', (backend) => {
     it('writes a module page from the survey: purpose, key abstractions, import graph, cited blobs, working links', async () => {
       const ssh = await page(tsRun.wikiRunId, 'packages.packages-ssh-src');
       expect(ssh.markdown).toContain('## Key abstractions');
-      expect(ssh.markdown).toMatch(/\| `createSshClient` \| function \| `packages\/ssh\/src\/client.ts`:10 \| Creates an SSH client that reuses connections from one pool per host\. \|/);
+      expect(ssh.markdown).toMatch(
+        /\| `createSshClient` \| function \| `packages\/ssh\/src\/client.ts`:10 \| Creates an SSH client that reuses connections from one pool per host\. \|/,
+      );
       expect(ssh.markdown).toMatch(/`ConnectionPool` \| class/);
       expect(ssh.markdown).toContain('```mermaid');
       // The API imports the SSH package through its workspace name: a real edge of the graph.
@@ -138,7 +154,12 @@ describe.each(BACKENDS)('wiki runs on %s', (backend) => {
       expect(res.headers.get('content-type')).toBe('application/zip');
       const files = await unzip(Buffer.from(await res.arrayBuffer()));
       const meta = JSON.parse(files.get('.wiki-meta.json')!);
-      expect(meta).toEqual({ generatedAt: expect.any(String), pageCount: tsRun.pageCount, topLevelSections: ['overview', 'by-the-numbers', 'packages', 'reference'], pageOrder: tsRun.pages.map((p: any) => p.path) });
+      expect(meta).toEqual({
+        generatedAt: expect.any(String),
+        pageCount: tsRun.pageCount,
+        topLevelSections: ['overview', 'by-the-numbers', 'packages', 'reference'],
+        pageOrder: tsRun.pages.map((p: any) => p.path),
+      });
       expect(files.get('index.md')).toContain('- [Overview](overview/index.md)');
       expect(files.has('overview/index.md')).toBe(true);
       expect(files.has('overview/architecture.md')).toBe(true);
@@ -203,7 +224,9 @@ describe.each(BACKENDS)('wiki runs on %s', (backend) => {
 
   describe('incremental runs', () => {
     it('reuses the pages whose cited files are unchanged and regenerates the rest', async () => {
-      writeFiles(tsRepo.dir, { 'packages/ssh/src/pool.ts': `${TS_MONOREPO['packages/ssh/src/pool.ts']}\n/** How long a pooled connection may idle. */\nexport const IDLE_MS = 30_000;\n` });
+      writeFiles(tsRepo.dir, {
+        'packages/ssh/src/pool.ts': `${TS_MONOREPO['packages/ssh/src/pool.ts']}\n/** How long a pooled connection may idle. */\nexport const IDLE_MS = 30_000;\n`,
+      });
       git(tsRepo.dir, 'commit', '-qam', 'idle bound');
       gitServer.publish(tsRepo.dir, 'ts-monorepo');
       const created = await api.call('POST', '/api/v0/wiki', { as: user, body: { repoUrl: tsRepo.url, branch: 'main' } });

@@ -45,7 +45,8 @@ function startControlPlane(): Promise<{ url: string; close(): Promise<void> }> {
       registrations.push({ body: req.body as Record<string, unknown>, status });
       res.status(status).json(json);
     };
-    if (req.headers.authorization !== `Bearer ${API_KEY}`) return answer(401, { detail: 'the API key is invalid or revoked', status: 401, title: 'Unauthorized' });
+    if (req.headers.authorization !== `Bearer ${API_KEY}`)
+      return answer(401, { detail: 'the API key is invalid or revoked', status: 401, title: 'Unauthorized' });
     const failure = upcomingFailures.shift();
     if (failure) return answer(failure, { detail: 'starting up', status: failure, title: 'Service Unavailable' });
     if (registrations.some((r) => r.status === 201 && r.body.name === body.name)) {
@@ -97,7 +98,6 @@ function spawnAgent(opts: { name: string; stateDir: string; apiKey?: string; run
   return { child, stderr: () => stderr, exited };
 }
 
-
 /** A zombie counts as dead: killed, only waiting for its reaper. */
 function alive(pid: number): boolean {
   try {
@@ -109,7 +109,10 @@ function alive(pid: number): boolean {
 }
 
 async function exitWithin(agent: AgentProcess, ms: number): Promise<number | null> {
-  return Promise.race([agent.exited, new Promise<never>((_, reject) => setTimeout(() => reject(new Error(`agent still running after ${ms} ms:\n${agent.stderr()}`)), ms))]);
+  return Promise.race([
+    agent.exited,
+    new Promise<never>((_, reject) => setTimeout(() => reject(new Error(`agent still running after ${ms} ms:\n${agent.stderr()}`)), ms)),
+  ]);
 }
 
 function targetFor(computerId: string): SshTarget {
@@ -162,7 +165,10 @@ describe('agentplane agent as a separate process', () => {
     spawned.push(agent);
     await waitFor('registration', () => registrations.some((r) => r.status === 201));
     computerId = `cmp_${nextId - 1}`;
-    await waitFor(() => `the agent to connect:\n${agent.stderr()}`, () => gateway.isConnected(computerId));
+    await waitFor(
+      () => `the agent to connect:\n${agent.stderr()}`,
+      () => gateway.isConnected(computerId),
+    );
 
     const { body } = registrations.find((r) => r.status === 201)!;
     expect(body).toMatchObject({ name: 'laptop', provider: 'byom', remoteUser: user, connection: { type: 'agent' } });
@@ -221,7 +227,10 @@ describe('agentplane agent as a separate process', () => {
     const before = registrations.length;
     const agent = spawnAgent({ name: 'laptop', stateDir });
     spawned.push(agent);
-    await waitFor(() => `the agent to reconnect:\n${agent.stderr()}`, () => gateway.isConnected(computerId));
+    await waitFor(
+      () => `the agent to reconnect:\n${agent.stderr()}`,
+      () => gateway.isConnected(computerId),
+    );
     expect(registrations.length).toBe(before);
     expect((await ssh.exec(targetFor(computerId), 'echo again')).stdout).toBe('again\n');
   });
@@ -270,11 +279,17 @@ describe.skipIf(!runAs)('agentplane agent as an unprivileged user (tests run as 
     const agent = spawnAgent({ name: 'unprivileged', stateDir: path.join(own, 'state'), apiKey: API_KEY, runAs });
     spawned.push(agent);
     try {
-      await waitFor(() => `registration:\n${agent.stderr()}`, () => registrations.some((r) => r.status === 201 && r.body.name === 'unprivileged'));
+      await waitFor(
+        () => `registration:\n${agent.stderr()}`,
+        () => registrations.some((r) => r.status === 201 && r.body.name === 'unprivileged'),
+      );
       const registration = registrations.find((r) => r.status === 201 && r.body.name === 'unprivileged')!;
       expect(registration.body.remoteUser).toBe('nobody');
       const id = [...agentKeys.keys()].at(-1)!;
-      await waitFor(() => `the agent to connect:\n${agent.stderr()}`, () => gateway.isConnected(id));
+      await waitFor(
+        () => `the agent to connect:\n${agent.stderr()}`,
+        () => gateway.isConnected(id),
+      );
       const target = { ...targetFor(id), username: 'nobody' };
 
       // nobody's home (/nonexistent) does not exist: commands start in /, as sshd does it.

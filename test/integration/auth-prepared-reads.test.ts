@@ -46,9 +46,7 @@ describe.each(BACKENDS)('credential lookup on %s through prepared reads', (backe
     authenticate = requestAuthenticator({ db: db.prisma, clock, reads: db.reads, authEpoch: db.authEpoch, verifyJwt: createJwtVerifier({ secret: SECRET }) });
     orgId = (await db.prisma.organization.create({ data: { id: newId('org'), name: 'acme' } })).id;
     userId = (await db.prisma.user.create({ data: { id: newId('usr'), email: 'ann@acme.test', idpUserId: 'idp|ann' } })).id;
-    membershipId = (
-      await db.prisma.membership.create({ data: { id: newId('mem'), organizationId: orgId, userId, role: 'manager' } })
-    ).id;
+    membershipId = (await db.prisma.membership.create({ data: { id: newId('mem'), organizationId: orgId, userId, role: 'manager' } })).id;
   });
   afterAll(() => db?.dispose());
 
@@ -146,7 +144,14 @@ describe.each(BACKENDS)('credential lookup on %s through prepared reads', (backe
   });
 
   it('lists accounts newest first without deleted ones, an empty list, and 402 for an unknown organization', async () => {
-    const service = createServiceAccountsService({ db: db.prisma, clock, reads: db.reads, computers: noComputers, machines: noMachines, log: createLogger({ level: 'silent' }) });
+    const service = createServiceAccountsService({
+      db: db.prisma,
+      clock,
+      reads: db.reads,
+      computers: noComputers,
+      machines: noMachines,
+      log: createLogger({ level: 'silent' }),
+    });
     const empty = (await db.prisma.organization.create({ data: { id: newId('org'), name: 'empty' } })).id;
     const principal = (organizationId: string): Principal => ({
       organizationId,
@@ -205,7 +210,14 @@ describe.runIf(BACKENDS.includes('postgres'))('prepared reads on two replicas of
     // Both replicas have prepared the statement and served the key before the revocation.
     await expect(a!(`Bearer ${key.value}`)).resolves.toMatchObject({ serviceAccountId: sa.id });
     await expect(b!(`Bearer ${key.value}`)).resolves.toMatchObject({ serviceAccountId: sa.id });
-    const service = createServiceAccountsService({ db: db.prisma, clock, reads: db.reads, computers: noComputers, machines: noMachines, log: createLogger({ level: 'silent' }) });
+    const service = createServiceAccountsService({
+      db: db.prisma,
+      clock,
+      reads: db.reads,
+      computers: noComputers,
+      machines: noMachines,
+      log: createLogger({ level: 'silent' }),
+    });
     const owner: Principal = { organizationId: orgId, credential: 'api_key', kind: 'user', userId: 'usr_x', email: 'x@acme.test', role: 'owner' };
     await service.revokeKey(owner, sa.id, stored.id);
     await expect(b!(`Bearer ${key.value}`)).rejects.toMatchObject({ status: 401, message: expect.stringMatching(/revoked/) });

@@ -15,13 +15,9 @@ describe.each(BACKENDS)('bootstrap on %s', (backend) => {
   it('creates one organization, one owner and one key when replicas bootstrap at once', async () => {
     // Replicas are separate clients (separate pools) on PostgreSQL; PGlite has one in-process client.
     const url = db.kind === 'postgres' ? db.url : undefined;
-    const clients = Array.from({ length: 5 }, () =>
-      url ? new PrismaClient({ adapter: new PrismaPg({ connectionString: url }) }) : db.prisma,
-    );
+    const clients = Array.from({ length: 5 }, () => (url ? new PrismaClient({ adapter: new PrismaPg({ connectionString: url }) }) : db.prisma));
     try {
-      const results = await Promise.all(
-        clients.map((c) => bootstrapOrganization(c, { org: 'race', email: 'race@example.test' }, systemClock)),
-      );
+      const results = await Promise.all(clients.map((c) => bootstrapOrganization(c, { org: 'race', email: 'race@example.test' }, systemClock)));
       expect(new Set(results.map((r) => r.organizationId)).size).toBe(1);
       expect(new Set(results.map((r) => r.userId)).size).toBe(1);
       expect(results.filter((r) => r.apiKey !== null)).toHaveLength(1);

@@ -24,7 +24,7 @@ import { skipWithout } from '../support/parts.ts';
  */
 const why =
   sshdMissing() ??
-  (isRoot ? undefined : 'running sshd as the image\'s user needs root') ??
+  (isRoot ? undefined : "running sshd as the image's user needs root") ??
   (spawnSync('unshare', ['--version']).error ? 'unshare (util-linux) not found' : undefined) ??
   (spawnSync('setpriv', ['--version']).error ? 'setpriv (util-linux) not found' : undefined);
 const skip = skipWithout('the computer image test', why);
@@ -51,7 +51,7 @@ async function programSecret(authorizedPublicKey: string) {
   return { data, mode, outputs: (await result) as ComputerProgramOutputs };
 }
 
-describe.skipIf(skip)('computer image: sshd as the computer\'s user, keys from the Secret', () => {
+describe.skipIf(skip)("computer image: sshd as the computer's user, keys from the Secret", () => {
   const root = mkdtempSync(path.join(os.tmpdir(), 'computer-image-'));
   let port = 0;
   let sshd: ChildProcess | undefined;
@@ -122,7 +122,10 @@ describe.skipIf(skip)('computer image: sshd as the computer\'s user, keys from t
     port = await freePort('127.0.0.1');
     // The image's passwd entry and home; the host's /etc and /home stay untouched outside the namespace.
     mkdirSync(path.join(root, 'etc'));
-    writeFileSync(path.join(root, 'etc', 'passwd'), `root:x:0:0:root:/root:/bin/bash\n${IMAGE.username}:*:${IMAGE.uid}:${IMAGE.uid}::${IMAGE.home}:/bin/bash\n`);
+    writeFileSync(
+      path.join(root, 'etc', 'passwd'),
+      `root:x:0:0:root:/root:/bin/bash\n${IMAGE.username}:*:${IMAGE.uid}:${IMAGE.uid}::${IMAGE.home}:/bin/bash\n`,
+    );
     writeFileSync(path.join(root, 'etc', 'group'), `root:x:0:\n${IMAGE.username}:x:${IMAGE.uid}:\n`);
     mkdirSync(path.join(root, 'home', path.basename(IMAGE.home)), { recursive: true });
     mkdirSync(path.join(root, 'home', '.ssh-run'), { mode: 0o700 });
@@ -132,11 +135,9 @@ describe.skipIf(skip)('computer image: sshd as the computer\'s user, keys from t
     mkdirSync(path.join(root, 'sshd_config.d'));
     copyFileSync(path.join(IMAGE_DIR, 'sshd_config'), path.join(root, 'sshd_config.d', 'agentplane.conf'));
     const debian = readFileSync('/etc/ssh/sshd_config', 'utf8');
-    if (!/^Include \/etc\/ssh\/sshd_config\.d\/\*\.conf$/m.test(debian)) throw new Error('/etc/ssh/sshd_config does not include sshd_config.d as Debian\'s does');
-    writeFileSync(
-      path.join(root, 'sshd_config'),
-      debian.replace(/^Include .*$/m, `ListenAddress 127.0.0.1:${port}\nInclude ${root}/sshd_config.d/*.conf`),
-    );
+    if (!/^Include \/etc\/ssh\/sshd_config\.d\/\*\.conf$/m.test(debian))
+      throw new Error("/etc/ssh/sshd_config does not include sshd_config.d as Debian's does");
+    writeFileSync(path.join(root, 'sshd_config'), debian.replace(/^Include .*$/m, `ListenAddress 127.0.0.1:${port}\nInclude ${root}/sshd_config.d/*.conf`));
     copyFileSync(path.join(IMAGE_DIR, 'computer-start.sh'), path.join(root, 'computer-start.sh'));
     const secret = await programSecret(computerKey.publicKey);
     outputs = secret.outputs;
@@ -151,7 +152,7 @@ describe.skipIf(skip)('computer image: sshd as the computer\'s user, keys from t
     rmSync(root, { recursive: true, force: true });
   });
 
-  it('logs the computer\'s key in as the image\'s user, presenting the host key the program output', async () => {
+  it("logs the computer's key in as the image's user, presenting the host key the program output", async () => {
     const res = await ssh.exec(target(computerKey.privateKey), 'id -u; id -un; echo "$HOME"; test -f ~/.profile && echo dotfiles');
     expect(res.exitCode).toBe(0);
     expect(res.stdout.split('\n').filter(Boolean)).toEqual([String(IMAGE.uid), IMAGE.username, IMAGE.home, 'dotfiles']);

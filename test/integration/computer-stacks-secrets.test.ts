@@ -48,8 +48,7 @@ describe.skipIf(skip)("computer stacks' secrets provider", () => {
   let backendUrl: string;
   const stackKeys = createSecretBox(randomBytes(32));
   // Each call is what another control-plane process would make: its own keeper, address and token.
-  const stacks = () =>
-    createComputerStacks({ backendUrl, passphrase: PASSPHRASE, workspacesDir: path.join(dir, 'workspaces'), toolchain, stackKeys });
+  const stacks = () => createComputerStacks({ backendUrl, passphrase: PASSPHRASE, workspacesDir: path.join(dir, 'workspaces'), toolchain, stackKeys });
   const stateFile = (id: string) => path.join(dir, 'state', '.pulumi', 'stacks', COMPUTERS_PROJECT, `${id}.json`);
   const settingsFile = (id: string) => path.join(dir, 'workspaces', id, `Pulumi.${id}.yaml`);
 

@@ -126,7 +126,7 @@ describe('the auth epoch on PostgreSQL', () => {
     // answers only when the test releases it.
     let epoch = 0n;
     const pending: (() => void)[] = [];
-    const reads: ReadRows = async <T,>() => {
+    const reads: ReadRows = async <T>() => {
       const seen = epoch;
       await new Promise<void>((resolve) => pending.push(resolve));
       return [{ epoch: String(seen) }] as T[];

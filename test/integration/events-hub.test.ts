@@ -58,7 +58,9 @@ describe.runIf(BACKENDS.includes('postgres'))('events on PostgreSQL', () => {
     const admin = new pg.Client({ connectionString: db.url });
     await admin.connect();
     try {
-      const { rowCount } = await admin.query(`SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE query ILIKE 'LISTEN%agentplane_events%' AND datname = current_database()`);
+      const { rowCount } = await admin.query(
+        `SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE query ILIKE 'LISTEN%agentplane_events%' AND datname = current_database()`,
+      );
       expect(rowCount).toBe(1);
       await publish(db.prisma, [idle(3), idle(4)]);
       await waitFor('the events published meanwhile', () => heard.length >= 2, 10_000);

@@ -78,7 +78,6 @@ async function startAgent(computerId: string, opts: { state?: AgentStateDir; reg
   return agent;
 }
 
-
 function targetOf(agent: RunningAgent): SshTarget {
   return {
     host: agent.computerId,
@@ -330,7 +329,14 @@ describe('refusals', () => {
 
     const ssh = createSshClient();
     try {
-      const target: SshTarget = { host: 'cmp_nobody', port: gatewayPort, username: user, privateKey: gatewayHostKey.privateKey, hostKeyFingerprint: gatewayHostKey.fingerprint, dial: (s) => gateway.dial('cmp_nobody', s) };
+      const target: SshTarget = {
+        host: 'cmp_nobody',
+        port: gatewayPort,
+        username: user,
+        privateKey: gatewayHostKey.privateKey,
+        hostKeyFingerprint: gatewayHostKey.fingerprint,
+        dial: (s) => gateway.dial('cmp_nobody', s),
+      };
       expect(await errorOf(ssh.exec(target, 'true'))).toMatchObject({ kind: 'unreachable' });
     } finally {
       await ssh.close();

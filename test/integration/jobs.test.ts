@@ -10,7 +10,6 @@ import { waitFor } from '../support/wait.ts';
 
 const log = createLogger({ level: process.env.TEST_LOG_LEVEL ?? 'silent' });
 
-
 // Fast maintenance and polling so retries, expiry and key release show up within a test's budget.
 const TUNING = { maintenanceIntervalSeconds: 1, pollingIntervalSeconds: 0.5 };
 

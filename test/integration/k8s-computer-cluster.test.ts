@@ -85,7 +85,12 @@ describe.skipIf(!kubeconfig)('kubernetes provider on a real cluster (KUBECONFIG)
         forward = spawn('kubectl', ['-n', namespace, 'port-forward', `svc/${service}`, `${port}:${out.port}`], { stdio: 'ignore' });
         const blob = Buffer.from(String(out.hostPublicKey).split(' ')[1]!, 'base64');
         const target = { host: '127.0.0.1', port, username: out.username, privateKey: key.privateKey, hostKeyFingerprint: fingerprintOf(blob) };
-        return waitFor('ssh through the port-forward', () => ssh.exec(target, 'id -un; cat ~/kept 2>/dev/null; echo data > ~/kept').catch(() => undefined), 120_000, 1000);
+        return waitFor(
+          'ssh through the port-forward',
+          () => ssh.exec(target, 'id -un; cat ~/kept 2>/dev/null; echo data > ~/kept').catch(() => undefined),
+          120_000,
+          1000,
+        );
       };
       const first = await sshTo();
       expect(first.stdout.trim()).toBe(out.username);
@@ -103,7 +108,12 @@ describe.skipIf(!kubeconfig)('kubernetes provider on a real cluster (KUBECONFIG)
       await computer.destroy();
       // The claim is not waited on (skipAwait): it goes once the pod has, moments later.
       const objects = ['statefulsets,services,secrets,persistentvolumeclaims,pods', '-l', `agentplane.dev/computer-id=${input.computerId}`];
-      await waitFor(() => `nothing left: ${kubectl('-n', namespace, 'get', ...objects, '-o', 'name')}`, () => kubectl('-n', namespace, 'get', ...objects, '-o', 'name') === '', 120_000, 2000);
+      await waitFor(
+        () => `nothing left: ${kubectl('-n', namespace, 'get', ...objects, '-o', 'name')}`,
+        () => kubectl('-n', namespace, 'get', ...objects, '-o', 'name') === '',
+        120_000,
+        2000,
+      );
     } finally {
       forward?.kill();
       await ssh.close();

@@ -105,8 +105,12 @@ describe.skipIf(skipMachineTests)('cloneRepo on a real machine', () => {
       const without = (await cloneRepo(m.ssh, m.target, { url, workspaceDir: ws }).catch((e: unknown) => e)) as MachineCommandFailed;
       expect(without).toBeInstanceOf(MachineCommandFailed);
       expect(without.message).toMatch(/could not read Username/);
-      expect(without.message).toContain(`no git credentials are configured on the machine: connect a source-control integration for 127.0.0.1:${port} and refresh the computer`);
-      const withCreds = (await cloneRepo(m.ssh, m.target, { url, workspaceDir: ws, credentialsConfigured: true }).catch((e: unknown) => e)) as MachineCommandFailed;
+      expect(without.message).toContain(
+        `no git credentials are configured on the machine: connect a source-control integration for 127.0.0.1:${port} and refresh the computer`,
+      );
+      const withCreds = (await cloneRepo(m.ssh, m.target, { url, workspaceDir: ws, credentialsConfigured: true }).catch(
+        (e: unknown) => e,
+      )) as MachineCommandFailed;
       expect(withCreds.message).toContain(`the git credentials on the machine were not accepted for 127.0.0.1:${port}`);
       expect(requests[0]).toBe('/acme/private.git/info/refs?service=git-upload-pack');
     } finally {
@@ -118,7 +122,9 @@ describe.skipIf(skipMachineTests)('cloneRepo on a real machine', () => {
     await expect(cloneRepo(m.ssh, m.target, { url: 'ext::sh -c id', workspaceDir: ws })).rejects.toThrow(/not a valid git URL/);
     const controller = new AbortController();
     controller.abort();
-    const err = await cloneRepo(m.ssh, m.target, { url: await originRepo('acme', 'never', 'n'), workspaceDir: ws, signal: controller.signal }).catch((e: unknown) => e);
+    const err = await cloneRepo(m.ssh, m.target, { url: await originRepo('acme', 'never', 'n'), workspaceDir: ws, signal: controller.signal }).catch(
+      (e: unknown) => e,
+    );
     expect(err).toBeInstanceOf(SshError);
     expect((err as SshError).kind).toBe('cancelled');
   });

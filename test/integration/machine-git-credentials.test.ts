@@ -8,7 +8,8 @@ import { isRoot } from '../support/sshd.ts';
 // These tests rewrite the remote user's global git config. As root that user is a dedicated
 // test account; otherwise it is whoever runs the tests, so only CI may do it.
 const notOnYourAccount = !isRoot && process.env.CI !== 'true';
-if (notOnYourAccount && !skipMachineTests) console.warn('skipping the git credential tests: they would rewrite your own ~/.gitconfig (run as root or with CI=true)');
+if (notOnYourAccount && !skipMachineTests)
+  console.warn('skipping the git credential tests: they would rewrite your own ~/.gitconfig (run as root or with CI=true)');
 
 describe.skipIf(skipMachineTests || notOnYourAccount)('writeGitCredentials on a real machine', () => {
   let m: TestMachine;
@@ -20,7 +21,12 @@ describe.skipIf(skipMachineTests || notOnYourAccount)('writeGitCredentials on a 
   async function fill(host: string): Promise<Record<string, string>> {
     const res = await m.ssh.exec(m.target, `printf 'protocol=https\\nhost=${host}\\n\\n' | GIT_TERMINAL_PROMPT=0 git credential fill`, { timeoutMs: 30_000 });
     if (res.exitCode !== 0) return {};
-    return Object.fromEntries(res.stdout.trim().split('\n').map((l) => [l.slice(0, l.indexOf('=')), l.slice(l.indexOf('=') + 1)]));
+    return Object.fromEntries(
+      res.stdout
+        .trim()
+        .split('\n')
+        .map((l) => [l.slice(0, l.indexOf('=')), l.slice(l.indexOf('=') + 1)]),
+    );
   }
 
   beforeAll(async () => {
@@ -87,7 +93,9 @@ describe.skipIf(skipMachineTests || notOnYourAccount)('writeGitCredentials on a 
   it('refuses hosts and tokens that could break the file, before touching the machine', async () => {
     const before = commands.length;
     await expect(writeGitCredentials(ssh, m.target, [{ host: 'evil.com/x', username: 'u', token: 't' }])).rejects.toThrow(InvalidMachineInput);
-    await expect(writeGitCredentials(ssh, m.target, [{ host: 'github.com', username: 'u', token: 'a\nhttps://x:y@evil.com' }])).rejects.toThrow(/token without control characters/);
+    await expect(writeGitCredentials(ssh, m.target, [{ host: 'github.com', username: 'u', token: 'a\nhttps://x:y@evil.com' }])).rejects.toThrow(
+      /token without control characters/,
+    );
     expect(commands.length).toBe(before);
   });
 });

@@ -50,7 +50,9 @@ describe.skipIf(skipMachineTests)('detecting and running installs on a real mach
 
   it('detects nothing in a repository without manifests, and fails clearly for a missing directory', async () => {
     expect(await detectInstallPlans(m.ssh, m.target, await repo('plain', { 'main.c': 'int main(){}' }))).toEqual([]);
-    await expect(detectInstallPlans(m.ssh, m.target, `${m.scratch}/gone`)).rejects.toThrow(`repository directory ${m.scratch}/gone does not exist on the machine`);
+    await expect(detectInstallPlans(m.ssh, m.target, `${m.scratch}/gone`)).rejects.toThrow(
+      `repository directory ${m.scratch}/gone does not exist on the machine`,
+    );
   });
 
   it('runs npm install, then npm ci once a lockfile exists, streaming the output', async () => {
@@ -110,7 +112,13 @@ describe.skipIf(skipMachineTests)('detecting and running installs on a real mach
   });
 
   it('keeps the last 64 KiB of interleaved stdout and stderr', async () => {
-    const plan: InstallPlan = { manager: 'npm', directory: m.scratch, command: 'yes 0123456789 | head -c 220000; echo END >&2; exit 3', tool: 'sh', manifest: 'package.json' };
+    const plan: InstallPlan = {
+      manager: 'npm',
+      directory: m.scratch,
+      command: 'yes 0123456789 | head -c 220000; echo END >&2; exit 3',
+      tool: 'sh',
+      manifest: 'package.json',
+    };
     let streamed = 0;
     const res = await runInstall(m.ssh, m.target, plan, { timeoutMs: 30_000, onOutput: (c) => (streamed += c.length) });
     expect(res.exitCode).toBe(3);

@@ -21,7 +21,14 @@ describe.each(BACKENDS)('relay tunnel leases on %s', (backend) => {
   const log = createLogger({ level: 'silent' });
 
   const replica = async (replicaId: string, timing = { leaseMs: 60_000, renewMs: 50 }) => {
-    const leases = await startTunnelLeases({ db: db.prisma, replicaId, peerUrl: `ws://${replicaId}.peers:8081`, log, ...timing, onComputerGone: (id) => gone.push(`${replicaId}:${id}`) });
+    const leases = await startTunnelLeases({
+      db: db.prisma,
+      replicaId,
+      peerUrl: `ws://${replicaId}.peers:8081`,
+      log,
+      ...timing,
+      onComputerGone: (id) => gone.push(`${replicaId}:${id}`),
+    });
     started.push(leases);
     return leases;
   };
@@ -31,7 +38,17 @@ describe.each(BACKENDS)('relay tunnel leases on %s', (backend) => {
     const org = await createOrgFixture(db, 'leases');
     computerId = newId('cmp');
     await db.prisma.computer.create({
-      data: { id: computerId, organizationId: org.id, ownerKind: 'human', ownerId: org.members.user.userId, createdBy: org.members.user.userId, name: 'nat', providerType: 'byom', status: 'active', connectionType: 'agent' },
+      data: {
+        id: computerId,
+        organizationId: org.id,
+        ownerKind: 'human',
+        ownerId: org.members.user.userId,
+        createdBy: org.members.user.userId,
+        name: 'nat',
+        providerType: 'byom',
+        status: 'active',
+        connectionType: 'agent',
+      },
     });
   });
 

@@ -38,7 +38,10 @@ async function stallingProxy(targetPort: number) {
   const proxy = net.createServer((client) => {
     const upstream = net.connect({ host: '127.0.0.1', port: targetPort });
     pairs.push([client, upstream]);
-    for (const [a, b] of [[client, upstream], [upstream, client]] as const) {
+    for (const [a, b] of [
+      [client, upstream],
+      [upstream, client],
+    ] as const) {
       a.on('data', (d: Buffer) => {
         if (!frozen) b.write(d);
       });
@@ -131,7 +134,10 @@ describe('the agent tunnel over a WebSocket on the API port', () => {
     const state = await stateFor('cmp_ws');
     registered.set('cmp_ws', state.keys.client.fingerprint);
     const agent = await startAgent('cmp_ws', state, wsUrl(apiPort));
-    await waitFor(() => `the agent to connect: ${agent.logs.join('\n')}`, () => gateway.isConnected('cmp_ws'));
+    await waitFor(
+      () => `the agent to connect: ${agent.logs.join('\n')}`,
+      () => gateway.isConnected('cmp_ws'),
+    );
     expect(agent.logs.join('\n')).toContain(`connected to the relay at ${wsUrl(apiPort)} as computer cmp_ws`);
     const ssh = createSshClient();
     try {
@@ -191,7 +197,12 @@ describe('the agent tunnel over a WebSocket on the API port', () => {
       proxy.freeze();
       const frozenAt = Date.now();
       await waitFor('the gateway to drop the stalled agent', () => !gateway.isConnected('cmp_stall'), 5_000, 20);
-      await waitFor(() => `the agent to notice: ${agent.logs.join('\n')}`, () => agent.logs.some((l) => /lost the connection to the relay .*[Kk]eepalive/.test(l)), 5_000, 20);
+      await waitFor(
+        () => `the agent to notice: ${agent.logs.join('\n')}`,
+        () => agent.logs.some((l) => /lost the connection to the relay .*[Kk]eepalive/.test(l)),
+        5_000,
+        20,
+      );
       expect(Date.now() - frozenAt).toBeLessThan(4_000);
       await waitFor('the agent to reconnect', () => agent.connections() === 2 && gateway.isConnected('cmp_stall'), 10_000);
     } finally {

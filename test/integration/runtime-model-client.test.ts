@@ -24,7 +24,11 @@ describe('model client against the scripted OpenAI-compatible server', () => {
   const hello: RuntimeMessage[] = [{ role: 'user', content: [{ type: 'text', text: 'hi' }] }];
 
   it('streams thinking and text, reports deltas and usage (cached tokens apart from input)', async () => {
-    server.enqueue({ reasoning: 'Let me think about it.', text: 'Hello there, friend!', usage: { promptTokens: 500, completionTokens: 42, cachedTokens: 300, reasoningTokens: 12 } });
+    server.enqueue({
+      reasoning: 'Let me think about it.',
+      text: 'Hello there, friend!',
+      usage: { promptTokens: 500, completionTokens: 42, cachedTokens: 300, reasoningTokens: 12 },
+    });
     const deltas: ModelDelta[] = [];
     const res = await client().complete({ system: 'be brief', messages: hello, tools: [], onDelta: (d) => deltas.push(d) });
 
@@ -47,14 +51,21 @@ describe('model client against the scripted OpenAI-compatible server', () => {
   });
 
   it('returns the streamed tool calls with stop reason tool_use', async () => {
-    server.enqueue({ toolCalls: [{ id: 'c1', name: 'read_file', arguments: { path: 'a.txt', offset: 2 } }, { id: 'c2', name: 'glob', arguments: { pattern: '**/*' } }] });
+    server.enqueue({
+      toolCalls: [
+        { id: 'c1', name: 'read_file', arguments: { path: 'a.txt', offset: 2 } },
+        { id: 'c2', name: 'glob', arguments: { pattern: '**/*' } },
+      ],
+    });
     const res = await client().complete({ system: '', messages: hello, tools: [{ name: 'read_file', description: 'read', inputSchema: { type: 'object' } }] });
     expect(res.stopReason).toBe('tool_use');
     expect(res.content).toEqual([
       { type: 'tool_use', id: 'c1', name: 'read_file', input: { path: 'a.txt', offset: 2 } },
       { type: 'tool_use', id: 'c2', name: 'glob', input: { pattern: '**/*' } },
     ]);
-    expect(server.requests[0]!.body.tools).toEqual([{ type: 'function', function: { name: 'read_file', description: 'read', parameters: { type: 'object' } } }]);
+    expect(server.requests[0]!.body.tools).toEqual([
+      { type: 'function', function: { name: 'read_file', description: 'read', parameters: { type: 'object' } } },
+    ]);
     expect(server.requests[0]!.body.messages[0]!.role).toBe('user');
   });
 
@@ -90,7 +101,14 @@ describe('model client against the scripted Anthropic Messages wire', () => {
   });
 
   it('keeps thinking with its signature, streams text and tool calls, and counts cache reads and writes', async () => {
-    const model = createModelClient({ id: 'claude', provider: 'anthropic', baseUrl: server.anthropicBaseUrl, apiKey: server.apiKey, upstreamModel: 'claude-upstream', maxOutputTokens: 1024 });
+    const model = createModelClient({
+      id: 'claude',
+      provider: 'anthropic',
+      baseUrl: server.anthropicBaseUrl,
+      apiKey: server.apiKey,
+      upstreamModel: 'claude-upstream',
+      maxOutputTokens: 1024,
+    });
     server.enqueue(
       {
         reasoning: 'The user wants a listing.',
@@ -130,7 +148,9 @@ describe('model client against the scripted Anthropic Messages wire', () => {
       messages: [{ role: 'user', content: [{ type: 'text', text: 'list docs', cache_control: { type: 'ephemeral' } }] }],
       stream: true,
     });
-    expect(req.body.tools).toEqual([{ name: 'glob', description: 'find files', input_schema: { type: 'object', properties: { pattern: { type: 'string' } } } }]);
+    expect(req.body.tools).toEqual([
+      { name: 'glob', description: 'find files', input_schema: { type: 'object', properties: { pattern: { type: 'string' } } } },
+    ]);
 
     const second = await model.complete({
       system: 'sys prompt',
@@ -143,7 +163,10 @@ describe('model client against the scripted Anthropic Messages wire', () => {
     });
     expect(second).toMatchObject({ content: [{ type: 'text', text: 'Two files.' }], stopReason: 'end_turn' });
     // The signed thinking block goes back verbatim, as the API requires with tool use.
-    expect(server.requests[1]!.body.messages[0]).toEqual({ role: 'user', content: [{ type: 'text', text: 'list docs', cache_control: { type: 'ephemeral' } }] });
+    expect(server.requests[1]!.body.messages[0]).toEqual({
+      role: 'user',
+      content: [{ type: 'text', text: 'list docs', cache_control: { type: 'ephemeral' } }],
+    });
     expect(server.requests[1]!.body.messages.slice(1)).toEqual([
       {
         role: 'assistant',

@@ -23,7 +23,12 @@ describe('credits', () => {
 
 describe('autonomy levels', () => {
   it('gate writes from low and shell from medium; reading always runs', () => {
-    const table = AutonomyLevelSchema.options.map((level) => [level, runsWithoutApproval(level, 'read'), runsWithoutApproval(level, 'write'), runsWithoutApproval(level, 'shell')]);
+    const table = AutonomyLevelSchema.options.map((level) => [
+      level,
+      runsWithoutApproval(level, 'read'),
+      runsWithoutApproval(level, 'write'),
+      runsWithoutApproval(level, 'shell'),
+    ]);
     expect(table).toEqual([
       ['off', true, false, false],
       ['low', true, true, false],

@@ -63,9 +63,18 @@ describe.skipIf(skip)('agent tools on a real sshd computer', () => {
     expect(again.effects).toEqual({ filesEdited: [`${cwd}/a/b/c.txt`] });
 
     expect(await readFileTool.run(sshToolHost(ssh, target, cwd), { path: 'a/b/c.txt' })).toEqual({ isError: false, output: 'one\ntwo\nthree\n' });
-    expect(await readFileTool.run(sshToolHost(ssh, target, `${cwd}/a`), { path: 'b/c.txt', offset: 2, limit: 1 })).toEqual({ isError: false, output: 'two\n[lines 2-2 of 3]' });
-    expect(await readFileTool.run(sshToolHost(ssh, target, '/'), { path: `${cwd}/a/b/c.txt`, offset: 3 })).toEqual({ isError: false, output: 'three\n[lines 3-3 of 3]' });
-    expect(await readFileTool.run(sshToolHost(ssh, target, cwd), { path: 'a/b/c.txt', offset: 9 })).toEqual({ isError: true, output: `offset 9 is past the end: ${cwd}/a/b/c.txt has 3 lines` });
+    expect(await readFileTool.run(sshToolHost(ssh, target, `${cwd}/a`), { path: 'b/c.txt', offset: 2, limit: 1 })).toEqual({
+      isError: false,
+      output: 'two\n[lines 2-2 of 3]',
+    });
+    expect(await readFileTool.run(sshToolHost(ssh, target, '/'), { path: `${cwd}/a/b/c.txt`, offset: 3 })).toEqual({
+      isError: false,
+      output: 'three\n[lines 3-3 of 3]',
+    });
+    expect(await readFileTool.run(sshToolHost(ssh, target, cwd), { path: 'a/b/c.txt', offset: 9 })).toEqual({
+      isError: true,
+      output: `offset 9 is past the end: ${cwd}/a/b/c.txt has 3 lines`,
+    });
   });
 
   it('turns a missing file, a directory and invalid input into isError results', async () => {
@@ -82,7 +91,10 @@ describe.skipIf(skip)('agent tools on a real sshd computer', () => {
   it('edits by exact, unique string replacement and refuses ambiguous or missing strings', async () => {
     await writeFileTool.run(sshToolHost(ssh, target, cwd), { path: 'edit.txt', content: 'alpha beta\nbeta gamma\n' });
     const ambiguous = await editFileTool.run(sshToolHost(ssh, target, cwd), { path: 'edit.txt', oldString: 'beta', newString: 'BETA' });
-    expect(ambiguous).toEqual({ isError: true, output: `oldString appears 2 times in ${cwd}/edit.txt; add surrounding lines to make it unique, or set replaceAll.` });
+    expect(ambiguous).toEqual({
+      isError: true,
+      output: `oldString appears 2 times in ${cwd}/edit.txt; add surrounding lines to make it unique, or set replaceAll.`,
+    });
     expect(await remoteText(`${cwd}/edit.txt`)).toBe('alpha beta\nbeta gamma\n');
 
     const absent = await editFileTool.run(sshToolHost(ssh, target, cwd), { path: 'edit.txt', oldString: 'delta', newString: 'x' });

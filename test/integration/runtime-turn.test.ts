@@ -33,7 +33,13 @@ describe.skipIf(skip)('an agent turn against a scripted model and a real sshd co
     ssh = createSshClient();
     target = { host: sshd.host, port: sshd.port, username: sshd.username, privateKey: sshd.privateKey, hostKeyFingerprint: sshd.hostKeyFingerprint };
     server = await startModelServer();
-    model = createModelClient({ id: 'scripted-coder', provider: 'openai-compatible', baseUrl: server.baseUrl, apiKey: server.apiKey, upstreamModel: 'upstream-coder-1' });
+    model = createModelClient({
+      id: 'scripted-coder',
+      provider: 'openai-compatible',
+      baseUrl: server.baseUrl,
+      apiKey: server.apiKey,
+      upstreamModel: 'upstream-coder-1',
+    });
   });
 
   afterAll(async () => {

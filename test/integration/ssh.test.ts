@@ -127,9 +127,7 @@ describe.skipIf(skip)('SSH connection layer against a real sshd', () => {
         await client.exec(target, `mkdir -p ${dir}`);
         const t0 = Date.now();
         const all = Promise.all(
-          Array.from({ length: 50 }, (_, i) =>
-            client.exec(target, `touch ${dir}/${i}; ls ${dir} | wc -l; sleep 0.2; rm ${dir}/${i}; echo done-${i}`),
-          ),
+          Array.from({ length: 50 }, (_, i) => client.exec(target, `touch ${dir}/${i}; ls ${dir} | wc -l; sleep 0.2; rm ${dir}/${i}; echo done-${i}`)),
         );
         await new Promise((r) => setTimeout(r, 100));
         expect(client.stats()).toMatchObject({ active: 10, queued: 40 });
@@ -216,14 +214,17 @@ describe.skipIf(skip)('SSH connection layer against a real sshd', () => {
           const running = new Promise<void>((r) => (started = r));
           const call = client.exec(target, `echo started; ${sleeper}`, { endWithConnection, onStdout: () => started() });
           await running;
-          const [pid] = execFileSync('pgrep', ['-f', '--', `^${sleeper}$`], { encoding: 'utf8' }).trim().split('\n').map(Number);
+          const [pid] = execFileSync('pgrep', ['-f', '--', `^${sleeper}$`], { encoding: 'utf8' })
+            .trim()
+            .split('\n')
+            .map(Number);
           let session = pid!;
           while (session > 1 && !/^sshd(-session)?: .*@notty/.test(fs.readFileSync(`/proc/${session}/cmdline`, 'utf8'))) session = ppid(session);
           expect(session).toBeGreaterThan(1);
           process.kill(session, 'SIGKILL');
           await expectSshError(call, 'connection_lost');
           await new Promise((r) => setTimeout(r, 300));
-          expect(await remoteProcesses(ssh, target, sleeper) !== '').toBe(!endWithConnection);
+          expect((await remoteProcesses(ssh, target, sleeper)) !== '').toBe(!endWithConnection);
         } finally {
           await ssh.exec(target, `pkill -f -- '[${sleeper[0]}]${sleeper.slice(1)}' || true`);
           await client.close();

@@ -33,7 +33,8 @@ describe('command output chunks through NOTIFY (PGlite)', () => {
     heard.length = 0;
   });
 
-  const chunks = (toolUseId: string) => heard.filter((e) => (e.data as { toolUseId: string }).toolUseId === toolUseId).map((e) => e.data as Record<string, any>);
+  const chunks = (toolUseId: string) =>
+    heard.filter((e) => (e.data as { toolUseId: string }).toolUseId === toolUseId).map((e) => e.data as Record<string, any>);
   const until = (toolUseId: string, n: number) => waitFor(`${n} chunks of ${toolUseId}`, () => chunks(toolUseId).length >= n, 5_000, 10);
 
   it('splits text into chunks of at most 1,000 UTF-16 units without cutting a surrogate pair', () => {
@@ -55,7 +56,11 @@ describe('command output chunks through NOTIFY (PGlite)', () => {
       [1, 1_000, 1_000],
       [2, 2_000, 500],
     ]);
-    expect(chunks('call_ctrl').map((c) => c.text).join('')).toBe(control);
+    expect(
+      chunks('call_ctrl')
+        .map((c) => c.text)
+        .join(''),
+    ).toBe(control);
   });
 
   it('coalesces many small writes into one event per interval, keeping stdout and stderr interleaved', async () => {

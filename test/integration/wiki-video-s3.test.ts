@@ -36,7 +36,10 @@ describe.skipIf(skip)('wiki videos on object storage (MinIO)', () => {
 
   it('uploads through a presigned PUT, refuses another size or type, and deletes with the run', async () => {
     const as = api.acme.members.user.apiKey;
-    const run = await api.call('POST', '/api/v0/wiki', { as, body: { repoUrl: 'https://github.com/acme/video', pages: [{ path: 'overview', title: 'Overview', markdown: '# Video' }] } });
+    const run = await api.call('POST', '/api/v0/wiki', {
+      as,
+      body: { repoUrl: 'https://github.com/acme/video', pages: [{ path: 'overview', title: 'Overview', markdown: '# Video' }] },
+    });
     const id = run.body.wikiRunId as string;
     const asked = await api.call('POST', '/api/v0/wiki/video-upload-url', { as, body: { wikiRunId: id, contentType: 'video/webm', sizeBytes: 1024 } });
     expect(asked.status, JSON.stringify(asked.body)).toBe(200);

@@ -19,7 +19,10 @@ const SCREENSHOTS = path.join(REPO_ROOT, 'test-results', 'console');
  * Headless Chromium with the flags this machine needs: no sandbox (root), no GPU, and none of
  * the background connections a closed network refuses. A fresh profile each time.
  */
-export async function launchChromium(): Promise<{ newPage(options?: { width?: number; height?: number; dark?: boolean }): Promise<Page>; close(): Promise<void> }> {
+export async function launchChromium(): Promise<{
+  newPage(options?: { width?: number; height?: number; dark?: boolean }): Promise<Page>;
+  close(): Promise<void>;
+}> {
   const profile = fs.mkdtempSync(path.join(os.tmpdir(), 'agentplane-chromium-'));
   const contexts: BrowserContext[] = [];
   // One persistent context per page: each page is its own browser "tab session", as a second user's would be.

@@ -17,7 +17,14 @@ export async function signInConsole(browser: Browser, url: string, key: string, 
     await page.getByLabel('API key or JWT access token').waitFor({ timeout: 45_000 });
   } catch {
     // Seen a few times on a loaded machine: the shell never rendered. Say what the page saw, and try once more.
-    console.warn(`the console's sign-in form did not show in 45 s; reloading. Page: ${(await page.locator('body').innerText().catch(() => '?')).slice(0, 200)}; failures: ${failures.join('; ') || 'none'}`);
+    console.warn(
+      `the console's sign-in form did not show in 45 s; reloading. Page: ${(
+        await page
+          .locator('body')
+          .innerText()
+          .catch(() => '?')
+      ).slice(0, 200)}; failures: ${failures.join('; ') || 'none'}`,
+    );
     await page.reload();
     await page.getByLabel('API key or JWT access token').waitFor({ timeout: 45_000 });
   }

@@ -105,13 +105,37 @@ MAX_RESPONSE_ITEMS = 50
   proc.stderr!.on('data', (d: Buffer) => (stderr = (stderr + d.toString()).slice(-4000)));
   await waitFor(
     () => `Gitea at ${url} (${stderr})`,
-    async () => proc.exitCode === null && (await fetch(`${url}/api/v1/version`).then((r) => r.ok, () => false)),
+    async () =>
+      proc.exitCode === null &&
+      (await fetch(`${url}/api/v1/version`).then(
+        (r) => r.ok,
+        () => false,
+      )),
     60_000,
     100,
   );
   const password = 'Admin-Passw0rd!';
-  await run(gitea, ['admin', 'user', 'create', '--admin', '--username', 'root1', '--password', password, '--email', 'root1@example.test', '--must-change-password=false', '--config', config]);
-  const adminToken = (await run(gitea, ['admin', 'user', 'generate-access-token', '--username', 'root1', '--token-name', 'tests', '--scopes', 'all', '--raw', '--config', config])).stdout.trim().split('\n').pop()!;
+  await run(gitea, [
+    'admin',
+    'user',
+    'create',
+    '--admin',
+    '--username',
+    'root1',
+    '--password',
+    password,
+    '--email',
+    'root1@example.test',
+    '--must-change-password=false',
+    '--config',
+    config,
+  ]);
+  const adminToken = (
+    await run(gitea, ['admin', 'user', 'generate-access-token', '--username', 'root1', '--token-name', 'tests', '--scopes', 'all', '--raw', '--config', config])
+  ).stdout
+    .trim()
+    .split('\n')
+    .pop()!;
   const admin: GiteaUser = { login: 'root1', password, token: adminToken };
 
   const api: Gitea['api'] = async (method, apiPath, opts = {}) => {
@@ -144,7 +168,10 @@ MAX_RESPONSE_ITEMS = 50
     api,
     async createUser(login) {
       const password = `${login}-Passw0rd!`;
-      await must(`create user ${login}`, api('POST', '/admin/users', { body: { username: login, password, email: `${login}@example.test`, must_change_password: false } }));
+      await must(
+        `create user ${login}`,
+        api('POST', '/admin/users', { body: { username: login, password, email: `${login}@example.test`, must_change_password: false } }),
+      );
       const res = await fetch(`${url}/api/v1/users/${login}/tokens`, {
         method: 'POST',
         headers: { authorization: `Basic ${Buffer.from(`${login}:${password}`).toString('base64')}`, 'content-type': 'application/json' },
@@ -161,7 +188,10 @@ MAX_RESPONSE_ITEMS = 50
       const where = repo.org ? `/orgs/${repo.org}/repos` : '/user/repos';
       const res = await must(
         `create repo ${repo.name}`,
-        api('POST', where, { as: owner, body: { name: repo.name, private: repo.private ?? false, auto_init: true, default_branch: 'main', readme: 'Default' } }),
+        api('POST', where, {
+          as: owner,
+          body: { name: repo.name, private: repo.private ?? false, auto_init: true, default_branch: 'main', readme: 'Default' },
+        }),
       );
       const fullName = res.body.full_name as string;
       if (repo.files && Object.keys(repo.files).length) await self.commitFiles(owner, fullName, repo.files);
@@ -220,7 +250,9 @@ export async function startGiteaRunner(gitea: Gitea, repo: string, env: Record<s
     `log:\n  level: info\nrunner:\n  file: ${dir}/.runner\n  capacity: 1\n  labels: ["ubuntu-latest:host"]\n  fetch_interval: 1s\n` +
       `cache:\n  enabled: false\nhost:\n  workdir_parent: ${dir}/work\n`,
   );
-  await run(runner, ['--config', config, 'register', '--no-interactive', '--instance', gitea.url, '--token', token.body.token, '--name', 'test-runner'], { cwd: dir });
+  await run(runner, ['--config', config, 'register', '--no-interactive', '--instance', gitea.url, '--token', token.body.token, '--name', 'test-runner'], {
+    cwd: dir,
+  });
   let output = '';
   const proc = spawn(runner, ['--config', config, 'daemon'], { cwd: dir, env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
   const keep = (d: Buffer) => (output = (output + d.toString()).slice(-20_000));
@@ -244,6 +276,10 @@ export async function startGiteaRunner(gitea: Gitea, repo: string, env: Record<s
  * merge's status.
  */
 export async function mergeWhenReady(gitea: Gitea, repo: string, number: number, as: GiteaUser): Promise<number> {
-  await waitFor(`pull request ${repo}#${number} to be mergeable`, async () => (await gitea.api('GET', `/repos/${repo}/pulls/${number}`)).body.mergeable === true, 30_000);
+  await waitFor(
+    `pull request ${repo}#${number} to be mergeable`,
+    async () => (await gitea.api('GET', `/repos/${repo}/pulls/${number}`)).body.mergeable === true,
+    30_000,
+  );
   return (await gitea.api('POST', `/repos/${repo}/pulls/${number}/merge`, { as, body: { Do: 'merge' } })).status;
 }

@@ -42,7 +42,10 @@ export interface GitHubFake {
 }
 
 const DOCS = 'https://docs.github.com/rest';
-const blobSha = (content: string) => createHash('sha1').update(`blob ${Buffer.byteLength(content)}\0${content}`).digest('hex');
+const blobSha = (content: string) =>
+  createHash('sha1')
+    .update(`blob ${Buffer.byteLength(content)}\0${content}`)
+    .digest('hex');
 const commitSha = (seed: string) => createHash('sha1').update(seed).digest('hex');
 
 export async function startGitHubFake(opts: { login?: string; token?: string; scopes?: string } = {}): Promise<GitHubFake> {
@@ -62,7 +65,11 @@ export async function startGitHubFake(opts: { login?: string; token?: string; sc
       const url = new URL(req.url!, 'http://fake');
       const send = (status: number, body: unknown, headers: Record<string, string> = {}) => {
         const text = typeof body === 'string' ? body : JSON.stringify(body);
-        res.writeHead(status, { 'content-type': typeof body === 'string' ? 'application/vnd.github.diff; charset=utf-8' : 'application/json; charset=utf-8', 'x-github-api-version-selected': '2022-11-28', ...headers });
+        res.writeHead(status, {
+          'content-type': typeof body === 'string' ? 'application/vnd.github.diff; charset=utf-8' : 'application/json; charset=utf-8',
+          'x-github-api-version-selected': '2022-11-28',
+          ...headers,
+        });
         res.end(text);
       };
       const error = (status: number, message: string) => send(status, { message, documentation_url: DOCS, status: String(status) });
@@ -136,12 +143,23 @@ export async function startGitHubFake(opts: { login?: string; token?: string; sc
           if (!branch) return error(404, `No commit found for the ref ${ref}`);
           const content = branch.files.get(file);
           if (content !== undefined) {
-            return send(200, { type: 'file', encoding: 'base64', size: content.length, name: file.split('/').pop(), path: file, sha: blobSha(content), content: Buffer.from(content).toString('base64') });
+            return send(200, {
+              type: 'file',
+              encoding: 'base64',
+              size: content.length,
+              name: file.split('/').pop(),
+              path: file,
+              sha: blobSha(content),
+              content: Buffer.from(content).toString('base64'),
+            });
           }
           const children = [...branch.files.keys()].filter((p) => p.startsWith(`${file}/`));
           if (!children.length) return error(404, 'Not Found');
           const names = [...new Set(children.map((p) => p.slice(file.length + 1).split('/')[0]!))];
-          return send(200, names.map((n) => ({ name: n, path: `${file}/${n}`, type: branch.files.has(`${file}/${n}`) ? 'file' : 'dir' })));
+          return send(
+            200,
+            names.map((n) => ({ name: n, path: `${file}/${n}`, type: branch.files.has(`${file}/${n}`) ? 'file' : 'dir' })),
+          );
         }
         if (!repo.canPush) return error(403, 'Resource not accessible by personal access token');
         const branch = repo.branches.get(body.branch ?? repo.defaultBranch);
@@ -180,7 +198,15 @@ export async function startGitHubFake(opts: { login?: string; token?: string; sc
       }
       if (req.method === 'POST' && rest === '/pulls') {
         if (!repo.branches.has(body.head)) return error(422, 'Validation Failed');
-        const pr = { number: repo.pulls.length + 1, title: body.title, body: body.body ?? '', head: body.head, base: body.base, draft: Boolean(body.draft), user: login };
+        const pr = {
+          number: repo.pulls.length + 1,
+          title: body.title,
+          body: body.body ?? '',
+          head: body.head,
+          base: body.base,
+          draft: Boolean(body.draft),
+          user: login,
+        };
         repo.pulls.push(pr);
         return send(201, pullJson(repo, pr));
       }
@@ -192,7 +218,19 @@ export async function startGitHubFake(opts: { login?: string; token?: string; sc
           const head = repo.branches.get(pr.head)!.files;
           const base = repo.branches.get(pr.base)!.files;
           const changed = [...new Set([...head.keys(), ...base.keys()])].filter((p) => head.get(p) !== base.get(p));
-          return send(200, changed.map((p) => `diff --git a/${p} b/${p}\n--- a/${p}\n+++ b/${p}\n${(head.get(p) ?? '').split('\n').filter(Boolean).map((l) => `+${l}`).join('\n')}\n`).join(''));
+          return send(
+            200,
+            changed
+              .map(
+                (p) =>
+                  `diff --git a/${p} b/${p}\n--- a/${p}\n+++ b/${p}\n${(head.get(p) ?? '')
+                    .split('\n')
+                    .filter(Boolean)
+                    .map((l) => `+${l}`)
+                    .join('\n')}\n`,
+              )
+              .join(''),
+          );
         }
         return send(200, pullJson(repo, pr));
       }

@@ -82,7 +82,24 @@ function issue(pki: string, name: string, subject: string, san?: string) {
   openssl(pki, 'req', '-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:prime256v1', '-nodes', '-keyout', `${name}.key`, '-out', `${name}.csr`, '-subj', subject);
   const ext = path.join(pki, `${name}.ext`);
   fs.writeFileSync(ext, san ? `subjectAltName=${san}\n` : 'extendedKeyUsage=clientAuth\n');
-  openssl(pki, 'x509', '-req', '-in', `${name}.csr`, '-CA', 'ca.crt', '-CAkey', 'ca.key', '-CAcreateserial', '-out', `${name}.crt`, '-days', '2', '-extfile', ext);
+  openssl(
+    pki,
+    'x509',
+    '-req',
+    '-in',
+    `${name}.csr`,
+    '-CA',
+    'ca.crt',
+    '-CAkey',
+    'ca.key',
+    '-CAcreateserial',
+    '-out',
+    `${name}.crt`,
+    '-days',
+    '2',
+    '-extfile',
+    ext,
+  );
 }
 
 /** Starts a new cluster in `dir` (created if needed); resolves once the node is Ready. */
@@ -91,7 +108,24 @@ export async function startKubeCluster(bin: string, dir = fs.mkdtempSync(path.jo
   const logs = path.join(dir, 'logs');
   fs.mkdirSync(pki, { recursive: true });
   fs.mkdirSync(logs, { recursive: true });
-  openssl(pki, 'req', '-x509', '-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:prime256v1', '-nodes', '-keyout', 'ca.key', '-out', 'ca.crt', '-days', '2', '-subj', '/CN=agentplane-test-ca');
+  openssl(
+    pki,
+    'req',
+    '-x509',
+    '-newkey',
+    'ec',
+    '-pkeyopt',
+    'ec_paramgen_curve:prime256v1',
+    '-nodes',
+    '-keyout',
+    'ca.key',
+    '-out',
+    'ca.crt',
+    '-days',
+    '2',
+    '-subj',
+    '/CN=agentplane-test-ca',
+  );
   issue(pki, 'apiserver', '/CN=kube-apiserver', 'IP:127.0.0.1,DNS:localhost');
   issue(pki, 'kcm', '/CN=system:kube-controller-manager');
   issue(pki, 'scheduler', '/CN=system:kube-scheduler');
@@ -132,7 +166,12 @@ export async function startKubeCluster(bin: string, dir = fs.mkdtempSync(path.jo
     fs.writeFileSync(path.join(dir, 'pids'), pids.join('\n'));
     return child;
   };
-  const log = (name: string) => fs.readFileSync(path.join(logs, `${name}.log`), 'utf8').split('\n').slice(-15).join('\n');
+  const log = (name: string) =>
+    fs
+      .readFileSync(path.join(logs, `${name}.log`), 'utf8')
+      .split('\n')
+      .slice(-15)
+      .join('\n');
   const alive = (child: ReturnType<typeof run>, name: string) => {
     if (child.exitCode !== null) throw new Error(`${name} exited ${child.exitCode}:\n${log(name)}`);
   };
@@ -140,64 +179,130 @@ export async function startKubeCluster(bin: string, dir = fs.mkdtempSync(path.jo
   try {
     const loop = (p: number) => `http://127.0.0.1:${p}`;
     const etcd = run('etcd', [
-      '--data-dir', path.join(dir, 'etcd'), '--name', 'test',
-      '--listen-client-urls', loop(etcdClient), '--advertise-client-urls', loop(etcdClient),
-      '--listen-peer-urls', loop(etcdPeer), '--initial-advertise-peer-urls', loop(etcdPeer),
-      '--initial-cluster', `test=${loop(etcdPeer)}`, '--listen-metrics-urls', loop(etcdMetrics),
+      '--data-dir',
+      path.join(dir, 'etcd'),
+      '--name',
+      'test',
+      '--listen-client-urls',
+      loop(etcdClient),
+      '--advertise-client-urls',
+      loop(etcdClient),
+      '--listen-peer-urls',
+      loop(etcdPeer),
+      '--initial-advertise-peer-urls',
+      loop(etcdPeer),
+      '--initial-cluster',
+      `test=${loop(etcdPeer)}`,
+      '--listen-metrics-urls',
+      loop(etcdMetrics),
       // A test cluster's data is thrown away: no fsync per write on a busy disk.
       '--unsafe-no-fsync',
     ]);
-    await waitFor(() => `etcd health\n${log('etcd')}`, async () => {
-      alive(etcd, 'etcd');
-      return fetch(`${loop(etcdClient)}/health`).then((r) => r.ok, () => false);
-    }, 60_000, 100);
+    await waitFor(
+      () => `etcd health\n${log('etcd')}`,
+      async () => {
+        alive(etcd, 'etcd');
+        return fetch(`${loop(etcdClient)}/health`).then(
+          (r) => r.ok,
+          () => false,
+        );
+      },
+      60_000,
+      100,
+    );
 
     const apiserver = run('kube-apiserver', [
-      `--etcd-servers=${loop(etcdClient)}`, '--bind-address=127.0.0.1', '--advertise-address=127.0.0.1', `--secure-port=${apiPort}`,
-      `--tls-cert-file=${pki}/apiserver.crt`, `--tls-private-key-file=${pki}/apiserver.key`, `--client-ca-file=${ca}`,
-      `--requestheader-client-ca-file=${ca}`, `--token-auth-file=${pki}/tokens.csv`,
-      `--service-account-key-file=${pki}/sa.pub`, `--service-account-signing-key-file=${pki}/sa.key`,
-      '--service-account-issuer=https://kubernetes.default.svc', '--authorization-mode=RBAC',
-      `--service-cluster-ip-range=${serviceRange}`, '--endpoint-reconciler-type=none', `--cert-dir=${pki}/gen`, '--profiling=false',
+      `--etcd-servers=${loop(etcdClient)}`,
+      '--bind-address=127.0.0.1',
+      '--advertise-address=127.0.0.1',
+      `--secure-port=${apiPort}`,
+      `--tls-cert-file=${pki}/apiserver.crt`,
+      `--tls-private-key-file=${pki}/apiserver.key`,
+      `--client-ca-file=${ca}`,
+      `--requestheader-client-ca-file=${ca}`,
+      `--token-auth-file=${pki}/tokens.csv`,
+      `--service-account-key-file=${pki}/sa.pub`,
+      `--service-account-signing-key-file=${pki}/sa.key`,
+      '--service-account-issuer=https://kubernetes.default.svc',
+      '--authorization-mode=RBAC',
+      `--service-cluster-ip-range=${serviceRange}`,
+      '--endpoint-reconciler-type=none',
+      `--cert-dir=${pki}/gen`,
+      '--profiling=false',
       // Request queueing per priority level protects shared clusters; a test cluster has one client at a time.
       '--enable-priority-and-fairness=false',
     ]);
     const cluster = clusterClient(info);
-    await waitFor(() => `kube-apiserver /readyz\n${log('kube-apiserver')}`, async () => {
-      alive(apiserver, 'kube-apiserver');
-      return (await cluster.api('GET', '/readyz').catch(() => ({ status: 0 }))).status === 200;
-    }, 120_000, 200);
+    await waitFor(
+      () => `kube-apiserver /readyz\n${log('kube-apiserver')}`,
+      async () => {
+        alive(apiserver, 'kube-apiserver');
+        return (await cluster.api('GET', '/readyz').catch(() => ({ status: 0 }))).status === 200;
+      },
+      120_000,
+      200,
+    );
 
     const authn = (file: string) => [`--kubeconfig=${file}`, `--authentication-kubeconfig=${file}`, `--authorization-kubeconfig=${file}`];
     run('kube-controller-manager', [
-      ...authn(kcmConfig), '--bind-address=127.0.0.1', `--secure-port=${kcmPort}`, '--leader-elect=false',
-      '--use-service-account-credentials=true', `--service-account-private-key-file=${pki}/sa.key`, `--root-ca-file=${ca}`,
-      '--controllers=*,-nodeipam', `--cert-dir=${pki}/kcm`,
+      ...authn(kcmConfig),
+      '--bind-address=127.0.0.1',
+      `--secure-port=${kcmPort}`,
+      '--leader-elect=false',
+      '--use-service-account-credentials=true',
+      `--service-account-private-key-file=${pki}/sa.key`,
+      `--root-ca-file=${ca}`,
+      '--controllers=*,-nodeipam',
+      `--cert-dir=${pki}/kcm`,
     ]);
-    run('kube-scheduler', [...authn(schedConfig), '--bind-address=127.0.0.1', `--secure-port=${schedPort}`, '--leader-elect=false', `--cert-dir=${pki}/scheduler`]);
+    run('kube-scheduler', [
+      ...authn(schedConfig),
+      '--bind-address=127.0.0.1',
+      `--secure-port=${schedPort}`,
+      '--leader-elect=false',
+      `--cert-dir=${pki}/scheduler`,
+    ]);
     run('kwok', [
-      `--kubeconfig=${kubeconfig}`, `--config=${path.join(bin, 'kwok.yaml')}`, '--manage-all-nodes=false',
-      '--manage-nodes-with-annotation-selector=kwok.x-k8s.io/node=fake', '--node-lease-duration-seconds=40',
-      `--cidr=${podRange}`, '--node-ip=10.0.0.1', `--server-address=127.0.0.1:${kwokPort}`,
+      `--kubeconfig=${kubeconfig}`,
+      `--config=${path.join(bin, 'kwok.yaml')}`,
+      '--manage-all-nodes=false',
+      '--manage-nodes-with-annotation-selector=kwok.x-k8s.io/node=fake',
+      '--node-lease-duration-seconds=40',
+      `--cidr=${podRange}`,
+      '--node-ip=10.0.0.1',
+      `--server-address=127.0.0.1:${kwokPort}`,
     ]);
 
     // The default StorageClass before any claim: a claim made without one keeps no class forever.
     const storageClass = parse(fs.readFileSync(path.join(bin, 'storage-class.yaml'), 'utf8'));
     await must(cluster.api('POST', '/apis/storage.k8s.io/v1/storageclasses', { body: storageClass }));
     const resources = { cpu: '32', memory: '256Gi', pods: '110' };
-    await must(cluster.api('POST', '/api/v1/nodes', {
-      body: {
-        apiVersion: 'v1', kind: 'Node',
-        metadata: { name: KWOK_NODE, annotations: { 'kwok.x-k8s.io/node': 'fake' }, labels: { 'kubernetes.io/hostname': KWOK_NODE, type: 'kwok' } },
-        status: { capacity: resources, allocatable: resources },
+    await must(
+      cluster.api('POST', '/api/v1/nodes', {
+        body: {
+          apiVersion: 'v1',
+          kind: 'Node',
+          metadata: { name: KWOK_NODE, annotations: { 'kwok.x-k8s.io/node': 'fake' }, labels: { 'kubernetes.io/hostname': KWOK_NODE, type: 'kwok' } },
+          status: { capacity: resources, allocatable: resources },
+        },
+      }),
+    );
+    await waitFor(
+      () => `node ${KWOK_NODE} Ready\n${log('kwok')}`,
+      async () => {
+        const node = (await cluster.api('GET', `/api/v1/nodes/${KWOK_NODE}`)).body;
+        return node?.status?.conditions?.some((c: any) => c.type === 'Ready' && c.status === 'True');
       },
-    }));
-    await waitFor(() => `node ${KWOK_NODE} Ready\n${log('kwok')}`, async () => {
-      const node = (await cluster.api('GET', `/api/v1/nodes/${KWOK_NODE}`)).body;
-      return node?.status?.conditions?.some((c: any) => c.type === 'Ready' && c.status === 'True');
-    }, 60_000, 200);
+      60_000,
+      200,
+    );
     // Pods need their namespace's default ServiceAccount, which the controller manager makes.
-    await waitFor('the default ServiceAccount', async () => (await cluster.api('GET', '/api/v1/namespaces/default/serviceaccounts/default')).status === 200, 60_000, 200);
+    await waitFor(
+      'the default ServiceAccount',
+      async () => (await cluster.api('GET', '/api/v1/namespaces/default/serviceaccounts/default')).status === 200,
+      60_000,
+      200,
+    );
     fs.writeFileSync(path.join(dir, 'cluster.json'), JSON.stringify(info));
     return cluster;
   } catch (err) {
@@ -322,7 +427,8 @@ export async function sharedKubeCluster(bin: string): Promise<KubeCluster> {
   }
   const deadline = Date.now() + 180_000;
   while (!fs.existsSync(state)) {
-    if (fs.existsSync(path.join(runDir, 'failed'))) throw new Error(`the shared test cluster failed to start: ${fs.readFileSync(path.join(runDir, 'failed'), 'utf8')}`);
+    if (fs.existsSync(path.join(runDir, 'failed')))
+      throw new Error(`the shared test cluster failed to start: ${fs.readFileSync(path.join(runDir, 'failed'), 'utf8')}`);
     if (Date.now() > deadline) throw new Error('timed out waiting for another test file to start the shared test cluster');
     await sleep(200);
   }

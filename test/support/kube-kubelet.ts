@@ -149,7 +149,9 @@ export function startTestKubelet(cluster: KubeCluster, namespace: string): TestK
   const loop = (async () => {
     while (!stopped) {
       try {
-        const list = await cluster.get(`/api/v1/namespaces/${namespace}/pods?labelSelector=${encodeURIComponent('app.kubernetes.io/name=agentplane-computer')}`);
+        const list = await cluster.get(
+          `/api/v1/namespaces/${namespace}/pods?labelSelector=${encodeURIComponent('app.kubernetes.io/name=agentplane-computer')}`,
+        );
         const live = new Map<string, any>();
         for (const pod of list.items) {
           if (pod.metadata.deletionTimestamp || pod.status?.phase !== 'Running' || !pod.status?.podIP) continue;

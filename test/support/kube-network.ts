@@ -33,7 +33,12 @@ export function installClusterNetwork(info: KubeClusterInfo): ClusterNetwork {
   const sockets = new Set<net.Socket>();
 
   /** Where a connection to the Service's port goes now: a ready endpoint at its target port. */
-  async function endpointFor(namespace: string, service: string, portName: string | undefined, port: number): Promise<{ host: string; port: number } | undefined> {
+  async function endpointFor(
+    namespace: string,
+    service: string,
+    portName: string | undefined,
+    port: number,
+  ): Promise<{ host: string; port: number } | undefined> {
     const slices = await cluster.get(
       `/apis/discovery.k8s.io/v1/namespaces/${namespace}/endpointslices?labelSelector=${encodeURIComponent(`kubernetes.io/service-name=${service}`)}`,
     );

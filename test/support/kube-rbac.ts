@@ -13,7 +13,11 @@ import type { KubeCluster } from './kube-cluster.ts';
  * admin (a stack in `workDir`). Returns a kubeconfig with the ServiceAccount's token, so whatever
  * uses it can do exactly what the Role allows.
  */
-export async function grantControlPlane(cluster: KubeCluster, toolchain: PulumiToolchain, o: { namespace: string; computersNamespace: string; workDir: string }): Promise<string> {
+export async function grantControlPlane(
+  cluster: KubeCluster,
+  toolchain: PulumiToolchain,
+  o: { namespace: string; computersNamespace: string; workDir: string },
+): Promise<string> {
   const stack = await LocalWorkspace.createOrSelectStack(
     {
       projectName: 'agentplane-rbac',
@@ -26,7 +30,11 @@ export async function grantControlPlane(cluster: KubeCluster, toolchain: PulumiT
         new ComputerRbac('rbac', { namespace: ns.metadata.name, computersNamespace: computers.metadata.name, labels }, { providers: [provider] });
       },
     },
-    { workDir: o.workDir, pulumiCommand: await pulumiCommand(toolchain), envVars: engineEnv({ backendUrl: pathToFileURL(o.workDir).href, passphrase: 'rbac', toolchain }) },
+    {
+      workDir: o.workDir,
+      pulumiCommand: await pulumiCommand(toolchain),
+      envVars: engineEnv({ backendUrl: pathToFileURL(o.workDir).href, passphrase: 'rbac', toolchain }),
+    },
   );
   await stack.up();
   return cluster.writeKubeconfig(`${o.namespace}-sa`, await cluster.serviceAccountToken(o.namespace, 'agentplane'));

@@ -27,7 +27,13 @@ export async function startMachine(): Promise<TestMachine> {
   if (machineMissing) throw new Error(machineMissing);
   const sshd = await startSshd();
   const ssh = createSshClient();
-  const target: SshTarget = { host: sshd.host, port: sshd.port, username: sshd.username, privateKey: sshd.privateKey, hostKeyFingerprint: sshd.hostKeyFingerprint };
+  const target: SshTarget = {
+    host: sshd.host,
+    port: sshd.port,
+    username: sshd.username,
+    privateKey: sshd.privateKey,
+    hostKeyFingerprint: sshd.hostKeyFingerprint,
+  };
   const sh = async (command: string) => {
     const res = await ssh.exec(target, command, { timeoutMs: 60_000 });
     if (res.exitCode !== 0) throw new Error(`remote command failed (exit ${res.exitCode}): ${command}\n${res.stderr}`);

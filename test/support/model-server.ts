@@ -61,7 +61,12 @@ interface ChatRequestBody {
   model: string;
   stream?: boolean;
   stream_options?: { include_usage?: boolean };
-  messages: Array<{ role: string; content?: unknown; tool_calls?: Array<{ id: string; function: { name: string; arguments: string } }>; tool_call_id?: string }>;
+  messages: Array<{
+    role: string;
+    content?: unknown;
+    tool_calls?: Array<{ id: string; function: { name: string; arguments: string } }>;
+    tool_call_id?: string;
+  }>;
   tools?: Array<{ type: string; function: { name: string; description?: string; parameters?: unknown } }>;
   [key: string]: unknown;
 }
@@ -311,7 +316,12 @@ async function streamAnthropic(res: http.ServerResponse, body: ChatRequestBody, 
       content: [],
       stop_reason: null,
       stop_sequence: null,
-      usage: { input_tokens: u.promptTokens - (u.cachedTokens ?? 0), output_tokens: 1, cache_read_input_tokens: u.cachedTokens ?? 0, cache_creation_input_tokens: u.cacheWriteTokens ?? 0 },
+      usage: {
+        input_tokens: u.promptTokens - (u.cachedTokens ?? 0),
+        output_tokens: 1,
+        cache_read_input_tokens: u.cachedTokens ?? 0,
+        cache_creation_input_tokens: u.cacheWriteTokens ?? 0,
+      },
     },
   });
   let index = 0;

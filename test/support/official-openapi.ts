@@ -64,5 +64,7 @@ export function expectOfficialResponse(requestPath: string, status: number, body
   let validate = compiled.get(key);
   if (!validate) compiled.set(key, (validate = ajv.compile(schema!)));
   const ok = validate(body);
-  expect(ok ? [] : validate.errors!.map((e) => `${e.instancePath || '/'} ${e.message} ${JSON.stringify(e.params)}`), `GET ${requestPath} ${status}`).toEqual([]);
+  expect(ok ? [] : validate.errors!.map((e) => `${e.instancePath || '/'} ${e.message} ${JSON.stringify(e.params)}`), `GET ${requestPath} ${status}`).toEqual(
+    [],
+  );
 }

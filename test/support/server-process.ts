@@ -18,17 +18,22 @@ export interface ServerProcess {
  * Starts `agentplane serve` (what `npm start` runs) as a real process on a free port and waits
  * until it logs that it is serving.
  */
-export async function startServerProcess(
-  env: Record<string, string>,
-  opts: { command?: string[]; processGroup?: boolean } = {},
-): Promise<ServerProcess> {
+export async function startServerProcess(env: Record<string, string>, opts: { command?: string[]; processGroup?: boolean } = {}): Promise<ServerProcess> {
   const [cmd, ...args] = opts.command ?? [process.execPath, CLI, 'serve'];
   const child = spawn(cmd!, args, {
     cwd: REPO_ROOT,
     // In its own process group, a signal can reach every process of it, as Ctrl-C in a terminal does.
     detached: opts.processGroup ?? false,
     // Free ports for the API and, with DATABASE_URL, the relay peer listener: test files run side by side.
-    env: { ...process.env, PORT: '0', AGENTPLANE_HOST: '127.0.0.1', AGENTPLANE_RELAY_PEER_PORT: '0', AGENTPLANE_RELAY_PEER_HOST: '127.0.0.1', AGENTPLANE_LOG_LEVEL: 'info', ...env },
+    env: {
+      ...process.env,
+      PORT: '0',
+      AGENTPLANE_HOST: '127.0.0.1',
+      AGENTPLANE_RELAY_PEER_PORT: '0',
+      AGENTPLANE_RELAY_PEER_HOST: '127.0.0.1',
+      AGENTPLANE_LOG_LEVEL: 'info',
+      ...env,
+    },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   let out = '';

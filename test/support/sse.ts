@@ -40,7 +40,17 @@ export async function connectSse(url: string, opts: { token: string; lastEventId
   if (res.status !== 200) {
     const body = await res.json();
     ended();
-    return { status: res.status, headers: res.headers, body, events, comments, lastEventId: () => undefined, waitFor: () => Promise.reject(new Error(`status ${res.status}`)), ended: endedPromise, close: () => {} };
+    return {
+      status: res.status,
+      headers: res.headers,
+      body,
+      events,
+      comments,
+      lastEventId: () => undefined,
+      waitFor: () => Promise.reject(new Error(`status ${res.status}`)),
+      ended: endedPromise,
+      close: () => {},
+    };
   }
   void (async () => {
     const decoder = new TextDecoder();

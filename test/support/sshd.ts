@@ -181,7 +181,7 @@ function createNetns(): Netns {
   const nsIf = `aps${tag}n`;
   const b = randomBytes(2);
   const prefix = `10.213.${b[0]}`;
-  const base = (b[1]! & 0xf8) || 8;
+  const base = b[1]! & 0xf8 || 8;
   const hostAddress = `${prefix}.${base + 1}`;
   const machineAddress = `${prefix}.${base + 2}`;
   const blackHoleAddress = `${prefix}.${base + 3}`;
@@ -264,7 +264,9 @@ export async function startSshd(opts: SshdOptions = {}): Promise<TestSshd> {
   const connectionProcesses = () => [...descendantsOf(child.pid!), ...strays];
   const launch = async () => {
     const argv = [SSHD, '-D', '-e', '-f', config];
-    child = netns ? spawn('ip', ['netns', 'exec', netns.name, ...argv], { stdio: ['ignore', 'ignore', 'pipe'] }) : spawn(argv[0]!, argv.slice(1), { stdio: ['ignore', 'ignore', 'pipe'] });
+    child = netns
+      ? spawn('ip', ['netns', 'exec', netns.name, ...argv], { stdio: ['ignore', 'ignore', 'pipe'] })
+      : spawn(argv[0]!, argv.slice(1), { stdio: ['ignore', 'ignore', 'pipe'] });
     child.stderr?.on('data', (d: Buffer) => {
       log = (log + d.toString()).slice(-4_000);
       if (process.env.TEST_SSHD_LOG_LEVEL) process.stderr.write(d);

@@ -2,10 +2,23 @@ import { pkg, type Files } from '../unit/readiness/fixture-repo.ts';
 
 /** A TypeScript monorepo with npm workspaces: an SSH client package, an API app that imports it, and tests. */
 export const TS_MONOREPO: Files = {
-  'package.json': pkg({ name: 'acme-platform', private: true, workspaces: ['packages/*', 'apps/*'], scripts: { build: 'tsc -b', test: 'vitest run' }, devDependencies: { typescript: '5.9.3', vitest: '5.1.1' } }),
+  'package.json': pkg({
+    name: 'acme-platform',
+    private: true,
+    workspaces: ['packages/*', 'apps/*'],
+    scripts: { build: 'tsc -b', test: 'vitest run' },
+    devDependencies: { typescript: '5.9.3', vitest: '5.1.1' },
+  }),
   'README.md': '# Acme platform\n\nAcme platform runs remote builds over SSH and reports them through an HTTP API.\n',
-  '.github/workflows/ci.yml': 'name: ci\non: [push]\njobs:\n  test:\n    runs-on: ubuntu-latest\n    steps:\n      - run: npm test\n  lint:\n    runs-on: ubuntu-latest\n    steps:\n      - run: npm run lint\n',
-  'packages/ssh/package.json': pkg({ name: '@acme/ssh', version: '1.0.0', description: 'SSH connections with pooling and keepalive', main: 'dist/index.js', dependencies: { ssh2: '1.17.0' } }),
+  '.github/workflows/ci.yml':
+    'name: ci\non: [push]\njobs:\n  test:\n    runs-on: ubuntu-latest\n    steps:\n      - run: npm test\n  lint:\n    runs-on: ubuntu-latest\n    steps:\n      - run: npm run lint\n',
+  'packages/ssh/package.json': pkg({
+    name: '@acme/ssh',
+    version: '1.0.0',
+    description: 'SSH connections with pooling and keepalive',
+    main: 'dist/index.js',
+    dependencies: { ssh2: '1.17.0' },
+  }),
   'packages/ssh/src/index.ts': "export { createSshClient, type SshClient } from './client.ts';\nexport { ConnectionPool } from './pool.ts';\n",
   'packages/ssh/src/client.ts': [
     "import { ConnectionPool } from './pool.ts';",
@@ -34,7 +47,13 @@ export const TS_MONOREPO: Files = {
     '}',
     '',
   ].join('\n'),
-  'apps/api/package.json': pkg({ name: '@acme/api', version: '1.0.0', description: 'The HTTP API of the platform', main: 'src/server.ts', dependencies: { '@acme/ssh': '1.0.0', express: '5.1.0' } }),
+  'apps/api/package.json': pkg({
+    name: '@acme/api',
+    version: '1.0.0',
+    description: 'The HTTP API of the platform',
+    main: 'src/server.ts',
+    dependencies: { '@acme/ssh': '1.0.0', express: '5.1.0' },
+  }),
   'apps/api/src/server.ts': [
     "import express from 'express';",
     "import { createSshClient } from '@acme/ssh';",
@@ -66,12 +85,14 @@ export const TS_MONOREPO: Files = {
     "export type BuildStatus = 'queued' | 'running' | 'done';",
     '',
   ].join('\n'),
-  'apps/api/test/builds.test.ts': "import { buildRoutes } from '../src/routes/builds.ts';\nimport { createSshClient } from '@acme/ssh';\n\nexport const routes = buildRoutes(createSshClient());\nexport const checked: boolean[] = [];\nfor (let i = 0; i < 20; i++) checked.push(true);\n",
+  'apps/api/test/builds.test.ts':
+    "import { buildRoutes } from '../src/routes/builds.ts';\nimport { createSshClient } from '@acme/ssh';\n\nexport const routes = buildRoutes(createSshClient());\nexport const checked: boolean[] = [];\nfor (let i = 0; i < 20; i++) checked.push(true);\n",
 };
 
 /** A Python package with a src layout: a CLI that imports its storage module. */
 export const PYTHON_PACKAGE: Files = {
-  'pyproject.toml': '[project]\nname = "ledger"\nversion = "0.3.0"\ndescription = "A double-entry ledger with a command line"\ndependencies = ["click>=8", "sqlalchemy>=2"]\n\n[project.scripts]\nledger = "ledger.cli:main"\n',
+  'pyproject.toml':
+    '[project]\nname = "ledger"\nversion = "0.3.0"\ndescription = "A double-entry ledger with a command line"\ndependencies = ["click>=8", "sqlalchemy>=2"]\n\n[project.scripts]\nledger = "ledger.cli:main"\n',
   'README.md': '# ledger\n\nLedger keeps double-entry accounts in SQLite and prints balances.\n',
   'src/ledger/__init__.py': '"""Double-entry bookkeeping: accounts, postings and balances."""\n\nfrom .accounts import Account\n',
   'src/ledger/accounts.py': [

@@ -21,13 +21,39 @@ describe('analytics definitions', () => {
   });
 
   it('picks the most used autonomy level, ties to the more autonomous, manual without calls', () => {
-    expect(delegationLevel(new Map([['manual', 1], ['auto-low', 1]]))).toBe('auto-low');
-    expect(delegationLevel(new Map([['spec', 3], ['auto-high', 2]]))).toBe('spec');
+    expect(
+      delegationLevel(
+        new Map([
+          ['manual', 1],
+          ['auto-low', 1],
+        ]),
+      ),
+    ).toBe('auto-low');
+    expect(
+      delegationLevel(
+        new Map([
+          ['spec', 3],
+          ['auto-high', 2],
+        ]),
+      ),
+    ).toBe('spec');
     expect(delegationLevel(new Map())).toBe('manual');
   });
 
   it('orders breakdowns by count, then key', () => {
-    expect(byCountThenKey(new Map([['b', 1], ['a', 1], ['c', 2]]))).toEqual([['c', 2], ['a', 1], ['b', 1]]);
+    expect(
+      byCountThenKey(
+        new Map([
+          ['b', 1],
+          ['a', 1],
+          ['c', 2],
+        ]),
+      ),
+    ).toEqual([
+      ['c', 2],
+      ['a', 1],
+      ['b', 1],
+    ]);
   });
 
   it('checks real calendar dates and starts history at creation, not before 2026-01-14', () => {

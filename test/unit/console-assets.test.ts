@@ -37,7 +37,11 @@ describe('the console’s vendor folders', () => {
   });
 
   it('name them in the import map', () => {
-    expect(IMPORT_MAP.imports).toMatchObject({ mermaid: '/vendor/mermaid/mermaid.esm.min.mjs', 'hljs/core': '/vendor/hljs/core.min.js', 'hljs/languages/': '/vendor/hljs/languages/' });
+    expect(IMPORT_MAP.imports).toMatchObject({
+      mermaid: '/vendor/mermaid/mermaid.esm.min.mjs',
+      'hljs/core': '/vendor/hljs/core.min.js',
+      'hljs/languages/': '/vendor/hljs/languages/',
+    });
     for (const url of Object.values(IMPORT_MAP.imports)) if (!url.endsWith('/')) expect(fileFor(url), url).toBeDefined();
   });
 });

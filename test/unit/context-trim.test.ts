@@ -67,6 +67,9 @@ describe('the request-size estimate', () => {
   it('keeps an output reserve the input can live with', () => {
     expect(contextLimits({ provider: 'anthropic' })).toEqual({ contextWindow: 200_000, maxOutputTokens: 8192 });
     expect(contextLimits({ provider: 'openai-compatible', contextWindow: 8000 })).toEqual({ contextWindow: 8000, maxOutputTokens: 2000 });
-    expect(contextLimits({ provider: 'openai-compatible', contextWindow: 8000, maxOutputTokens: 6000 })).toEqual({ contextWindow: 8000, maxOutputTokens: 2000 });
+    expect(contextLimits({ provider: 'openai-compatible', contextWindow: 8000, maxOutputTokens: 6000 })).toEqual({
+      contextWindow: 8000,
+      maxOutputTokens: 2000,
+    });
   });
 });

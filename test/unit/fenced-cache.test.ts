@@ -49,7 +49,10 @@ describe('a fenced cache', () => {
   it('never replaces a value with one read from an older snapshot', async () => {
     let release!: () => void;
     const held = new Promise<void>((resolve) => (release = resolve));
-    const answers: Fenced<string>[] = [{ value: 'old', epoch: 1n }, { value: 'new', epoch: 2n }];
+    const answers: Fenced<string>[] = [
+      { value: 'old', epoch: 1n },
+      { value: 'new', epoch: 2n },
+    ];
     let call = 0;
     const cache = createFencedCache(async () => {
       const answer = answers[call++]!;

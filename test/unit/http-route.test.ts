@@ -93,7 +93,10 @@ describe('route machinery', () => {
     const okText = await ok.text();
     const dup = await post('/api/v0/things/t_1', { name: 'dup' });
     const dupText = await dup.text();
-    for (const [res, text] of [[ok, okText], [dup, dupText]] as const) {
+    for (const [res, text] of [
+      [ok, okText],
+      [dup, dupText],
+    ] as const) {
       expect(res.headers.get('content-type')).toBe('application/json; charset=utf-8');
       expect(Number(res.headers.get('content-length'))).toBe(Buffer.byteLength(text));
       expect(res.headers.get('x-request-id')).toMatch(/^req_/);

@@ -27,7 +27,18 @@ describe('job kinds', () => {
 
 describe('the job catalog', () => {
   it('names every scheduled kind among the kinds a worker runs, each once', () => {
-    const deps = { prisma: {}, clock: {}, ssh: {}, secrets: {}, dataDir: '/tmp', provisioner: {}, managed: { concurrency: 1 }, egress: {}, events: { retentionMs: 1 }, webhooks: {} };
+    const deps = {
+      prisma: {},
+      clock: {},
+      ssh: {},
+      secrets: {},
+      dataDir: '/tmp',
+      provisioner: {},
+      managed: { concurrency: 1 },
+      egress: {},
+      events: { retentionMs: 1 },
+      webhooks: {},
+    };
     const names = jobsFor(deps as never).map((d) => d.name);
     expect(new Set(names).size).toBe(names.length);
     for (const s of JOB_SCHEDULES) expect(names).toContain(s.kind.name);

@@ -75,7 +75,7 @@ describe('kubernetes computer program', async () => {
     }
   });
 
-  it('the Service selects exactly the StatefulSet\'s pods and maps port 22 to sshd', () => {
+  it("the Service selects exactly the StatefulSet's pods and maps port 22 to sshd", () => {
     const selector = sts.inputs.spec.selector.matchLabels;
     expect(svc.inputs.spec.selector).toEqual(selector);
     expect(sts.inputs.spec.template.metadata.labels).toMatchObject(selector);
@@ -108,14 +108,14 @@ describe('kubernetes computer program', async () => {
     expect(sts.dependencies).toContain(secret.urn);
   });
 
-  it('limits the container to the computer\'s size and requests the configured share of it', () => {
+  it("limits the container to the computer's size and requests the configured share of it", () => {
     expect(container(sts).resources).toEqual({
       requests: { cpu: '500m', memory: '2048Mi' },
       limits: { cpu: '2000m', memory: '4096Mi' },
     });
   });
 
-  it('runs one pod from the configured image as the image\'s non-root user, without an API token', () => {
+  it("runs one pod from the configured image as the image's non-root user, without an API token", () => {
     expect(sts.inputs.spec.replicas).toBe(1);
     expect(container(sts).image).toBe('registry.example.com/agentplane-computer:1.2.3');
     expect(container(sts).imagePullPolicy).toBe('Always');
@@ -125,14 +125,14 @@ describe('kubernetes computer program', async () => {
     expect(container(sts).readinessProbe.tcpSocket).toEqual({ port: 'ssh' });
   });
 
-  it('outputs how to reach sshd: the Service\'s cluster name, port 22, the image\'s user, the host key', async () => {
+  it("outputs how to reach sshd: the Service's cluster name, port 22, the image's user, the host key", async () => {
     expect(await resolve(outputs.host)).toBe('cmp-k8stest000000000000001.team-computers.svc');
     expect(outputs.port).toBe(22);
     expect(outputs.username).toBe(IMAGE.username);
     expect(outputs.hostPublicKey).toMatch(/^ssh-ed25519 AAAA\S+/);
   });
 
-  it('talks to the kubeconfig\'s current context unless one is configured', async () => {
+  it("talks to the kubeconfig's current context unless one is configured", async () => {
     expect(one(resources, K.provider).inputs.context).toBeUndefined();
     const staging = loadConfig({ AGENTPLANE_K8S_CONTEXT: 'staging' }).kubernetes;
     expect(one((await run(input, staging)).resources, K.provider).inputs.context).toBe('staging');

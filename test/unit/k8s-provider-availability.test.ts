@@ -25,7 +25,13 @@ const token = touch(path.join(dir, 'serviceaccount', 'token'));
 const base = { AGENTPLANE_PULUMI_HOME: pulumiCache };
 
 const provider = (env: NodeJS.ProcessEnv, inClusterToken = path.join(dir, 'no-token')) =>
-  createKubernetesProvider({ settings: loadConfig({}).kubernetes, hostKeySecret: Buffer.alloc(32), toolchain: locatePulumiToolchain(env), env, inClusterToken });
+  createKubernetesProvider({
+    settings: loadConfig({}).kubernetes,
+    hostKeySecret: Buffer.alloc(32),
+    toolchain: locatePulumiToolchain(env),
+    env,
+    inClusterToken,
+  });
 
 describe('kubernetes provider availability', () => {
   it('is available with a kubeconfig named by KUBECONFIG and the CLI and plugin installed', async () => {

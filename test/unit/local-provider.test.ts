@@ -28,7 +28,7 @@ describe('local provider naming', () => {
 
 describe('local provider subnet', () => {
   it('aligns the block and counts its /30 slots', () => {
-    expect(parseSubnet('10.231.0.0/16')).toEqual({ base: (10 * 2 ** 24) + (231 * 2 ** 16), slots: 16384 });
+    expect(parseSubnet('10.231.0.0/16')).toEqual({ base: 10 * 2 ** 24 + 231 * 2 ** 16, slots: 16384 });
     expect(parseSubnet('192.168.7.77/24')).toEqual({ base: 192 * 2 ** 24 + 168 * 2 ** 16 + 7 * 256, slots: 64 });
   });
 
@@ -65,7 +65,11 @@ describe('cgroup layout', () => {
 
   it('reads co-mounted v1 controllers and a pure v2 host', () => {
     const comounted = 'cgroup /sys/fs/cgroup/cpu,cpuacct cgroup rw,cpu,cpuacct 0 0\ncgroup /sys/fs/cgroup/memory cgroup rw,memory 0 0';
-    expect(cgroupLayout(comounted)).toMatchObject({ version: 1, usable: false, mounts: { cpu: '/sys/fs/cgroup/cpu,cpuacct', cpuacct: '/sys/fs/cgroup/cpu,cpuacct' } });
+    expect(cgroupLayout(comounted)).toMatchObject({
+      version: 1,
+      usable: false,
+      mounts: { cpu: '/sys/fs/cgroup/cpu,cpuacct', cpuacct: '/sys/fs/cgroup/cpu,cpuacct' },
+    });
     expect(cgroupLayout('cgroup2 /sys/fs/cgroup cgroup2 rw,nsdelegate 0 0')).toEqual({ version: 2, root: '/sys/fs/cgroup', usable: true });
   });
 });
@@ -82,7 +86,11 @@ describe('AGENTPLANE_LOCAL_ALLOW', () => {
     }
     expect(() => loadConfig({ AGENTPLANE_LOCAL_ALLOW: '22,nope' })).toThrow(/AGENTPLANE_LOCAL_ALLOW.*"nope"/s);
     expect(() => loadConfig({ AGENTPLANE_LOCAL_ROOT: 'relative/dir' })).toThrow(/AGENTPLANE_LOCAL_ROOT/);
-    expect(loadConfig({ AGENTPLANE_DATA_DIR: '/srv/ap' }).managed.local).toMatchObject({ root: '/srv/ap-computers', allow: { ports: [], nets: [] }, pidsMax: 1024 });
+    expect(loadConfig({ AGENTPLANE_DATA_DIR: '/srv/ap' }).managed.local).toMatchObject({
+      root: '/srv/ap-computers',
+      allow: { ports: [], nets: [] },
+      pidsMax: 1024,
+    });
     expect(defaultLocalRoot('./.agentplane')).toBe(`${process.cwd()}/.agentplane-computers`);
   });
 });

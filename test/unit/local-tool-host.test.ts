@@ -81,7 +81,10 @@ describe('the local tool host: a workspace directory on the control plane', () =
 
   it('runs the tools: paths from the model resolve against cwd, and the host refuses the rest', async () => {
     expect(await readFileTool.run(host, { path: 'src/a.ts' })).toEqual({ isError: false, output: 'export const needle = 1;\n' });
-    expect(await readFileTool.run(host, { path: '../secret.txt' })).toEqual({ isError: true, output: `${outside} is outside the workspace; use paths under ${root}` });
+    expect(await readFileTool.run(host, { path: '../secret.txt' })).toEqual({
+      isError: true,
+      output: `${outside} is outside the workspace; use paths under ${root}`,
+    });
     expect((await listDirectoryTool.run(host, { path: 'src' })).output).toMatch(/ a\.ts$/);
     expect((await listDirectoryTool.run(host, { path: '/' })).isError).toBe(true);
     expect(await writeFileTool.run(host, { path: 'src/c.ts', content: 'x\n' })).toEqual({
@@ -90,16 +93,25 @@ describe('the local tool host: a workspace directory on the control plane', () =
       effects: { filesCreated: [`${root}/src/c.ts`] },
     });
     expect(await globTool.run(host, { pattern: 'src/*.ts' })).toEqual({ isError: false, output: 'src/a.ts\nsrc/c.ts' });
-    expect(await searchTextTool.run(host, { pattern: 'needle', path: 'src' })).toEqual({ isError: false, output: `${root}/src/a.ts:1:export const needle = 1;` });
+    expect(await searchTextTool.run(host, { pattern: 'needle', path: 'src' })).toEqual({
+      isError: false,
+      output: `${root}/src/a.ts:1:export const needle = 1;`,
+    });
   });
 
   it("the wiki's read-only tools keep glob and search_text inside the workspace too", async () => {
     const tools = new Map(readOnlyTools().map((t) => [t.name, t]));
     expect([...tools.keys()]).toEqual(['read_file', 'list_directory', 'glob', 'search_text']);
-    expect(await tools.get('search_text')!.run(host, { pattern: 'agent', path: '..' })).toEqual({ isError: true, output: `${scratch} is outside the workspace; use paths under ${root}` });
+    expect(await tools.get('search_text')!.run(host, { pattern: 'agent', path: '..' })).toEqual({
+      isError: true,
+      output: `${scratch} is outside the workspace; use paths under ${root}`,
+    });
     expect((await tools.get('search_text')!.run(host, { pattern: 'agent', path: 'escape' })).isError).toBe(true);
     expect((await tools.get('glob')!.run(host, { pattern: '*', path: '/etc' })).isError).toBe(true);
-    expect(await tools.get('glob')!.run(host, { pattern: '../*' })).toEqual({ isError: true, output: 'glob patterns are relative to the repository and may not climb out of it with ..' });
+    expect(await tools.get('glob')!.run(host, { pattern: '../*' })).toEqual({
+      isError: true,
+      output: 'glob patterns are relative to the repository and may not climb out of it with ..',
+    });
     expect(await tools.get('glob')!.run(host, { pattern: '**/a.ts' })).toEqual({ isError: false, output: 'src/a.ts' });
   });
 });

@@ -52,7 +52,15 @@ describe('planInstalls: the decision table', () => {
   });
 
   it('leaves workspace members to the root install of the same ecosystem', () => {
-    const files = ['package.json', 'pnpm-lock.yaml', 'packages/a/package.json', 'packages/b/package.json', 'Cargo.toml', 'crates/x/Cargo.toml', 'tools/py/requirements.txt'];
+    const files = [
+      'package.json',
+      'pnpm-lock.yaml',
+      'packages/a/package.json',
+      'packages/b/package.json',
+      'Cargo.toml',
+      'crates/x/Cargo.toml',
+      'tools/py/requirements.txt',
+    ];
     expect(planInstalls(files, repo).map((p) => [p.manager, p.directory])).toEqual([
       ['pnpm', repo],
       ['cargo', repo],
@@ -68,7 +76,14 @@ describe('planInstalls: the decision table', () => {
   });
 
   it('ignores manifests inside installed dependencies, virtualenvs, build output and .git', () => {
-    const files = ['node_modules/x/package.json', '.venv/lib/pyproject.toml', 'vendor/y/go.mod', 'target/z/Cargo.toml', '.git/package.json', 'dist/package.json'];
+    const files = [
+      'node_modules/x/package.json',
+      '.venv/lib/pyproject.toml',
+      'vendor/y/go.mod',
+      'target/z/Cargo.toml',
+      '.git/package.json',
+      'dist/package.json',
+    ];
     expect(planInstalls(files, repo)).toEqual([]);
   });
 

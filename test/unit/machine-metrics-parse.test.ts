@@ -35,7 +35,14 @@ describe('parseMetricsOutput', () => {
       'Filesystem 1024-blocks Used Available Capacity Mounted on',
       'tmpfs 2000 500 1500 25% /home',
     ].join('\n');
-    expect(parseMetricsOutput(out, at)).toMatchObject({ cpuUsedPct: 33.3, cpuCount: 8, memUsed: 750 * 1024, memTotal: 1000 * 1024, diskUsed: 500 * 1024, diskTotal: 2000 * 1024 });
+    expect(parseMetricsOutput(out, at)).toMatchObject({
+      cpuUsedPct: 33.3,
+      cpuCount: 8,
+      memUsed: 750 * 1024,
+      memTotal: 1000 * 1024,
+      diskUsed: 500 * 1024,
+      diskTotal: 2000 * 1024,
+    });
   });
 
   it('falls back to free + buffers + cache without MemAvailable, and to /proc/stat CPU lines without nproc', () => {

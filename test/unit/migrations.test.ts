@@ -47,13 +47,14 @@ async function deployWithPrismaEngine(db: PGlite, migrationsDir: string) {
 
 async function localMigrationNames(): Promise<string[]> {
   const entries = await readdir(MIGRATIONS_DIR, { withFileTypes: true });
-  return entries.filter((e) => e.isDirectory()).map((e) => e.name).sort();
+  return entries
+    .filter((e) => e.isDirectory())
+    .map((e) => e.name)
+    .sort();
 }
 
 async function publicTables(conn: SqlConnection): Promise<string[]> {
-  const { rows } = await conn.query<{ name: string }>(
-    `SELECT table_name AS name FROM information_schema.tables WHERE table_schema = 'public' ORDER BY 1`,
-  );
+  const { rows } = await conn.query<{ name: string }>(`SELECT table_name AS name FROM information_schema.tables WHERE table_schema = 'public' ORDER BY 1`);
   return rows.map((r) => r.name);
 }
 
@@ -106,9 +107,7 @@ describe('applyMigrations', () => {
       [names[0]],
     );
     const bytes = await readFile(path.join(MIGRATIONS_DIR, names[0]!, 'migration.sql'));
-    expect(rows).toEqual([
-      { checksum: createHash('sha256').update(bytes).digest('hex'), finished_at: expect.any(Date), applied_steps_count: 1 },
-    ]);
+    expect(rows).toEqual([{ checksum: createHash('sha256').update(bytes).digest('hex'), finished_at: expect.any(Date), applied_steps_count: 1 }]);
   });
 
   it('applies nothing on a second run and releases its lock', async () => {

@@ -30,9 +30,7 @@ describe('OpenAPI document', async () => {
         }
       });
     });
-    const documented = Object.entries(res).flatMap(([path, ops]) =>
-      Object.keys(ops).map((m) => `${m.toUpperCase()} ${expressPath(path)}`),
-    );
+    const documented = Object.entries(res).flatMap(([path, ops]) => Object.keys(ops).map((m) => `${m.toUpperCase()} ${expressPath(path)}`));
     const served = servedRoutes((app as unknown as { router: { stack: Layer[] } }).router.stack);
     expect(served.length).toBeGreaterThan(0);
     expect(new Set(documented)).toEqual(new Set(served));

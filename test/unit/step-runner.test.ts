@@ -49,16 +49,16 @@ describe.each(BACKENDS)('the step runner on %s', (backend) => {
         status: 'active',
         createdBy: 'usr_x',
         provisioningSteps: {
-          create: steps.map((s, position) => (typeof s === 'string' ? { id: s, name: `Step ${s}`, status: 'pending', position } : { name: `Step ${s.id}`, position, ...s })),
+          create: steps.map((s, position) =>
+            typeof s === 'string' ? { id: s, name: `Step ${s}`, status: 'pending', position } : { name: `Step ${s.id}`, position, ...s },
+          ),
         },
       },
     });
     return provisioningSteps(db.prisma, computerId);
   }
   const stored = async () =>
-    Object.fromEntries(
-      (await db.prisma.provisioningStep.findMany({ where: { computerId }, orderBy: { position: 'asc' } })).map((s) => [s.id, s]),
-    );
+    Object.fromEntries((await db.prisma.provisioningStep.findMany({ where: { computerId }, orderBy: { position: 'asc' } })).map((s) => [s.id, s]));
   const statuses = async () => Object.fromEntries(Object.entries(await stored()).map(([id, s]) => [id, s.status]));
   const stepEvents = async () =>
     (await db.prisma.event.findMany({ where: { computerId, type: 'computer.step' }, orderBy: { id: 'asc' } })).map((e) => {
@@ -107,9 +107,20 @@ describe.each(BACKENDS)('the step runner on %s', (backend) => {
     const result = await runSteps(
       store,
       [
-        { id: 'a', run: async () => { throw new Error('a broke'); } },
+        {
+          id: 'a',
+          run: async () => {
+            throw new Error('a broke');
+          },
+        },
         done('b', () => log.push('b')),
-        { id: 'c', stopsOnFailure: 'c could not finish', run: async () => { throw new Error('c broke'); } },
+        {
+          id: 'c',
+          stopsOnFailure: 'c could not finish',
+          run: async () => {
+            throw new Error('c broke');
+          },
+        },
         done('d', () => log.push('d')),
       ],
       opts(),
@@ -131,14 +142,16 @@ describe.each(BACKENDS)('the step runner on %s', (backend) => {
     const notes: (string | null)[] = [];
     const result = await runSteps(
       store,
-      [{
-        id: 'a',
-        retry: rule,
-        run: async () => {
-          notes.push((await stored()).a!.error);
-          if (++tries < 3) throw new ConnectionLost({ ...at, reason: 'reset' });
+      [
+        {
+          id: 'a',
+          retry: rule,
+          run: async () => {
+            notes.push((await stored()).a!.error);
+            if (++tries < 3) throw new ConnectionLost({ ...at, reason: 'reset' });
+          },
         },
-      }],
+      ],
       opts(),
     );
     expect(result).toBe('finished');
@@ -156,8 +169,22 @@ describe.each(BACKENDS)('the step runner on %s', (backend) => {
     await runSteps(
       store,
       [
-        { id: 'hostkey', retry: rule, run: async () => { hostKeyTries++; throw new HostKeyMismatch({ ...at, expected: 'SHA256:a', presented: 'SHA256:b' }); } },
-        { id: 'budget', retry: rule, run: async () => { budgetTries++; throw new Unreachable({ ...at, reason: `refused ${budgetTries}` }); } },
+        {
+          id: 'hostkey',
+          retry: rule,
+          run: async () => {
+            hostKeyTries++;
+            throw new HostKeyMismatch({ ...at, expected: 'SHA256:a', presented: 'SHA256:b' });
+          },
+        },
+        {
+          id: 'budget',
+          retry: rule,
+          run: async () => {
+            budgetTries++;
+            throw new Unreachable({ ...at, reason: `refused ${budgetTries}` });
+          },
+        },
       ],
       opts(),
     );
@@ -229,7 +256,10 @@ describe.each(BACKENDS)('the step runner on %s', (backend) => {
           id: 'a',
           run: async () => {
             // A teardown marks what is pending or running skipped, meanwhile.
-            await db.prisma.provisioningStep.updateMany({ where: { computerId, status: { in: ['pending', 'running'] } }, data: { status: 'skipped', error: 'the computer was deleted' } });
+            await db.prisma.provisioningStep.updateMany({
+              where: { computerId, status: { in: ['pending', 'running'] } },
+              data: { status: 'skipped', error: 'the computer was deleted' },
+            });
           },
         },
         done('b', () => log.push('b')),
@@ -247,15 +277,17 @@ describe.each(BACKENDS)('the step runner on %s', (backend) => {
     let tries = 0;
     const result = await runSteps(
       store,
-      [{
-        id: 'a',
-        retry: { transient: () => true, budgetMs: 5_000, delayMs: 20, note: () => 'waiting' },
-        run: async () => {
-          tries++;
-          await db.prisma.provisioningStep.updateMany({ where: { computerId, id: 'a' }, data: { status: 'skipped', error: 'the computer was deleted' } });
-          throw new Unreachable({ ...at, reason: 'gone' });
+      [
+        {
+          id: 'a',
+          retry: { transient: () => true, budgetMs: 5_000, delayMs: 20, note: () => 'waiting' },
+          run: async () => {
+            tries++;
+            await db.prisma.provisioningStep.updateMany({ where: { computerId, id: 'a' }, data: { status: 'skipped', error: 'the computer was deleted' } });
+            throw new Unreachable({ ...at, reason: 'gone' });
+          },
         },
-      }],
+      ],
       opts(),
     );
     expect(result).toBe('lost');

@@ -23,7 +23,11 @@ function pivot<R extends { date: string }>(rows: R[], key: (r: R) => string, val
   const series = new Map<string, (number | null)[]>();
   for (const r of rows) {
     const k = key(r);
-    if (!series.has(k)) series.set(k, days.map(() => 0));
+    if (!series.has(k))
+      series.set(
+        k,
+        days.map(() => 0),
+      );
     series.get(k)![index.get(r.date)!] = value(r);
   }
   return { x: days.map(seconds), series: [...series].map(([label, values]) => ({ label, values })) };
@@ -50,7 +54,14 @@ export default function AnalyticsPage() {
   const productivity = useResource(() => must(api.GET('/api/v1/analytics/productivity', { params: { query: q } })), [range]);
 
   const tokenChart = useMemo(
-    () => (tokens.data ? pivot(tokens.data.data as { date: string; group_key: string; billable_tokens: number }[], (r) => r.group_key, (r) => r.billable_tokens) : undefined),
+    () =>
+      tokens.data
+        ? pivot(
+            tokens.data.data as { date: string; group_key: string; billable_tokens: number }[],
+            (r) => r.group_key,
+            (r) => r.billable_tokens,
+          )
+        : undefined,
     [tokens.data],
   );
   const activityRows = (activity.data?.data ?? []).filter((r): r is Extract<typeof r, { weekly_active_users: number }> => 'weekly_active_users' in r);
@@ -126,13 +137,15 @@ function Panel(props: { title: string; resource: { data?: unknown; error?: ApiPr
   return html`<section class="panel" aria-label=${props.title}>
     <h2>${props.title}</h2>
     <${ErrorBox} error=${props.resource.error} />
-    ${!props.resource.data && !props.resource.error
-      ? html`<${Loading} />`
-      : props.resource.data && props.empty
-        ? html`<${Empty} title="No data in this range"><p>Pick days on which members used agents; today's activity appears tomorrow.</p><//>`
-        : props.resource.data
-          ? props.children
-          : null}
+    ${
+      !props.resource.data && !props.resource.error
+        ? html`<${Loading} />`
+        : props.resource.data && props.empty
+          ? html`<${Empty} title="No data in this range"><p>Pick days on which members used agents; today's activity appears tomorrow.</p><//>`
+          : props.resource.data
+            ? props.children
+            : null
+    }
   </section>`;
 }
 
@@ -168,7 +181,9 @@ function UsersTable({ start, end }: { start: string; end: string }) {
     const rows: UserRow[] = [];
     let next: string | undefined;
     do {
-      const res = await must(api.GET('/api/v1/analytics/users', { params: { query: { startDate: start, endDate: end, limit: '100', ...(next ? { cursor: next } : {}) } } }));
+      const res = await must(
+        api.GET('/api/v1/analytics/users', { params: { query: { startDate: start, endDate: end, limit: '100', ...(next ? { cursor: next } : {}) } } }),
+      );
       rows.push(...res.data);
       next = res.meta.has_more ? (res.meta.next_cursor ?? undefined) : undefined;
     } while (next);
@@ -188,11 +203,12 @@ function UsersTable({ start, end }: { start: string; end: string }) {
     </div>
     <${ErrorBox} error=${page.error ?? download.error} />
     ${download.result !== undefined ? html`<p class="notice" role="status">CSV of ${download.result} rows downloaded.</p>` : null}
-    ${!page.data && !page.error
-      ? html`<${Loading} />`
-      : page.data && !rows.length
-        ? html`<${Empty} title="No member was active in this range"><p>Choose other days above.</p><//>`
-        : html`<div class="table-wrap" tabindex="0" role="region" aria-label="Per-user metrics">
+    ${
+      !page.data && !page.error
+        ? html`<${Loading} />`
+        : page.data && !rows.length
+          ? html`<${Empty} title="No member was active in this range"><p>Choose other days above.</p><//>`
+          : html`<div class="table-wrap" tabindex="0" role="region" aria-label="Per-user metrics">
             <table>
               <caption class="sr-only">Per-user metrics</caption>
               <thead><tr>${USER_COLUMNS.map((c) => html`<th scope="col">${c.replace(/_/g, ' ')}</th>`)}</tr></thead>
@@ -200,7 +216,8 @@ function UsersTable({ start, end }: { start: string; end: string }) {
                 ${rows.map((r) => html`<tr key=${`${r.user_id}/${r.date}`}>${USER_COLUMNS.map((c) => html`<td>${typeof r[c] === 'number' ? number(r[c] as number) : String(r[c] ?? '—')}</td>`)}</tr>`)}
               </tbody>
             </table>
-          </div>`}
+          </div>`
+    }
     <div class="row">
       <button type="button" disabled=${cursors.length < 2} onClick=${() => setCursors(cursors.slice(0, -1))}>Previous page</button>
       <span>Page ${cursors.length}</span>

@@ -49,8 +49,9 @@ export default function AutomationsPage() {
         await rescan.run();
       }}
     />
-    ${connected
-      ? html`
+    ${
+      connected
+        ? html`
           <${NewAutomation} onDone=${afterEdit} />
           <section aria-labelledby="workflows-title">
             <div class="page-header">
@@ -62,7 +63,8 @@ export default function AutomationsPage() {
             ${scan.data ? html`<${ScanResults} scan=${scan.data} onDone=${afterEdit} />` : scan.loading ? html`<${Loading} label="Scanning…" />` : null}
           </section>
         `
-      : null}
+        : null
+    }
     <${Jobs} jobs=${jobs} />
     ${connected ? html`<${Runs} />` : null}
   `;
@@ -92,8 +94,9 @@ function Connections({ integrations, onChange }: { integrations: ReturnType<type
       <h2 id="connections-title">Forge connections</h2>
       <button type="button" aria-expanded=${open} onClick=${() => setOpen(!open)}>${open ? 'Close' : 'Connect a forge'}</button>
     </div>
-    ${open
-      ? html`<form
+    ${
+      open
+        ? html`<form
           class="panel"
           aria-label="Connect a forge"
           onSubmit=${submitted(() => create.run())}
@@ -120,18 +123,20 @@ function Connections({ integrations, onChange }: { integrations: ReturnType<type
           <${ErrorBox} error=${create.error} what="Not connected" />
           <button type="submit" class="primary" disabled=${create.busy}>${create.busy ? 'Checking the token…' : 'Connect'}</button>
         </form>`
-      : null}
+        : null
+    }
     <${ErrorBox} error=${integrations.error} />
     <${ErrorBox} error=${remove.error} what="Not removed" />
     <${Notice} text=${create.result ?? remove.result} />
-    ${integrations.loading && !integrations.data
-      ? html`<${Loading} />`
-      : integrations.data && !integrations.data.length
-        ? html`<${Empty} title="No forge connected">
+    ${
+      integrations.loading && !integrations.data
+        ? html`<${Loading} />`
+        : integrations.data && !integrations.data.length
+          ? html`<${Empty} title="No forge connected">
             <p>Connect GitHub or Gitea with “Connect a forge” (managers and owners): agentplane then scans your repositories’ workflows and opens pull requests for automations.</p>
           <//>`
-        : integrations.data
-          ? html`<div class="table-wrap" tabindex="0" role="region" aria-label="Table of forge connections">
+          : integrations.data
+            ? html`<div class="table-wrap" tabindex="0" role="region" aria-label="Table of forge connections">
               <table>
                 <caption class="sr-only">Forge connections</caption>
                 <thead>
@@ -158,7 +163,8 @@ function Connections({ integrations, onChange }: { integrations: ReturnType<type
                 </tbody>
               </table>
             </div>`
-          : null}
+            : null
+    }
   </section>`;
 }
 
@@ -201,9 +207,11 @@ function SettingsFields({ settings, set, mode }: { settings: Settings; set: (s: 
         )}
       </div>
     </fieldset>
-    ${mode === 'custom'
-      ? html`<label class="wide">Prompt <textarea rows="3" value=${settings.customPrompt} onInput=${(e: Event) => set({ ...settings, customPrompt: value(e) })}></textarea></label>`
-      : null}
+    ${
+      mode === 'custom'
+        ? html`<label class="wide">Prompt <textarea rows="3" value=${settings.customPrompt} onInput=${(e: Event) => set({ ...settings, customPrompt: value(e) })}></textarea></label>`
+        : null
+    }
     <label class="wide"
       >Workflow inputs (YAML, optional)
       <textarea rows="2" placeholder=${'model: claude-sonnet-4\ntimeout-minutes: 20'} value=${settings.yamlParams} onInput=${(e: Event) => set({ ...settings, yamlParams: value(e) })}></textarea>
@@ -220,7 +228,13 @@ function NewAutomation({ onDone }: { onDone: () => Promise<void> }) {
   const create = useAction(async () => {
     const result = await must(
       api.POST('/api/v0/automations/ci/edit', {
-        body: { action: 'create', modeId: mode, automationName: settings.name.trim(), repos: repos.map((repoFullName) => ({ repoFullName })), changes: changesOf(settings) },
+        body: {
+          action: 'create',
+          modeId: mode,
+          automationName: settings.name.trim(),
+          repos: repos.map((repoFullName) => ({ repoFullName })),
+          changes: changesOf(settings),
+        },
       }),
     );
     await onDone();
@@ -231,8 +245,9 @@ function NewAutomation({ onDone }: { onDone: () => Promise<void> }) {
       <h2 id="new-automation-title">Automations</h2>
       <button type="button" class="primary" aria-expanded=${open} onClick=${() => setOpen(!open)}>${open ? 'Close' : 'New automation'}</button>
     </div>
-    ${open
-      ? html`<form
+    ${
+      open
+        ? html`<form
           class="panel"
           aria-label="New automation"
           onSubmit=${submitted(() => create.run())}
@@ -268,7 +283,8 @@ function NewAutomation({ onDone }: { onDone: () => Promise<void> }) {
           <button type="submit" class="primary" disabled=${create.busy || !repos.length}>${create.busy ? 'Opening pull requests…' : 'Create: open pull requests'}</button>
           ${create.busy ? html`<${Loading} label="Writing the workflow and opening a pull request in each repository…" />` : null}
         </form>`
-      : null}
+        : null
+    }
     ${create.result ? html`<${EditOutcome} result=${create.result} title="Automation created" />` : null}
   </section>`;
 }
@@ -295,7 +311,11 @@ function ScanResults({ scan, onDone }: { scan: components['schemas']['CiScan']; 
     const automationId = w.droidActionInputs['automation-id'];
     const result = await must(
       api.POST('/api/v0/automations/ci/edit', {
-        body: { action: 'delete', repos: [{ repoFullName: w.repoFullName, filePath: w.filePath }], ...(automationId ? { factoryAutomationId: automationId } : {}) },
+        body: {
+          action: 'delete',
+          repos: [{ repoFullName: w.repoFullName, filePath: w.filePath }],
+          ...(automationId ? { factoryAutomationId: automationId } : {}),
+        },
       }),
     );
     setOutcome({ result, title: 'Deletion proposed' });
@@ -308,8 +328,9 @@ function ScanResults({ scan, onDone }: { scan: components['schemas']['CiScan']; 
     </p>
     <${ErrorBox} error=${remove.error} what="Not deleted" />
     ${outcome ? html`<${EditOutcome} result=${outcome.result} title=${outcome.title} />` : null}
-    ${scan.workflows.length
-      ? html`<div class="table-wrap" tabindex="0" role="region" aria-label="Workflows found">
+    ${
+      scan.workflows.length
+        ? html`<div class="table-wrap" tabindex="0" role="region" aria-label="Workflows found">
           <table>
             <caption class="sr-only">Workflows found</caption>
             <thead>
@@ -324,20 +345,23 @@ function ScanResults({ scan, onDone }: { scan: components['schemas']['CiScan']; 
                     <td>${w.templateId ? html`<${Badge} value=${w.templateId} />` : html`<span class="muted">not an agentplane workflow</span>`}</td>
                     <td>
                       <div class="row">
-                        ${w.templateId
-                          ? html`<button type="button" aria-expanded=${editing === key(w)} onClick=${() => setEditing(editing === key(w) ? undefined : key(w))} aria-label=${`Edit ${w.workflowName} in ${w.repoFullName}`}>Edit</button>
+                        ${
+                          w.templateId
+                            ? html`<button type="button" aria-expanded=${editing === key(w)} onClick=${() => setEditing(editing === key(w) ? undefined : key(w))} aria-label=${`Edit ${w.workflowName} in ${w.repoFullName}`}>Edit</button>
                               <${ConfirmButton}
                                 label="Delete"
                                 danger
                                 question=${`Open a pull request in ${w.repoFullName} that removes ${w.filePath}?`}
                                 onConfirm=${() => remove.run(w)}
                               />`
-                          : null}
+                            : null
+                        }
                       </div>
                     </td>
                   </tr>
-                  ${editing === key(w)
-                    ? html`<tr key=${`${key(w)}-edit`}>
+                  ${
+                    editing === key(w)
+                      ? html`<tr key=${`${key(w)}-edit`}>
                         <td colspan="5">
                           <${EditAutomation}
                             workflow=${w}
@@ -349,27 +373,37 @@ function ScanResults({ scan, onDone }: { scan: components['schemas']['CiScan']; 
                           />
                         </td>
                       </tr>`
-                    : null}`,
+                      : null
+                  }`,
               )}
             </tbody>
           </table>
         </div>`
-      : html`<${Empty} title="No workflows found">
+        : html`<${Empty} title="No workflows found">
           <p>None of the repositories has a workflow on its default branch yet. Create an automation above and merge its pull request; it shows here after the next scan.</p>
-        <//>`}
-    ${scan.failures.length
-      ? html`<details>
+        <//>`
+    }
+    ${
+      scan.failures.length
+        ? html`<details>
           <summary>${scan.failures.length} could not be read</summary>
           <ul>
             ${scan.failures.map((f) => html`<li><code>${f.repoFullName}${f.filePath ? `/${f.filePath}` : ''}</code>: ${f.error}</li>`)}
           </ul>
         </details>`
-      : null}
+        : null
+    }
   `;
 }
 
 function EditAutomation({ workflow, onDone }: { workflow: Workflow; onDone: (r: EditResult) => Promise<void> }) {
-  const initial: Settings = { name: workflow.workflowName, schedule: workflow.scheduleCron ?? '', events: [], customPrompt: workflow.droidActionInputs.prompt ?? '', yamlParams: '' };
+  const initial: Settings = {
+    name: workflow.workflowName,
+    schedule: workflow.scheduleCron ?? '',
+    events: [],
+    customPrompt: workflow.droidActionInputs.prompt ?? '',
+    yamlParams: '',
+  };
   const [settings, setSettings] = useState<Settings>(initial);
   const automationId = workflow.droidActionInputs['automation-id'];
   const save = useAction(async () => {
@@ -414,12 +448,13 @@ function Jobs({ jobs }: { jobs: ReturnType<typeof useResource<Job[]>> }) {
       <button type="button" onClick=${() => jobs.reload()}>Refresh</button>
     </div>
     <${ErrorBox} error=${jobs.error} />
-    ${jobs.loading && !jobs.data
-      ? html`<${Loading} />`
-      : jobs.data && !jobs.data.length
-        ? html`<${Empty} title="No jobs yet"><p>Each automation created, changed or deleted, and each run the forge starts, is listed here with its pull requests.</p><//>`
-        : jobs.data
-          ? html`<div class="table-wrap" tabindex="0" role="region" aria-label="Table of jobs">
+    ${
+      jobs.loading && !jobs.data
+        ? html`<${Loading} />`
+        : jobs.data && !jobs.data.length
+          ? html`<${Empty} title="No jobs yet"><p>Each automation created, changed or deleted, and each run the forge starts, is listed here with its pull requests.</p><//>`
+          : jobs.data
+            ? html`<div class="table-wrap" tabindex="0" role="region" aria-label="Table of jobs">
               <table>
                 <caption class="sr-only">Jobs</caption>
                 <thead>
@@ -438,7 +473,8 @@ function Jobs({ jobs }: { jobs: ReturnType<typeof useResource<Job[]>> }) {
                 </tbody>
               </table>
             </div>`
-          : null}
+            : null
+    }
   </section>`;
 }
 
@@ -450,12 +486,13 @@ function Runs() {
       <button type="button" onClick=${() => runs.reload()}>Refresh</button>
     </div>
     <${ErrorBox} error=${runs.error} />
-    ${runs.loading && !runs.data
-      ? html`<${Loading} label="Asking the forge…" />`
-      : runs.data && !runs.data.runs.length
-        ? html`<${Empty} title="No workflow runs yet"><p>Runs show here once an automation’s workflow is merged and the forge runs it.</p><//>`
-        : runs.data
-          ? html`<div class="table-wrap" tabindex="0" role="region" aria-label="Table of workflow runs">
+    ${
+      runs.loading && !runs.data
+        ? html`<${Loading} label="Asking the forge…" />`
+        : runs.data && !runs.data.runs.length
+          ? html`<${Empty} title="No workflow runs yet"><p>Runs show here once an automation’s workflow is merged and the forge runs it.</p><//>`
+          : runs.data
+            ? html`<div class="table-wrap" tabindex="0" role="region" aria-label="Table of workflow runs">
               <table>
                 <caption class="sr-only">Workflow runs</caption>
                 <thead>
@@ -474,7 +511,8 @@ function Runs() {
                 </tbody>
               </table>
             </div>`
-          : null}
+            : null
+    }
     ${runs.data?.failures.length ? html`<p class="hint">Not read: ${runs.data.failures.map((f) => `${f.repoFullName} (${f.error})`).join('; ')}</p>` : null}
   </section>`;
 }

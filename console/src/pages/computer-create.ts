@@ -44,9 +44,7 @@ export function CreateComputer({ computers, onCreated }: { computers: Computer[]
           body: { quantity: Number(form.quantity), namePrefix: form.name, provider, repos, autoInstallDeps: form.autoInstallDeps },
         }),
       );
-      setBulkNote(
-        `${res.computers.length} of ${res.requestedQuantity} created` + (res.error ? ` — stopped: ${res.error.message}` : ''),
-      );
+      setBulkNote(`${res.computers.length} of ${res.requestedQuantity} created` + (res.error ? ` — stopped: ${res.error.message}` : ''));
       if (!res.error) onCreated();
       return;
     }
@@ -88,7 +86,8 @@ export function CreateComputer({ computers, onCreated }: { computers: Computer[]
             ['computer', 'Copy of a computer'],
           ] as const
         ).map(
-          ([m, label]) => html`<label key=${m}><input type="radio" name="mode" value=${m} checked=${mode === m} onChange=${() => setMode(m)} /> ${label}</label>`,
+          ([m, label]) =>
+            html`<label key=${m}><input type="radio" name="mode" value=${m} checked=${mode === m} onChange=${() => setMode(m)} /> ${label}</label>`,
         )}
       </fieldset>
       <div class="grid">
@@ -96,29 +95,36 @@ export function CreateComputer({ computers, onCreated }: { computers: Computer[]
           >${mode === 'bulk' ? 'Name prefix' : 'Name'}
           <input required value=${form.name} onInput=${(e: Event) => set({ name: value(e) })} pattern="[a-z0-9][a-z0-9-]{0,62}" title="lowercase letters, digits and dashes" />
         </label>
-        ${mode === 'bulk'
-          ? html`<label>Quantity (1–20) <input type="number" min="1" max="20" required value=${form.quantity} onInput=${(e: Event) => set({ quantity: value(e) })} /></label>`
-          : null}
-        ${mode === 'template'
-          ? html`<label
+        ${
+          mode === 'bulk'
+            ? html`<label>Quantity (1–20) <input type="number" min="1" max="20" required value=${form.quantity} onInput=${(e: Event) => set({ quantity: value(e) })} /></label>`
+            : null
+        }
+        ${
+          mode === 'template'
+            ? html`<label
               >Template
               <select required value=${form.templateId} onChange=${(e: Event) => set({ templateId: value(e) })}>
                 <option value="">Choose a template</option>
                 ${(templates.data ?? []).map((t) => html`<option key=${t.id} value=${t.id}>${t.name}</option>`)}
               </select>
             </label>`
-          : null}
-        ${mode === 'computer'
-          ? html`<label
+            : null
+        }
+        ${
+          mode === 'computer'
+            ? html`<label
               >Source computer
               <select required value=${form.sourceComputerId} onChange=${(e: Event) => set({ sourceComputerId: value(e) })}>
                 <option value="">Choose a computer</option>
                 ${computers.filter((c) => !c.deletedAt).map((c) => html`<option key=${c.id} value=${c.id}>${c.name}</option>`)}
               </select>
             </label>`
-          : null}
-        ${mode !== 'template'
-          ? html`<label
+            : null
+        }
+        ${
+          mode !== 'template'
+            ? html`<label
               >Provider
               <select value=${form.provider} onChange=${(e: Event) => set({ provider: value(e) })}>
                 <option value="">${mode === 'computer' ? "the source's" : 'default'}</option>
@@ -126,36 +132,47 @@ export function CreateComputer({ computers, onCreated }: { computers: Computer[]
                 ${mode === 'single' ? html`<option value="byom">byom — a machine of my own</option>` : null}
               </select>
             </label>`
-          : null}
-        ${byom
-          ? html`
+            : null
+        }
+        ${
+          byom
+            ? html`
               <label>Host <input required value=${form.host} onInput=${(e: Event) => set({ host: value(e) })} /></label>
               <label>SSH port <input type="number" min="1" max="65535" value=${form.port} onInput=${(e: Event) => set({ port: value(e) })} /></label>
               <label>Remote user <input required value=${form.remoteUser} onInput=${(e: Event) => set({ remoteUser: value(e) })} /></label>
             `
-          : null}
-        ${mode === 'single' || mode === 'bulk'
-          ? html`<label class="wide"
+            : null
+        }
+        ${
+          mode === 'single' || mode === 'bulk'
+            ? html`<label class="wide"
               >Repositories to clone (one per line)
               <textarea rows="2" value=${form.repos} onInput=${(e: Event) => set({ repos: value(e) })}></textarea>
             </label>`
-          : null}
-        ${mode === 'template'
-          ? html`<label class="check"><input type="checkbox" checked=${form.isListed} onChange=${() => set({ isListed: !form.isListed })} /> Listed</label>`
-          : null}
-        ${mode !== 'template'
-          ? html`<label class="check"
+            : null
+        }
+        ${
+          mode === 'template'
+            ? html`<label class="check"><input type="checkbox" checked=${form.isListed} onChange=${() => set({ isListed: !form.isListed })} /> Listed</label>`
+            : null
+        }
+        ${
+          mode !== 'template'
+            ? html`<label class="check"
               ><input type="checkbox" checked=${form.autoInstallDeps} onChange=${() => set({ autoInstallDeps: !form.autoInstallDeps })} /> Install
               dependencies after cloning</label
             >`
-          : null}
+            : null
+        }
       </div>
-      ${byom && sshKey.data
-        ? html`<p class="hint">
+      ${
+        byom && sshKey.data
+          ? html`<p class="hint">
             Add the organization's key to <code>~/.ssh/authorized_keys</code> of the remote user first:
             <code class="block" data-testid="org-ssh-key">${sshKey.data}</code>
           </p>`
-        : null}
+          : null
+      }
       <${ErrorBox} error=${providers.error ?? templates.error} />
       <${ErrorBox} error=${create.error} what="Not created" />
       ${bulkNote ? html`<p class="notice" role="status">${bulkNote}</p>` : null}

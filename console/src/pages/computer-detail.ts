@@ -16,10 +16,7 @@ const FINISHED = new Set(['completed', 'skipped', 'failed']);
 
 /** One computer: its fields, its set-up steps as they happen, its metrics, and what can be done to it. */
 export function ComputerDetail({ id }: { id: string }) {
-  const computer = useResource(
-    () => must(api.GET('/api/v0/computers/{computerId}', { params: { path: { computerId: id } } })),
-    [id],
-  );
+  const computer = useResource(() => must(api.GET('/api/v0/computers/{computerId}', { params: { path: { computerId: id } } })), [id]);
   const [mode, setMode] = useState<LiveMode>('connecting');
   const [notice, setNotice] = useState<string>();
   // The poll interval is asked for on each tick: read the latest data, not the first render's.
@@ -76,9 +73,10 @@ export function ComputerDetail({ id }: { id: string }) {
   return html`
     <${PageHeader} title=${c.name}>
       <${LiveIndicator} mode=${mode} />
-      ${c.deletedAt
-        ? null
-        : html`
+      ${
+        c.deletedAt
+          ? null
+          : html`
             <button type="button" disabled=${action.busy} onClick=${() => action.run('restart')}>Restart</button>
             <button type="button" disabled=${action.busy} onClick=${() => action.run('refresh')}>Refresh</button>
             <button type="button" disabled=${action.busy} onClick=${() => action.run('install-deps')}>Install dependencies</button>
@@ -86,13 +84,16 @@ export function ComputerDetail({ id }: { id: string }) {
             <${ConfirmButton}
               label="Delete"
               danger
-              question=${c.providerType === 'byom'
-                ? `Delete ${c.name}? Its registration is removed; the machine and its files stay as they are.`
-                : `Delete ${c.name}? Its sandbox and everything on it are torn down, its sessions archived. This cannot be undone.`}
+              question=${
+                c.providerType === 'byom'
+                  ? `Delete ${c.name}? Its registration is removed; the machine and its files stay as they are.`
+                  : `Delete ${c.name}? Its sandbox and everything on it are torn down, its sessions archived. This cannot be undone.`
+              }
               confirmLabel=${`Delete ${c.name}`}
               onConfirm=${() => remove.run()}
             />
-          `}
+          `
+      }
     <//>
     <${ErrorBox} error=${computer.error} />
     <${ErrorBox} error=${action.error} what="The action failed" />
@@ -111,8 +112,9 @@ export function ComputerDetail({ id }: { id: string }) {
     </dl>
     <section aria-labelledby="steps-title">
       <h2 id="steps-title">Set-up steps</h2>
-      ${steps.length
-        ? html`<${Progress} value=${done} max=${steps.length} label="Set-up progress" />
+      ${
+        steps.length
+          ? html`<${Progress} value=${done} max=${steps.length} label="Set-up progress" />
             <ol class="steps" aria-live="polite">
               ${steps.map(
                 (s) => html`<li key=${s.id} class=${`step step-${s.status}`} data-step=${s.id}>
@@ -123,7 +125,8 @@ export function ComputerDetail({ id }: { id: string }) {
                 </li>`,
               )}
             </ol>`
-        : html`<${Empty} title="No set-up steps"><p>This computer was registered ready to use.</p><//>`}
+          : html`<${Empty} title="No set-up steps"><p>This computer was registered ready to use.</p><//>`
+      }
     </section>
     ${c.status === 'active' && !c.deletedAt ? html`<${Metrics} id=${id} />` : null}
   `;
@@ -133,7 +136,10 @@ const gib = (n: number) => Math.round((n / 2 ** 30) * 100) / 100;
 
 function Metrics({ id }: { id: string }) {
   const since = useMemo(() => new Date(Date.now() - 3_600_000).toISOString(), [id]);
-  const metrics = useResource(() => must(api.GET('/api/v0/computers/{computerId}/metrics', { params: { path: { computerId: id }, query: { start: since } } })), [id]);
+  const metrics = useResource(
+    () => must(api.GET('/api/v0/computers/{computerId}/metrics', { params: { path: { computerId: id }, query: { start: since } } })),
+    [id],
+  );
   useEffect(() => {
     const t = setInterval(() => void metrics.reload(), 30_000);
     return () => clearInterval(t);
@@ -147,8 +153,9 @@ function Metrics({ id }: { id: string }) {
     <${ErrorBox} error=${metrics.error} />
     ${!metrics.data && !metrics.error ? html`<${Loading} label="Reading metrics…" />` : null}
     ${metrics.data && !samples.length ? html`<${Empty} title="No samples yet"><p>Samples appear once the computer has run for a minute.</p><//>` : null}
-    ${samples.length
-      ? html`<div class="charts">
+    ${
+      samples.length
+        ? html`<div class="charts">
           <${Chart} title=${`CPU (${last?.cpuCount ?? '?'} ${last?.cpuCount === 1 ? 'core' : 'cores'})`} range=${range} unit="%" x=${x} series=${[{ label: 'CPU used %', values: samples.map((s) => s.cpuUsedPct) }]} />
           <${Chart}
             title=${`Memory (of ${bytes(last?.memTotal ?? 0)})`}
@@ -165,6 +172,7 @@ function Metrics({ id }: { id: string }) {
             series=${[{ label: 'Disk used GB', values: samples.map((s) => gib(s.diskUsed)) }]}
           />
         </div>`
-      : null}
+        : null
+    }
   </section>`;
 }

@@ -76,15 +76,17 @@ function ComputerList() {
       <${LiveIndicator} mode=${mode} />
       <button type="button" class="primary" aria-expanded=${creating} onClick=${() => setCreating(!creating)}>${creating ? 'Close' : 'New computer'}</button>
     <//>
-    ${creating
-      ? html`<${CreateComputer}
+    ${
+      creating
+        ? html`<${CreateComputer}
           computers=${data ?? []}
           onCreated=${() => {
             setCreating(false);
             void load();
           }}
         />`
-      : null}
+        : null
+    }
     <form class="filters" role="search" aria-label="Filter computers" onSubmit=${(e: Event) => e.preventDefault()}>
       <label>Name or id <input type="search" value=${text} onInput=${(e: Event) => setText((e.target as HTMLInputElement).value)} /></label>
       <label
@@ -100,18 +102,21 @@ function ComputerList() {
       <label class="check"><input type="checkbox" checked=${deleted} onChange=${() => setDeleted(!deleted)} /> Deleted</label>
     </form>
     <${ErrorBox} error=${error} />
-    ${data === undefined && !error
-      ? html`<${Loading} />`
-      : data && shown.length === 0
-        ? html`<${Empty} title=${data.length ? 'No computer matches these filters' : 'No computers yet'}>
+    ${
+      data === undefined && !error
+        ? html`<${Loading} />`
+        : data && shown.length === 0
+          ? html`<${Empty} title=${data.length ? 'No computer matches these filters' : 'No computers yet'}>
             <p>
-              ${data.length
-                ? 'Clear the filters to see every computer.'
-                : 'Create a managed computer, or register a machine of your own (provider "byom") with "New computer".'}
+              ${
+                data.length
+                  ? 'Clear the filters to see every computer.'
+                  : 'Create a managed computer, or register a machine of your own (provider "byom") with "New computer".'
+              }
             </p>
           <//>`
-        : data
-          ? html`<div class="table-wrap" tabindex="0" role="region" aria-label="Computers">
+          : data
+            ? html`<div class="table-wrap" tabindex="0" role="region" aria-label="Computers">
               <table>
                 <caption class="sr-only">Computers</caption>
                 <thead>
@@ -140,6 +145,7 @@ function ComputerList() {
                 </tbody>
               </table>
             </div>`
-          : null}
+            : null
+    }
   `;
 }

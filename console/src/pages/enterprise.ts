@@ -21,7 +21,9 @@ export default function EnterprisePage() {
 
   const loadHistory = async (cursor?: string) => {
     try {
-      const page = await must(api.GET('/api/v0/organization/enterprise-controls/history', { params: { query: { limit: '20', ...(cursor ? { cursor } : {}) } } }));
+      const page = await must(
+        api.GET('/api/v0/organization/enterprise-controls/history', { params: { query: { limit: '20', ...(cursor ? { cursor } : {}) } } }),
+      );
       setHistory((h) => ({ changes: [...(cursor ? (h?.changes ?? []) : []), ...page.changes], next: page.pagination.nextCursor }));
       setHistoryError(undefined);
     } catch (e) {
@@ -69,8 +71,9 @@ export default function EnterprisePage() {
     <${PageHeader} title="Enterprise controls" />
     <${ErrorBox} error=${current.error} />
     <${Notice} text=${notice} />
-    ${current.data
-      ? html`<section class="panel" aria-labelledby="current-title">
+    ${
+      current.data
+        ? html`<section class="panel" aria-labelledby="current-title">
           <h2 id="current-title">Current settings (revision ${current.data.revision})</h2>
           <form
             onSubmit=${submitted(() => save.run())}
@@ -84,15 +87,17 @@ export default function EnterprisePage() {
             <div class="row"><button type="submit" class="primary" disabled=${save.busy || draft === undefined}>Save a new revision</button></div>
           </form>
         </section>`
-      : !current.error
-        ? html`<${Loading} />`
-        : null}
+        : !current.error
+          ? html`<${Loading} />`
+          : null
+    }
     <section aria-labelledby="history-title">
       <h2 id="history-title">History</h2>
       <${ErrorBox} error=${historyError} />
       ${history && !history.changes.length ? html`<${Empty} title="No changes yet"><p>Each save above is recorded here as a revision.</p><//>` : null}
-      ${history && history.changes.length
-        ? html`<div class="table-wrap" tabindex="0" role="region" aria-label="Revisions">
+      ${
+        history && history.changes.length
+          ? html`<div class="table-wrap" tabindex="0" role="region" aria-label="Revisions">
               <table>
                 <caption class="sr-only">Revisions</caption>
                 <thead><tr><th scope="col">Revision</th><th scope="col">Changed by</th><th scope="col">When</th></tr></thead>
@@ -112,9 +117,10 @@ export default function EnterprisePage() {
             <div class="row">
               ${revisionSelect('From', pair.from, (n) => setPair({ ...pair, from: n }))} ${revisionSelect('To', pair.to, (n) => setPair({ ...pair, to: n }))}
             </div>
-            ${to
-              ? changes.length
-                ? html`<ul class="diff" aria-label="Differences">
+            ${
+              to
+                ? changes.length
+                  ? html`<ul class="diff" aria-label="Differences">
                     ${changes.map(
                       (c) => html`<li class=${`diff-${c.kind}`}>
                         <code>${c.path}</code> ${c.kind}:
@@ -123,9 +129,11 @@ export default function EnterprisePage() {
                       </li>`,
                     )}
                   </ul>`
-                : html`<p>The two revisions hold the same settings.</p>`
-              : null}`
-        : null}
+                  : html`<p>The two revisions hold the same settings.</p>`
+                : null
+            }`
+          : null
+      }
     </section>
   `;
 }

@@ -17,7 +17,9 @@ export default function LimitsPage() {
   const [failures, setFailures] = useState<{ email: string; message: string }[]>([]);
   const saveGlobal = useAction(async () => {
     const res = await must(api.PUT('/api/v0/organization/usage/limits/global', { body: { limit: parseLimit(globalText ?? '') } }));
-    setNotice(res.limit === null ? 'No global limit: users without an override are not limited.' : `Global limit set to ${number(res.limit)} credits per user.`);
+    setNotice(
+      res.limit === null ? 'No global limit: users without an override are not limited.' : `Global limit set to ${number(res.limit)} credits per user.`,
+    );
     setGlobalText(undefined);
     await limits.reload();
   });
@@ -34,8 +36,9 @@ export default function LimitsPage() {
     <${ErrorBox} error=${limits.error} />
     <${Notice} text=${notice} />
     ${!l && !limits.error ? html`<${Loading} />` : null}
-    ${l
-      ? html`
+    ${
+      l
+        ? html`
           <section class="panel" aria-labelledby="global-title">
             <h2 id="global-title">Global limit per user</h2>
             <form
@@ -66,8 +69,9 @@ export default function LimitsPage() {
             </form>
             <${ErrorBox} error=${saveUser.error} what="Not saved" />
             ${failures.map((f) => html`<div class="error" role="alert"><strong>${f.email}</strong><p>${f.message}</p></div>`)}
-            ${l.userLimits.length
-              ? html`<div class="table-wrap" tabindex="0" role="region" aria-label="Individual overrides">
+            ${
+              l.userLimits.length
+                ? html`<div class="table-wrap" tabindex="0" role="region" aria-label="Individual overrides">
                   <table>
                     <caption class="sr-only">Individual overrides</caption>
                     <thead><tr><th scope="col">Email</th><th scope="col" class="num">Limit</th><th scope="col"><span class="sr-only">Actions</span></th></tr></thead>
@@ -82,9 +86,11 @@ export default function LimitsPage() {
                     </tbody>
                   </table>
                 </div>`
-              : html`<${Empty} title="No overrides"><p>Every member gets the global limit. Set an override above for someone who needs more or less.</p><//>`}
+                : html`<${Empty} title="No overrides"><p>Every member gets the global limit. Set an override above for someone who needs more or less.</p><//>`
+            }
           </section>
         `
-      : null}
+        : null
+    }
   `;
 }

@@ -32,7 +32,12 @@ export default function MembersPage() {
     setNotice(
       res.status === 'error'
         ? undefined
-        : { invited: `Invitation sent to ${res.email}.`, already_member: `${res.email} is already a member.`, role_updated: `${res.email} is now ${res.role}.`, already_invited: `${res.email} already has a pending invitation.` }[res.status],
+        : {
+            invited: `Invitation sent to ${res.email}.`,
+            already_member: `${res.email} is already a member.`,
+            role_updated: `${res.email} is now ${res.role}.`,
+            already_invited: `${res.email} already has a pending invitation.`,
+          }[res.status],
     );
     // The API answers a refused invitation (the seat limit) with 200 and `status: error`.
     if (res.status === 'error') throw new ApiProblem(200, 'Invitation refused', res.error ?? 'The invitation failed');
@@ -69,12 +74,13 @@ export default function MembersPage() {
     </section>
     <${Notice} text=${notice} />
     <${ErrorBox} error=${error ?? remove.error} />
-    ${!users && !error
-      ? html`<${Loading} />`
-      : users && !users.list.length
-        ? html`<${Empty} title="No members"><p>Invite someone by email above.</p><//>`
-        : users
-          ? html`<div class="table-wrap" tabindex="0" role="region" aria-label="Members and invitations">
+    ${
+      !users && !error
+        ? html`<${Loading} />`
+        : users && !users.list.length
+          ? html`<${Empty} title="No members"><p>Invite someone by email above.</p><//>`
+          : users
+            ? html`<div class="table-wrap" tabindex="0" role="region" aria-label="Members and invitations">
                 <table>
                   <caption class="sr-only">Members and invitations</caption>
                   <thead><tr><th scope="col">Email</th><th scope="col">Name</th><th scope="col">Joined</th><th scope="col">Last sign-in</th><th scope="col"><span class="sr-only">Actions</span></th></tr></thead>
@@ -92,6 +98,7 @@ export default function MembersPage() {
                 </table>
               </div>
               ${users.next ? html`<button type="button" onClick=${() => load(users.next!)}>Load more</button>` : null}`
-          : null}
+            : null
+    }
   `;
 }

@@ -61,12 +61,13 @@ export default function ReadinessPage({ route }: PageProps) {
     </form>
     <${ErrorBox} error=${error} />
     ${selected ? html`<${ReportView} report=${selected} />` : null}
-    ${!state && !error
-      ? html`<${Loading} />`
-      : state && !state.reports.length
-        ? html`<${Empty} title="No readiness reports yet"><p>Evaluate a repository with <code>POST /api/organization/agent-readiness-reports/evaluate</code>, or let an agent client upload its report.</p><//>`
-        : state
-          ? html`<section aria-labelledby="history-title">
+    ${
+      !state && !error
+        ? html`<${Loading} />`
+        : state && !state.reports.length
+          ? html`<${Empty} title="No readiness reports yet"><p>Evaluate a repository with <code>POST /api/organization/agent-readiness-reports/evaluate</code>, or let an agent client upload its report.</p><//>`
+          : state
+            ? html`<section aria-labelledby="history-title">
               <h2 id="history-title">${repo ? `History of ${repo}` : 'Latest reports'}</h2>
               <div class="table-wrap" tabindex="0" role="region" aria-label="Readiness reports">
                 <table>
@@ -89,7 +90,8 @@ export default function ReadinessPage({ route }: PageProps) {
               </div>
               ${state.more ? html`<button type="button" onClick=${more}>Load older reports</button>` : null}
             </section>`
-          : null}
+            : null
+    }
   `;
 }
 

@@ -21,7 +21,9 @@ function ServiceAccountList() {
   const [form, setForm] = useState({ name: '', description: '' });
   const [open, setOpen] = useState(false);
   const create = useAction(async () => {
-    await must(api.POST('/api/v0/service-accounts', { body: { name: form.name, ...(form.description ? { description: form.description } : {}), status: 'active' } }));
+    await must(
+      api.POST('/api/v0/service-accounts', { body: { name: form.name, ...(form.description ? { description: form.description } : {}), status: 'active' } }),
+    );
     setForm({ name: '', description: '' });
     setOpen(false);
     await accounts.reload();
@@ -30,8 +32,9 @@ function ServiceAccountList() {
     <${PageHeader} title="Service accounts">
       <button type="button" class="primary" aria-expanded=${open} onClick=${() => setOpen(!open)}>${open ? 'Close' : 'New service account'}</button>
     <//>
-    ${open
-      ? html`<section class="panel" aria-labelledby="new-sa">
+    ${
+      open
+        ? html`<section class="panel" aria-labelledby="new-sa">
           <h2 id="new-sa">New service account</h2>
           <form
             onSubmit=${submitted(() => create.run())}
@@ -44,14 +47,16 @@ function ServiceAccountList() {
             <button type="submit" class="primary" disabled=${create.busy}>Create</button>
           </form>
         </section>`
-      : null}
+        : null
+    }
     <${ErrorBox} error=${accounts.error} />
-    ${accounts.loading && !accounts.data
-      ? html`<${Loading} />`
-      : accounts.data && !accounts.data.length
-        ? html`<${Empty} title="No service accounts yet"><p>A service account is an identity for automation (CI, bots): create one, then give it an API key.</p><//>`
-        : accounts.data
-          ? html`<div class="table-wrap" tabindex="0" role="region" aria-label="Service accounts">
+    ${
+      accounts.loading && !accounts.data
+        ? html`<${Loading} />`
+        : accounts.data && !accounts.data.length
+          ? html`<${Empty} title="No service accounts yet"><p>A service account is an identity for automation (CI, bots): create one, then give it an API key.</p><//>`
+          : accounts.data
+            ? html`<div class="table-wrap" tabindex="0" role="region" aria-label="Service accounts">
               <table>
                 <caption class="sr-only">Service accounts</caption>
                 <thead><tr><th scope="col">Name</th><th scope="col">Status</th><th scope="col">Description</th><th scope="col">Created</th></tr></thead>
@@ -67,7 +72,8 @@ function ServiceAccountList() {
                 </tbody>
               </table>
             </div>`
-          : null}
+            : null
+    }
   `;
 }
 
@@ -116,9 +122,10 @@ function ServiceAccountDetail({ id }: { id: string }) {
   if (!a) return account.error ? html`<${PageHeader} title="Service account" /><${ErrorBox} error=${account.error} />` : html`<${Loading} />`;
   return html`
     <${PageHeader} title=${a.name}>
-      ${a.status === 'deleted'
-        ? null
-        : html`
+      ${
+        a.status === 'deleted'
+          ? null
+          : html`
             <button type="button" disabled=${setStatus.busy} onClick=${() => setStatus.run(a.status === 'active' ? 'inactive' : 'active')}>
               ${a.status === 'active' ? 'Deactivate' : 'Activate'}
             </button>
@@ -129,7 +136,8 @@ function ServiceAccountDetail({ id }: { id: string }) {
               confirmLabel=${`Delete ${a.name}`}
               onConfirm=${() => remove.run()}
             />
-          `}
+          `
+      }
     <//>
     <p><a href=${href('service-accounts')}>All service accounts</a></p>
     <${ErrorBox} error=${setStatus.error ?? remove.error} />
@@ -153,10 +161,11 @@ function ServiceAccountDetail({ id }: { id: string }) {
         <label>Grace period on rotation (minutes) <input type="number" min="0" max="1440" value=${grace} onInput=${(e: Event) => setGrace(value(e))} /></label>
       </form>
       <${ErrorBox} error=${createKey.error} what="No key created" />
-      ${keys.data && !keys.data.length
-        ? html`<${Empty} title="No keys yet"><p>Create a key for the automation that acts as this account.</p><//>`
-        : keys.data
-          ? html`<div class="table-wrap" tabindex="0" role="region" aria-label="API keys">
+      ${
+        keys.data && !keys.data.length
+          ? html`<${Empty} title="No keys yet"><p>Create a key for the automation that acts as this account.</p><//>`
+          : keys.data
+            ? html`<div class="table-wrap" tabindex="0" role="region" aria-label="API keys">
               <table>
                 <caption class="sr-only">API keys</caption>
                 <thead><tr><th scope="col">Name</th><th scope="col">Fingerprint</th><th scope="col">State</th><th scope="col">Created</th><th scope="col">Expires</th><th scope="col"><span class="sr-only">Actions</span></th></tr></thead>
@@ -169,9 +178,10 @@ function ServiceAccountDetail({ id }: { id: string }) {
                       <td>${dateTime(k.createdAt)}</td>
                       <td>${k.expiresAt ? dateTime(k.expiresAt) : 'never'}</td>
                       <td>
-                        ${k.isRevoked
-                          ? null
-                          : html`<div class="row">
+                        ${
+                          k.isRevoked
+                            ? null
+                            : html`<div class="row">
                               <${ConfirmButton}
                                 label=${`Rotate ${k.name}`}
                                 question=${`Rotate “${k.name}”? A new value is issued with the same name; the old one stops working${Number(grace) ? ` after ${grace} minutes` : ' at once'}.`}
@@ -185,14 +195,16 @@ function ServiceAccountDetail({ id }: { id: string }) {
                                 confirmLabel="Revoke"
                                 onConfirm=${() => revoke.run(k.id)}
                               />
-                            </div>`}
+                            </div>`
+                        }
                       </td>
                     </tr>`,
                   )}
                 </tbody>
               </table>
             </div>`
-          : null}
+            : null
+      }
     </section>
   `;
 }

@@ -192,15 +192,17 @@ function Transcript({
         ${m.content.map((b, i) => html`<${BlockView} key=${i} block=${b} results=${results} outputs=${outputs} />`)}
       </li>`,
     )}
-    ${streaming.text || streaming.thinking
-      ? html`<li class="message message-assistant streaming" data-role="assistant-streaming">
+    ${
+      streaming.text || streaming.thinking
+        ? html`<li class="message message-assistant streaming" data-role="assistant-streaming">
           <div class="message-meta"><span>Agent</span> <span class="muted">writing…</span></div>
           ${streaming.thinking ? html`<details><summary>Thinking</summary><pre>${streaming.thinking}</pre></details>` : null}
           <div class="text">${streaming.text}</div>
         </li>`
-      : running
-        ? html`<li class="message message-assistant pending"><span class="spinner" aria-hidden="true"></span> <span class="muted">The agent is working…</span></li>`
-        : null}
+        : running
+          ? html`<li class="message message-assistant pending"><span class="spinner" aria-hidden="true"></span> <span class="muted">The agent is working…</span></li>`
+          : null
+    }
   </ol>`;
 }
 
@@ -227,13 +229,15 @@ function BlockView({ block, results, outputs }: { block: Block; results: Map<str
         </summary>
         <h3 class="sr-only">Input</h3>
         <pre>${JSON.stringify(block.input, null, 2)}</pre>
-        ${result
-          ? html`<h3 class="sr-only">Output</h3><pre class="tool-output">${resultText(result)}</pre>`
-          : live
-            ? html`<h3 class="sr-only">Output so far</h3><pre class="tool-output live" data-testid="tool-output-live">${live.text}${live.truncated
-                ? html`<span class="muted">\n[live output stops here; the result will show how it ends]</span>`
-                : null}</pre>`
-            : null}
+        ${
+          result
+            ? html`<h3 class="sr-only">Output</h3><pre class="tool-output">${resultText(result)}</pre>`
+            : live
+              ? html`<h3 class="sr-only">Output so far</h3><pre class="tool-output live" data-testid="tool-output-live">${live.text}${
+                  live.truncated ? html`<span class="muted">\n[live output stops here; the result will show how it ends]</span>` : null
+                }</pre>`
+              : null
+        }
       </details>`;
     }
     case 'tool_result':

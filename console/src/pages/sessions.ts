@@ -42,12 +42,13 @@ function SessionList({ computerId }: { computerId: string }) {
     ${creating ? html`<${CreateSession} computerId=${computerId} />` : null}
     ${computerId ? html`<p>On computer <code>${computerId}</code> · <a href=${href('sessions')}>all sessions</a></p>` : null}
     <${ErrorBox} error=${error} />
-    ${!pages && !error
-      ? html`<${Loading} />`
-      : pages && pages.sessions.length === 0
-        ? html`<${Empty} title="No sessions yet"><p>Start one with “New session” on an active computer; its agent answers in the transcript.</p><//>`
-        : pages
-          ? html`<div class="table-wrap" tabindex="0" role="region" aria-label="Sessions">
+    ${
+      !pages && !error
+        ? html`<${Loading} />`
+        : pages && pages.sessions.length === 0
+          ? html`<${Empty} title="No sessions yet"><p>Start one with “New session” on an active computer; its agent answers in the transcript.</p><//>`
+          : pages
+            ? html`<div class="table-wrap" tabindex="0" role="region" aria-label="Sessions">
                 <table>
                   <caption class="sr-only">Sessions</caption>
                   <thead>
@@ -75,7 +76,8 @@ function SessionList({ computerId }: { computerId: string }) {
                 </table>
               </div>
               ${pages.next ? html`<button type="button" onClick=${() => load(pages.next!)}>Load more</button>` : null}`
-          : null}
+            : null
+    }
   `;
 }
 
@@ -124,9 +126,11 @@ function CreateSession({ computerId }: { computerId: string }) {
           </select>
         </label>
       </div>
-      ${computers.data && !computers.data.length
-        ? html`<p class="hint">No active computer yet: <a href=${href('computers')}>create or register one</a> first.</p>`
-        : null}
+      ${
+        computers.data && !computers.data.length
+          ? html`<p class="hint">No active computer yet: <a href=${href('computers')}>create or register one</a> first.</p>`
+          : null
+      }
       <${ErrorBox} error=${computers.error} />
       <${ErrorBox} error=${create.error} what="Not started" />
       <button type="submit" class="primary" disabled=${create.busy}>${create.busy ? 'Starting…' : 'Start session'}</button>

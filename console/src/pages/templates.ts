@@ -36,8 +36,9 @@ export default function TemplatesPage() {
     <${PageHeader} title="Templates">
       <button type="button" class="primary" aria-expanded=${open} onClick=${() => setOpen(!open)}>${open ? 'Close' : 'New template'}</button>
     <//>
-    ${open
-      ? html`<section class="panel" aria-labelledby="new-template">
+    ${
+      open
+        ? html`<section class="panel" aria-labelledby="new-template">
           <h2 id="new-template">New template</h2>
           <form
             onSubmit=${submitted(() => create.run())}
@@ -59,15 +60,17 @@ export default function TemplatesPage() {
             <button type="submit" class="primary" disabled=${create.busy}>Create template</button>
           </form>
         </section>`
-      : null}
+        : null
+    }
     <${ErrorBox} error=${templates.error} />
     <${ErrorBox} error=${remove.error} what="Not deleted" />
-    ${templates.loading && !templates.data
-      ? html`<${Loading} />`
-      : templates.data && !templates.data.length
-        ? html`<${Empty} title="No templates yet"><p>A template names a provider, repositories and a set-up script; create computers from it on the Computers page.</p><//>`
-        : templates.data
-          ? html`<div class="table-wrap" tabindex="0" role="region" aria-label="Templates">
+    ${
+      templates.loading && !templates.data
+        ? html`<${Loading} />`
+        : templates.data && !templates.data.length
+          ? html`<${Empty} title="No templates yet"><p>A template names a provider, repositories and a set-up script; create computers from it on the Computers page.</p><//>`
+          : templates.data
+            ? html`<div class="table-wrap" tabindex="0" role="region" aria-label="Templates">
               <table>
                 <caption class="sr-only">Templates</caption>
                 <thead>
@@ -86,6 +89,7 @@ export default function TemplatesPage() {
                 </tbody>
               </table>
             </div>`
-          : null}
+            : null
+    }
   `;
 }

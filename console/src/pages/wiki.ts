@@ -45,7 +45,8 @@ function RunStatus({ run }: { run: Run }) {
     const timer = setInterval(() => tick((n) => n + 1), 1000);
     return () => clearInterval(timer);
   }, [run.status]);
-  if (run.status === 'queued') return html`<span class="progress-row"><${Badge} value="queued" /><progress aria-label="Waiting for a worker"></progress></span>`;
+  if (run.status === 'queued')
+    return html`<span class="progress-row"><${Badge} value="queued" /><progress aria-label="Waiting for a worker"></progress></span>`;
   if (run.status === 'running')
     return html`<span class="progress-row"><${Badge} value="running" /><progress aria-label="Generating pages"></progress><span>${duration(run.startedAt ?? run.createdAt)}</span></span>`;
   return html`<${Badge} value=${run.status} />`;
@@ -74,14 +75,15 @@ function RunList({ repo }: { repo: string }) {
     <${ErrorBox} error=${remove.error} what="Not deleted" />
     <${Notice} text=${remove.result} />
     ${busy ? html`<p class="live" role="status">A run is in progress: refreshing every ${POLL_MS / 1000} s</p>` : null}
-    ${runs.loading && !runs.data
-      ? html`<${Loading} />`
-      : runs.data && !runs.data.length
-        ? html`<${Empty} title="No wiki runs yet">
+    ${
+      runs.loading && !runs.data
+        ? html`<${Loading} />`
+        : runs.data && !runs.data.length
+          ? html`<${Empty} title="No wiki runs yet">
             <p>Start one with “New wiki run”: give the URL of a repository the control plane can clone (and a branch, or its default), and agentplane writes its wiki. Agent clients can also upload a wiki they generated.</p>
           <//>`
-        : runs.data
-          ? html`<div class="table-wrap" tabindex="0" role="region" aria-label="Wiki runs">
+          : runs.data
+            ? html`<div class="table-wrap" tabindex="0" role="region" aria-label="Wiki runs">
               <table>
                 <caption class="sr-only">Wiki runs</caption>
                 <thead>
@@ -115,7 +117,8 @@ function RunList({ repo }: { repo: string }) {
                 </tbody>
               </table>
             </div>`
-          : null}
+            : null
+    }
   `;
 }
 
@@ -124,7 +127,9 @@ function CreateRun({ initialRepo }: { initialRepo: string }) {
   const value = (e: Event) => (e.target as HTMLInputElement).value;
   const create = useAction(async () => {
     const run = await must(
-      api.POST('/api/v0/wiki', { body: { repoUrl: form.repoUrl.trim(), privacy: form.privacy, ...(form.branch.trim() ? { branch: form.branch.trim() } : {}) } }),
+      api.POST('/api/v0/wiki', {
+        body: { repoUrl: form.repoUrl.trim(), privacy: form.privacy, ...(form.branch.trim() ? { branch: form.branch.trim() } : {}) },
+      }),
     );
     navigate(href('wiki', run.wikiRunId));
   });
@@ -167,7 +172,10 @@ function resolveWikiLink(runId: string, from: TreeItem, tree: TreeItem[], link: 
     if (seg === '..') parts.pop();
     else if (seg !== '.' && seg) parts.push(seg);
   }
-  const path = parts.join('/').replace(/(^|\/)index\.md$/, '').replace(/\.md$/, '');
+  const path = parts
+    .join('/')
+    .replace(/(^|\/)index\.md$/, '')
+    .replace(/\.md$/, '');
   if (!path) return href('wiki', runId);
   const page = tree.find((p) => p.path === path);
   return page ? href('wiki', runId, page.pageId) : undefined;
@@ -221,14 +229,16 @@ function RunView({ runId, pageId, query }: { runId: string; pageId?: string; que
     <${ErrorBox} error=${exporting.error} what="Not exported" />
     <${Notice} text=${privacy.result ?? exporting.result} />
     ${r.status === 'succeeded' ? html`<${Search} runId=${runId} query=${query} />` : null}
-    ${r.pages.length
-      ? html`<div class="wiki">
+    ${
+      r.pages.length
+        ? html`<div class="wiki">
           <nav class="wiki-tree" aria-label="Pages of the wiki"><${Tree} run=${r} current=${current?.pageId} /></nav>
           ${current ? html`<${PageView} key=${current.pageId} run=${r} item=${current} />` : null}
         </div>`
-      : r.status === 'succeeded'
-        ? html`<${Empty} title="This run has no pages" />`
-        : null}
+        : r.status === 'succeeded'
+          ? html`<${Empty} title="This run has no pages" />`
+          : null
+    }
   `;
 }
 
@@ -290,17 +300,21 @@ function PageView({ run, item }: { run: RunDetail; item: TreeItem }) {
     ${p?.degraded ? html`<p class="hint">Written from the repository survey only: ${p.degraded}</p>` : null}
     ${rendering instanceof Error ? html`<p class="error">The page could not be rendered: ${rendering.message}</p>` : null}
     <div class="markdown" ref=${body} data-testid="wiki-markdown"></div>
-    ${p && p.sources.length
-      ? html`<details class="sources">
+    ${
+      p && p.sources.length
+        ? html`<details class="sources">
           <summary>Sources (${p.sources.length})</summary>
           <ul>
             ${p.sources.map((s) => html`<li><code>${s.path}</code>${s.lines.length ? ` lines ${s.lines.map(([a, b]) => `${a}–${b}`).join(', ')}` : ''}</li>`)}
           </ul>
         </details>`
-      : null}
-    ${p && p.linksIn.length
-      ? html`<p class="hint">Linked from: ${p.linksIn.map((l, i) => html`${i ? ', ' : ''}<a href=${href('wiki', run.wikiRunId, l.pageId)}>${l.title}</a>`)}</p>`
-      : null}
+        : null
+    }
+    ${
+      p && p.linksIn.length
+        ? html`<p class="hint">Linked from: ${p.linksIn.map((l, i) => html`${i ? ', ' : ''}<a href=${href('wiki', run.wikiRunId, l.pageId)}>${l.title}</a>`)}</p>`
+        : null
+    }
   </article>`;
 }
 
@@ -316,7 +330,10 @@ export function snippetParts(snippet: string): { text: string; mark: boolean }[]
 function Search({ runId, query }: { runId: string; query: string }) {
   const [text, setText] = useState(query);
   const results = useResource(
-    async () => (query ? (await must(api.GET('/api/v0/wiki/{wikiRunId}/search', { params: { path: { wikiRunId: runId }, query: { q: query, limit: '20' } } }))).results : undefined),
+    async () =>
+      query
+        ? (await must(api.GET('/api/v0/wiki/{wikiRunId}/search', { params: { path: { wikiRunId: runId }, query: { q: query, limit: '20' } } }))).results
+        : undefined,
     [runId, query],
   );
   return html`<section aria-labelledby="wiki-search-title">
@@ -335,9 +352,10 @@ function Search({ runId, query }: { runId: string; query: string }) {
     </form>
     <${ErrorBox} error=${results.error} what="Search failed" />
     ${query && results.loading && !results.data ? html`<${Loading} label="Searching…" />` : null}
-    ${query && results.data
-      ? results.data.length
-        ? html`<ol class="search-results" aria-label=${`Results for “${query}”`}>
+    ${
+      query && results.data
+        ? results.data.length
+          ? html`<ol class="search-results" aria-label=${`Results for “${query}”`}>
             ${results.data.map(
               (hit) => html`<li key=${hit.pageId}>
                 <a href=${`${href('wiki', runId, hit.pageId)}?q=${encodeURIComponent(query)}`}>${hit.title}</a>
@@ -347,8 +365,9 @@ function Search({ runId, query }: { runId: string; query: string }) {
               </li>`,
             )}
           </ol>`
-        : html`<${Empty} title=${`Nothing matches “${query}”`}><p>Try fewer words, an identifier as it is written in the code, or a prefix with <code>*</code>.</p><//>`
-      : null}
+          : html`<${Empty} title=${`Nothing matches “${query}”`}><p>Try fewer words, an identifier as it is written in the code, or a prefix with <code>*</code>.</p><//>`
+        : null
+    }
   </section>`;
 }
 

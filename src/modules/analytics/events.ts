@@ -59,9 +59,28 @@ export type AnalyticsEvent = z.input<typeof AnalyticsEventSchema>;
 type ParsedEvent = z.output<typeof AnalyticsEventSchema>;
 
 const COLUMNS = [
-  'organization_id', 'user_id', 'occurred_at', 'kind', 'session_id', 'client', 'model', 'model_tier',
-  'input_tokens', 'output_tokens', 'cache_read_tokens', 'cache_write_tokens', 'tool', 'mcp_server',
-  'autonomy_level', 'name', 'hook_event', 'hook_matcher', 'hook_command', 'role', 'extension', 'language',
+  'organization_id',
+  'user_id',
+  'occurred_at',
+  'kind',
+  'session_id',
+  'client',
+  'model',
+  'model_tier',
+  'input_tokens',
+  'output_tokens',
+  'cache_read_tokens',
+  'cache_write_tokens',
+  'tool',
+  'mcp_server',
+  'autonomy_level',
+  'name',
+  'hook_event',
+  'hook_matcher',
+  'hook_command',
+  'role',
+  'extension',
+  'language',
   'service_credits',
 ] as const;
 
@@ -73,11 +92,29 @@ function creditsOf(e: ParsedEvent): number {
 function toRow(e: ParsedEvent): unknown[] {
   const v = e as Partial<Record<string, unknown>> & ParsedEvent;
   return [
-    e.organizationId, e.userId, e.occurredAt.toISOString(), e.kind, e.sessionId ?? null, e.client ?? null,
-    v.model ?? null, v.modelTier ?? null, v.inputTokens ?? 0, v.outputTokens ?? 0, v.cacheReadTokens ?? 0,
-    v.cacheWriteTokens ?? 0, v.tool ?? null, v.mcpServer ?? null, v.autonomyLevel ?? null, v.name ?? null,
-    v.hookEvent ?? null, v.hookMatcher ?? null, v.hookCommand ?? null, v.role ?? null, v.extension ?? null,
-    v.language ?? null, creditsOf(e),
+    e.organizationId,
+    e.userId,
+    e.occurredAt.toISOString(),
+    e.kind,
+    e.sessionId ?? null,
+    e.client ?? null,
+    v.model ?? null,
+    v.modelTier ?? null,
+    v.inputTokens ?? 0,
+    v.outputTokens ?? 0,
+    v.cacheReadTokens ?? 0,
+    v.cacheWriteTokens ?? 0,
+    v.tool ?? null,
+    v.mcpServer ?? null,
+    v.autonomyLevel ?? null,
+    v.name ?? null,
+    v.hookEvent ?? null,
+    v.hookMatcher ?? null,
+    v.hookCommand ?? null,
+    v.role ?? null,
+    v.extension ?? null,
+    v.language ?? null,
+    creditsOf(e),
   ];
 }
 
@@ -113,4 +150,3 @@ export async function recordEvents(tx: Db, events: readonly AnalyticsEvent[]): P
   });
   await insertEventRows(tx, rows);
 }
-

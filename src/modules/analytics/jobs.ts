@@ -21,9 +21,7 @@ export const analyticsRollupJob = defineJobKind({
  * 00:15 UTC: a quarter of an hour of slack for events of the day before that are still arriving.
  * Days missed while nothing ran are caught up by one run at start (`sendAtStart`).
  */
-export const analyticsSchedules: JobSchedule[] = [
-  { kind: analyticsRollupJob, cron: '15 0 * * *', payload: {}, missed: 'once', sendAtStart: true },
-];
+export const analyticsSchedules: JobSchedule[] = [{ kind: analyticsRollupJob, cron: '15 0 * * *', payload: {}, missed: 'once', sendAtStart: true }];
 
 export function analyticsJobs(deps: { prisma: PrismaClient; clock: Clock }): JobDefinition[] {
   return [

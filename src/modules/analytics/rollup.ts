@@ -89,9 +89,24 @@ function bump<K>(map: Map<K, number>, key: K, n: number): void {
 
 function newUserDay(userId: string): UserDay {
   return {
-    userId, toolCalls: 0, mcpCalls: 0, skillCalls: 0, slashCommands: 0, hooks: 0, userTurns: 0, sessions: 0,
-    userMessages: 0, assistantMessages: 0, filesCreated: 0, filesEdited: 0, gitCommits: 0, gitPrsCreated: 0,
-    models: new Map(), levels: new Map(), languages: new Map(), clients: new Set(),
+    userId,
+    toolCalls: 0,
+    mcpCalls: 0,
+    skillCalls: 0,
+    slashCommands: 0,
+    hooks: 0,
+    userTurns: 0,
+    sessions: 0,
+    userMessages: 0,
+    assistantMessages: 0,
+    filesCreated: 0,
+    filesEdited: 0,
+    gitCommits: 0,
+    gitPrsCreated: 0,
+    models: new Map(),
+    levels: new Map(),
+    languages: new Map(),
+    clients: new Set(),
   };
 }
 
@@ -135,7 +150,10 @@ function summarizeDay(groups: EventGroup[], activeSessions: number) {
     }
     switch (g.kind) {
       case 'token_usage': {
-        for (const [map, key] of [[u.models, `${g.model}${KEY_SEP}${g.model_tier}`], [orgModels, `${g.model}${KEY_SEP}${g.model_tier}`]] as const) {
+        for (const [map, key] of [
+          [u.models, `${g.model}${KEY_SEP}${g.model_tier}`],
+          [orgModels, `${g.model}${KEY_SEP}${g.model_tier}`],
+        ] as const) {
           const m = map.get(key) ?? { model: g.model!, tier: g.model_tier!, input: 0, output: 0, cacheRead: 0, cacheWrite: 0 };
           m.input += g.input;
           m.output += g.output;
@@ -200,32 +218,34 @@ function summarizeDay(groups: EventGroup[], activeSessions: number) {
     }
   }
 
-  const userRows = [...users.values()].sort((a, b) => (a.userId < b.userId ? -1 : 1)).map((u) => {
-    const models = sortedModels(u.models.values());
-    const metrics: UserDayMetrics = {
-      tool_calls: u.toolCalls,
-      billable_tokens: models.reduce((s, m) => s + m.billable_tokens, 0),
-      // The model with the most billable tokens that day; none used: empty.
-      primary_model: models[0]?.model_id ?? '',
-      primary_model_tier: models[0]?.model_tier ?? 'standard',
-      files_created: u.filesCreated,
-      files_edited: u.filesEdited,
-      git_commits: u.gitCommits,
-      git_prs_created: u.gitPrsCreated,
-      mcp_calls: u.mcpCalls,
-      skill_calls: u.skillCalls,
-      slash_commands: u.slashCommands,
-      hooks: u.hooks,
-      sessions: u.sessions,
-      messages: u.userMessages + u.assistantMessages,
-      user_messages: u.userMessages,
-      assistant_messages: u.assistantMessages,
-      autonomy_ratio: autonomyRatio(u.toolCalls, u.userTurns),
-      delegation_level: delegationLevel(u.levels),
-      languages: byCountThenKey(u.languages).map(([l]) => l),
-    };
-    return { userId: u.userId, userTurns: u.userTurns, clients: [...u.clients].sort(), byModel: models, metrics };
-  });
+  const userRows = [...users.values()]
+    .sort((a, b) => (a.userId < b.userId ? -1 : 1))
+    .map((u) => {
+      const models = sortedModels(u.models.values());
+      const metrics: UserDayMetrics = {
+        tool_calls: u.toolCalls,
+        billable_tokens: models.reduce((s, m) => s + m.billable_tokens, 0),
+        // The model with the most billable tokens that day; none used: empty.
+        primary_model: models[0]?.model_id ?? '',
+        primary_model_tier: models[0]?.model_tier ?? 'standard',
+        files_created: u.filesCreated,
+        files_edited: u.filesEdited,
+        git_commits: u.gitCommits,
+        git_prs_created: u.gitPrsCreated,
+        mcp_calls: u.mcpCalls,
+        skill_calls: u.skillCalls,
+        slash_commands: u.slashCommands,
+        hooks: u.hooks,
+        sessions: u.sessions,
+        messages: u.userMessages + u.assistantMessages,
+        user_messages: u.userMessages,
+        assistant_messages: u.assistantMessages,
+        autonomy_ratio: autonomyRatio(u.toolCalls, u.userTurns),
+        delegation_level: delegationLevel(u.levels),
+        languages: byCountThenKey(u.languages).map(([l]) => l),
+      };
+      return { userId: u.userId, userTurns: u.userTurns, clients: [...u.clients].sort(), byModel: models, metrics };
+    });
 
   const total = { input: 0, output: 0, cacheRead: 0, cacheWrite: 0 };
   for (const m of orgModels.values()) {
@@ -309,10 +329,30 @@ const GROUP_COLUMNS =
   'user_id, kind, client, model, model_tier, tool, mcp_server, autonomy_level, name, hook_event, hook_matcher, hook_command, role, extension, language';
 
 const USER_DAY_COLUMNS = [
-  'organization_id', 'day', 'user_id', 'tool_calls', 'mcp_calls', 'skill_calls', 'slash_commands', 'hooks',
-  'user_turns', 'sessions', 'user_messages', 'assistant_messages', 'files_created', 'files_edited', 'git_commits',
-  'git_prs_created', 'billable_tokens', 'primary_model', 'primary_model_tier', 'autonomy_ratio', 'delegation_level',
-  'languages', 'clients', 'users_row',
+  'organization_id',
+  'day',
+  'user_id',
+  'tool_calls',
+  'mcp_calls',
+  'skill_calls',
+  'slash_commands',
+  'hooks',
+  'user_turns',
+  'sessions',
+  'user_messages',
+  'assistant_messages',
+  'files_created',
+  'files_edited',
+  'git_commits',
+  'git_prs_created',
+  'billable_tokens',
+  'primary_model',
+  'primary_model_tier',
+  'autonomy_ratio',
+  'delegation_level',
+  'languages',
+  'clients',
+  'users_row',
 ];
 const USER_DAY_ROWS_PER_INSERT = Math.floor(60_000 / USER_DAY_COLUMNS.length);
 
@@ -327,13 +367,17 @@ async function rollupDay(tx: Db, organizationId: string, day: string): Promise<v
        FROM analytics_events
       WHERE organization_id = $1 AND occurred_at >= $2::timestamptz AND occurred_at < $3::timestamptz
       GROUP BY ${GROUP_COLUMNS}`,
-    organizationId, from, to,
+    organizationId,
+    from,
+    to,
   );
   const [{ sessions }] = await tx.$queryRawUnsafe<[{ sessions: number }]>(
     `SELECT count(DISTINCT session_id)::int AS sessions FROM analytics_events
       WHERE organization_id = $1 AND occurred_at >= $2::timestamptz AND occurred_at < $3::timestamptz
         AND session_id IS NOT NULL`,
-    organizationId, from, to,
+    organizationId,
+    from,
+    to,
   );
   const day$ = summarizeDay(groups, sessions);
 
@@ -344,9 +388,29 @@ async function rollupDay(tx: Db, organizationId: string, day: string): Promise<v
     const tuples = day$.userRows.slice(i, i + USER_DAY_ROWS_PER_INSERT).map((u) => {
       const m = u.metrics;
       const values = [
-        organizationId, day, u.userId, m.tool_calls, m.mcp_calls, m.skill_calls, m.slash_commands, m.hooks, u.userTurns,
-        m.sessions, m.user_messages, m.assistant_messages, m.files_created, m.files_edited, m.git_commits, m.git_prs_created,
-        m.billable_tokens, m.primary_model, m.primary_model_tier, m.autonomy_ratio, m.delegation_level, m.languages, u.clients,
+        organizationId,
+        day,
+        u.userId,
+        m.tool_calls,
+        m.mcp_calls,
+        m.skill_calls,
+        m.slash_commands,
+        m.hooks,
+        u.userTurns,
+        m.sessions,
+        m.user_messages,
+        m.assistant_messages,
+        m.files_created,
+        m.files_edited,
+        m.git_commits,
+        m.git_prs_created,
+        m.billable_tokens,
+        m.primary_model,
+        m.primary_model_tier,
+        m.autonomy_ratio,
+        m.delegation_level,
+        m.languages,
+        u.clients,
         JSON.stringify({ user_id: u.userId, date: day, ...m } satisfies StoredUsersRow),
       ];
       const casts: Record<number, string> = { 1: '::date', 16: '::bigint', 19: '::float8', 21: '::text[]', 22: '::text[]', 23: '::json' };
@@ -358,15 +422,21 @@ async function rollupDay(tx: Db, organizationId: string, day: string): Promise<v
     await tx.$executeRawUnsafe(
       `INSERT INTO analytics_org_users (organization_id, user_id)
        SELECT $1, unnest($2::text[]) ON CONFLICT DO NOTHING`,
-      organizationId, day$.userRows.map((u) => u.userId),
+      organizationId,
+      day$.userRows.map((u) => u.userId),
     );
   }
   await tx.$executeRawUnsafe(
     `INSERT INTO analytics_org_days
        (organization_id, day, rolled_up_at, daily_active_users, tokens, tokens_by_user, tools, activity, productivity)
      VALUES ($1, $2::date, now(), $3::int, $4::jsonb, $5::jsonb, $6::jsonb, $7::jsonb, $8::jsonb)`,
-    organizationId, day, day$.dailyActive, JSON.stringify(day$.tokens),
-    JSON.stringify(day$.tokensByUser), JSON.stringify(day$.tools), JSON.stringify(day$.activity),
+    organizationId,
+    day,
+    day$.dailyActive,
+    JSON.stringify(day$.tokens),
+    JSON.stringify(day$.tokensByUser),
+    JSON.stringify(day$.tools),
+    JSON.stringify(day$.activity),
     JSON.stringify(day$.productivity),
   );
 }
@@ -388,7 +458,9 @@ async function refreshWindows(tx: Db, organizationId: string, from: string, to: 
               WHERE t.organization_id = $1 AND t.day BETWEEN $2::date AND $3::date
               GROUP BY t.day) w
       WHERE o.organization_id = $1 AND o.day = w.day`,
-    organizationId, from, to,
+    organizationId,
+    from,
+    to,
   );
 }
 
@@ -432,7 +504,9 @@ async function dueDays(db: Db, organizationId: string, createdAt: Date, yesterda
       await db.$queryRawUnsafe<{ day: string }[]>(
         `SELECT to_char(day, 'YYYY-MM-DD') AS day FROM analytics_org_days
           WHERE organization_id = $1 AND day BETWEEN $2::date AND $3::date`,
-        organizationId, start, yesterday,
+        organizationId,
+        start,
+        yesterday,
       )
     ).map((r) => r.day),
   );
@@ -441,7 +515,9 @@ async function dueDays(db: Db, organizationId: string, createdAt: Date, yesterda
     `SELECT DISTINCT to_char(occurred_at AT TIME ZONE 'UTC', 'YYYY-MM-DD') AS day FROM analytics_events
       WHERE recorded_at > $2::timestamptz AND organization_id = $1
         AND occurred_at >= $3::timestamptz AND occurred_at < $4::timestamptz`,
-    organizationId, (state?.last_rollup ?? new Date(0)).toISOString(), dayStart(ANALYTICS_EPOCH).toISOString(),
+    organizationId,
+    (state?.last_rollup ?? new Date(0)).toISOString(),
+    dayStart(ANALYTICS_EPOCH).toISOString(),
     dayStart(addDays(yesterday, 1)).toISOString(),
   );
   return [...new Set([...due, ...late.map((r) => r.day)])].sort();
@@ -460,4 +536,3 @@ export async function rollupDue(deps: { prisma: PrismaClient; clock: Clock }): P
   }
   return done;
 }
-

@@ -25,12 +25,7 @@ export const ProductivityQuerySchema = z.object({ ...range });
 export const UsersQuerySchema = z.object({
   ...range,
   limit: LimitParamSchema.meta({ description: 'Users per page (1-100, default 20)', param: { example: '20' } }),
-  cursor: z
-    .string()
-    .min(1)
-    .max(200)
-    .optional()
-    .meta({ description: 'A user id taken from meta.next_cursor: the page starts after it' }),
+  cursor: z.string().min(1).max(200).optional().meta({ description: 'A user id taken from meta.next_cursor: the page starts after it' }),
 });
 export type RangeQuery = z.infer<typeof ProductivityQuerySchema>;
 export type UsersQuery = z.infer<typeof UsersQuerySchema>;
@@ -38,16 +33,13 @@ export type UsersQuery = z.infer<typeof UsersQuerySchema>;
 const day = z.string().meta({ description: 'UTC day, YYYY-MM-DD' });
 const n = z.number();
 
-const MetaSchema = z
-  .strictObject({ org_id: z.string(), start_date: day, end_date: day })
-  .meta({ id: 'AnalyticsMeta' });
+const MetaSchema = z.strictObject({ org_id: z.string(), start_date: day, end_date: day }).meta({ id: 'AnalyticsMeta' });
 const PagedMetaSchema = MetaSchema.extend({
   has_more: z.boolean(),
   next_cursor: z.string().nullable().meta({ description: 'Pass as cursor for the next page; null on the last page' }),
 }).meta({ id: 'AnalyticsPagedMeta' });
 
-const envelope = <T extends z.ZodType>(row: T, id: string, meta: z.ZodType = MetaSchema) =>
-  z.strictObject({ data: z.array(row), meta }).meta({ id });
+const envelope = <T extends z.ZodType>(row: T, id: string, meta: z.ZodType = MetaSchema) => z.strictObject({ data: z.array(row), meta }).meta({ id });
 
 const ModelBreakdownSchema = z
   .strictObject({ model_id: z.string(), model_tier: z.enum(MODEL_TIERS), billable_tokens: n, input_tokens: n, output_tokens: n })

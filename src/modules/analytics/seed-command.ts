@@ -15,7 +15,10 @@ const OptionsSchema = z.object({
   org: z.string().min(1),
   users: positive('--users', 100_000),
   days: positive('--days', 3_660),
-  seed: z.string().regex(/^-?[0-9]+$/, '--seed must be an integer').transform(Number),
+  seed: z
+    .string()
+    .regex(/^-?[0-9]+$/, '--seed must be an integer')
+    .transform(Number),
   end: z.string().refine(isCalendarDate, '--end must be a date YYYY-MM-DD').optional(),
 });
 

@@ -37,18 +37,45 @@ const MODELS: readonly (readonly [[string, ModelTier], number])[] = [
   [['gpt-5', 'thinking'], 1],
   [['gemini-2.5-pro', 'standard'], 1],
 ];
-const CLIENT_WEIGHTS: readonly (readonly [Client, number])[] = [['terminal-ui', 6], ['web', 3], ['non-interactive-cli', 1]];
+const CLIENT_WEIGHTS: readonly (readonly [Client, number])[] = [
+  ['terminal-ui', 6],
+  ['web', 3],
+  ['non-interactive-cli', 1],
+];
 const LANGUAGES: readonly (readonly [[string, string], number])[] = [
-  [['TypeScript', 'ts'], 6], [['Python', 'py'], 4], [['Go', 'go'], 2], [['Rust', 'rs'], 1], [['Java', 'java'], 1],
-  [['Markdown', 'md'], 2], [['SQL', 'sql'], 1], [['YAML', 'yaml'], 1],
+  [['TypeScript', 'ts'], 6],
+  [['Python', 'py'], 4],
+  [['Go', 'go'], 2],
+  [['Rust', 'rs'], 1],
+  [['Java', 'java'], 1],
+  [['Markdown', 'md'], 2],
+  [['SQL', 'sql'], 1],
+  [['YAML', 'yaml'], 1],
 ];
 const TOOLS: readonly (readonly [string, number])[] = [
-  ['Read', 10], ['Grep', 5], ['Glob', 3], ['LS', 2], ['Edit', 8], ['Create', 2], ['Execute', 6], ['TodoWrite', 2], ['WebSearch', 1],
+  ['Read', 10],
+  ['Grep', 5],
+  ['Glob', 3],
+  ['LS', 2],
+  ['Edit', 8],
+  ['Create', 2],
+  ['Execute', 6],
+  ['TodoWrite', 2],
+  ['WebSearch', 1],
 ];
 const MCP_TOOLS: readonly (readonly [string, string])[] = [
-  ['linear', 'linear___create_issue'], ['linear', 'linear___search_issues'], ['github', 'github___get_pull_request'], ['sentry', 'sentry___get_issue'],
+  ['linear', 'linear___create_issue'],
+  ['linear', 'linear___search_issues'],
+  ['github', 'github___get_pull_request'],
+  ['sentry', 'sentry___get_issue'],
 ];
-const LEVELS: readonly (readonly [AutonomyLevel, number])[] = [['auto-high', 3], ['auto-medium', 4], ['auto-low', 3], ['spec', 1], ['manual', 1]];
+const LEVELS: readonly (readonly [AutonomyLevel, number])[] = [
+  ['auto-high', 3],
+  ['auto-medium', 4],
+  ['auto-low', 3],
+  ['spec', 1],
+  ['manual', 1],
+];
 const SKILLS = ['frontend-design', 'db-migrations', 'release-notes'];
 const SLASH = ['/review', '/compress', '/model', '/mcp', '/settings'];
 const HOOKS = [
@@ -95,9 +122,28 @@ function userDay(r: Rng, org: string, p: Profile, day: string, rows: unknown[][]
     const at = () => new Date((t += r.int(1_000, 60_000))).toISOString();
     const ev = (kind: string, f: Partial<Record<string, unknown>> = {}) =>
       rows.push([
-        org, p.userId, at(), kind, sessionId, client, f.model ?? null, f.tier ?? null, f.input ?? 0, f.output ?? 0,
-        f.cacheRead ?? 0, f.cacheWrite ?? 0, f.tool ?? null, f.mcp ?? null, f.level ?? null, f.name ?? null,
-        f.hookEvent ?? null, f.hookMatcher ?? null, f.hookCommand ?? null, f.role ?? null, f.extension ?? null, f.language ?? null,
+        org,
+        p.userId,
+        at(),
+        kind,
+        sessionId,
+        client,
+        f.model ?? null,
+        f.tier ?? null,
+        f.input ?? 0,
+        f.output ?? 0,
+        f.cacheRead ?? 0,
+        f.cacheWrite ?? 0,
+        f.tool ?? null,
+        f.mcp ?? null,
+        f.level ?? null,
+        f.name ?? null,
+        f.hookEvent ?? null,
+        f.hookMatcher ?? null,
+        f.hookCommand ?? null,
+        f.role ?? null,
+        f.extension ?? null,
+        f.language ?? null,
         f.credits ?? 0,
       ]);
     ev('session_started');
@@ -174,7 +220,9 @@ export async function seedAnalytics(prisma: PrismaClient, opts: SeedOptions): Pr
   await prisma.$executeRawUnsafe(
     `DELETE FROM analytics_events WHERE organization_id = $1 AND session_id LIKE 'seed-%'
         AND occurred_at >= $2::timestamptz AND occurred_at < $3::timestamptz`,
-    org.id, dayStart(startDay).toISOString(), dayStart(addDays(opts.endDay, 1)).toISOString(),
+    org.id,
+    dayStart(startDay).toISOString(),
+    dayStart(addDays(opts.endDay, 1)).toISOString(),
   );
 
   const r = prng(opts.seed);

@@ -40,7 +40,9 @@ export function createAnalyticsService(deps: { db: PrismaClient; clock: Clock })
       throw new BadRequest(`endDate ${q.endDate} is in the future; analytics data is available through yesterday (${yesterday}, UTC)`);
     }
     if (q.startDate < ANALYTICS_EPOCH) {
-      throw new BadRequest(`startDate ${q.startDate} is before ${ANALYTICS_EPOCH}, when analytics history begins; pass a startDate on or after ${ANALYTICS_EPOCH}`);
+      throw new BadRequest(
+        `startDate ${q.startDate} is before ${ANALYTICS_EPOCH}, when analytics history begins; pass a startDate on or after ${ANALYTICS_EPOCH}`,
+      );
     }
     return { org_id: organizationId, start_date: q.startDate, end_date: q.endDate };
   }
@@ -55,17 +57,16 @@ export function createAnalyticsService(deps: { db: PrismaClient; clock: Clock })
          FROM analytics_org_days
         WHERE organization_id = $1 AND day BETWEEN $2::date AND $3::date
         ORDER BY day`,
-      organizationId, q.startDate, q.endDate,
+      organizationId,
+      q.startDate,
+      q.endDate,
     );
   }
 
   async function emails(ids: Iterable<string>): Promise<Map<string, string>> {
     const list = [...new Set(ids)];
     if (list.length === 0) return new Map();
-    const rows = await db.$queryRawUnsafe<{ id: string; email: string }[]>(
-      `SELECT id, email FROM users WHERE id = ANY($1::text[])`,
-      list,
-    );
+    const rows = await db.$queryRawUnsafe<{ id: string; email: string }[]>(`SELECT id, email FROM users WHERE id = ANY($1::text[])`, list);
     return new Map(rows.map((r) => [r.id, r.email]));
   }
 
@@ -95,12 +96,14 @@ export function createAnalyticsService(deps: { db: PrismaClient; clock: Clock })
       const email = await emails(rows.flatMap(({ by_user }) => by_user.map((u) => u.user_id)));
       return envelope<TokensResponse>(
         rows.map((r) => {
-          const byUser = r.by_user.map((u): UserTokenBreakdown => ({
-            user_id: u.user_id,
-            user_email: email.get(u.user_id) ?? null,
-            billable_tokens: u.billable_tokens,
-            by_model: u.by_model,
-          }));
+          const byUser = r.by_user.map(
+            (u): UserTokenBreakdown => ({
+              user_id: u.user_id,
+              user_email: email.get(u.user_id) ?? null,
+              billable_tokens: u.billable_tokens,
+              by_model: u.by_model,
+            }),
+          );
           return mergeObjects(dateField(r.date), r.tokens, JSON.stringify({ by_user: byUser }));
         }),
         meta,
@@ -111,13 +114,14 @@ export function createAnalyticsService(deps: { db: PrismaClient; clock: Clock })
       const meta = await checkRange(organizationId, q);
       if (q.group_by === 'tool_name') {
         const rows = await days<{ tools: ToolsDay }>(organizationId, q, 'tools');
-        const data = rows.flatMap(({ date, tools }) =>
-          tools.by_tool.map((t): ToolsGroupRow => ({ date, group_key: t.tool, tool_calls: t.invocations })),
-        );
+        const data = rows.flatMap(({ date, tools }) => tools.by_tool.map((t): ToolsGroupRow => ({ date, group_key: t.tool, tool_calls: t.invocations })));
         return serialize<ToolsResponse>({ data, meta });
       }
       const rows = await days<{ tools: string }>(organizationId, q, 'tools::text AS tools');
-      return envelope<ToolsResponse>(rows.map((r) => mergeObjects(dateField(r.date), r.tools)), meta);
+      return envelope<ToolsResponse>(
+        rows.map((r) => mergeObjects(dateField(r.date), r.tools)),
+        meta,
+      );
     },
 
     async activity(organizationId: string, q: RangeQuery & { group_by?: 'client' }): Promise<SerializedJson<ActivityResponse>> {
@@ -125,16 +129,20 @@ export function createAnalyticsService(deps: { db: PrismaClient; clock: Clock })
       if (q.group_by === 'client') {
         const rows = await days<{ activity: ActivityDay }>(organizationId, q, 'activity');
         const data = rows.flatMap(({ date, activity }) =>
-          (['terminal-ui', 'web', 'non-interactive-cli'] as const).map((client): ActivityGroupRow => ({
-            date,
-            group_key: client,
-            daily_active_users: activity.daily_active_users_by_client[client],
-          })),
+          (['terminal-ui', 'web', 'non-interactive-cli'] as const).map(
+            (client): ActivityGroupRow => ({
+              date,
+              group_key: client,
+              daily_active_users: activity.daily_active_users_by_client[client],
+            }),
+          ),
         );
         return serialize<ActivityResponse>({ data, meta });
       }
       const rows = await days<{ daily_active_users: number; weekly_active_users: number; monthly_active_users: number; activity: string }>(
-        organizationId, q, 'daily_active_users, weekly_active_users, monthly_active_users, activity::text AS activity',
+        organizationId,
+        q,
+        'daily_active_users, weekly_active_users, monthly_active_users, activity::text AS activity',
       );
       return envelope<ActivityResponse>(
         rows.map(({ activity, ...counts }) => mergeObjects(JSON.stringify(counts), activity)),
@@ -145,7 +153,10 @@ export function createAnalyticsService(deps: { db: PrismaClient; clock: Clock })
     async productivity(organizationId: string, q: RangeQuery): Promise<SerializedJson<ProductivityResponse>> {
       const meta = await checkRange(organizationId, q);
       const rows = await days<{ productivity: string }>(organizationId, q, 'productivity::text AS productivity');
-      return envelope<ProductivityResponse>(rows.map((r) => mergeObjects(dateField(r.date), r.productivity)), meta);
+      return envelope<ProductivityResponse>(
+        rows.map((r) => mergeObjects(dateField(r.date), r.productivity)),
+        meta,
+      );
     },
 
     /**
@@ -161,7 +172,11 @@ export function createAnalyticsService(deps: { db: PrismaClient; clock: Clock })
                          WHERE d.organization_id = $1 AND d.user_id = ou.user_id AND d.day BETWEEN $3::date AND $4::date)
           ORDER BY ou.user_id
           LIMIT $5::int`,
-        organizationId, q.cursor ?? null, q.startDate, q.endDate, q.limit + 1,
+        organizationId,
+        q.cursor ?? null,
+        q.startDate,
+        q.endDate,
+        q.limit + 1,
       );
       const hasMore = page.length > q.limit;
       const ids = page.slice(0, q.limit).map((r) => r.user_id);
@@ -175,7 +190,11 @@ export function createAnalyticsService(deps: { db: PrismaClient; clock: Clock })
            FROM analytics_user_days d LEFT JOIN users u ON u.id = d.user_id
           WHERE d.organization_id = $1 AND d.user_id BETWEEN $2 AND $3 AND d.day BETWEEN $4::date AND $5::date
           ORDER BY d.user_id, d.day`,
-        organizationId, ids[0], ids[ids.length - 1], q.startDate, q.endDate,
+        organizationId,
+        ids[0],
+        ids[ids.length - 1],
+        q.startDate,
+        q.endDate,
       );
       return envelope<UsersResponse>(
         rows.map((r) => mergeObjects(JSON.stringify({ user_email: r.user_email }), r.users_row)),

@@ -19,7 +19,12 @@ type RepoResult = z.infer<typeof EditResponse>['sessions'][number];
 type Outcome = RepoResult & { plan?: Plan };
 type Json = Prisma.InputJsonValue;
 
-const slug = (s: string) => s.toLowerCase().replace(/[^a-z0-9]+/g, '-').replace(/^-+|-+$/g, '').slice(0, 40) || 'automation';
+const slug = (s: string) =>
+  s
+    .toLowerCase()
+    .replace(/[^a-z0-9]+/g, '-')
+    .replace(/^-+|-+$/g, '')
+    .slice(0, 40) || 'automation';
 
 /** Where a new workflow goes: the directory the forge already runs workflows from, else .github/workflows. */
 async function defaultPath(forge: OrgForge, repo: ForgeRepository, name: string): Promise<string> {

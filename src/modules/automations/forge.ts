@@ -36,7 +36,7 @@ export async function fromForge<T>(forge: OrgForge, fn: () => Promise<T>): Promi
     if (err instanceof AppError) throw err;
     const where = `The forge at ${forge.connection.baseUrl}`;
     if (err instanceof ForgeError) {
-      const hint = err.status === 401 ? '; the connection\'s token was refused: connect again with a valid one at /api/v0/integrations/source-control' : '';
+      const hint = err.status === 401 ? "; the connection's token was refused: connect again with a valid one at /api/v0/integrations/source-control" : '';
       throw new BadGateway(`${where} failed: ${err.message}${hint}`, { metadata: { forgeStatus: err.status, forgeReason: err.reason } });
     }
     const cause = (err as { cause?: { code?: string } }).cause;

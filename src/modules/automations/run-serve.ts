@@ -102,7 +102,13 @@ async function refreshWiki(
   const branch = body.ref?.startsWith('refs/heads/') ? body.ref.slice('refs/heads/'.length) : repo.defaultBranch;
   const run = await deps.wiki.createRun(principal, { repoUrl: repo.cloneUrl, branch });
   const detail = `wiki run ${run.wikiRunId} queued for ${repo.fullName} at ${branch}`;
-  return { jobId: await record('succeeded', { wikiRunId: run.wikiRunId, ...(body.sha ? { sha: body.sha } : {}) }), status: 'wiki' as const, detail, modeId: 'wiki-refresh', wikiRunId: run.wikiRunId };
+  return {
+    jobId: await record('succeeded', { wikiRunId: run.wikiRunId, ...(body.sha ? { sha: body.sha } : {}) }),
+    status: 'wiki' as const,
+    detail,
+    modeId: 'wiki-refresh',
+    wikiRunId: run.wikiRunId,
+  };
 }
 
 /** A run ends: its result goes to the pull request as a comment through the organization's connection. */
@@ -133,7 +139,12 @@ export async function completeRun(deps: AutomationsDeps, principal: Principal, j
       status,
       finishedAt: clock.now(),
       repos: [{ ...target, ...outcome }] as Json,
-      detail: { ...detail, conclusion: body.conclusion, ...(body.sessionId ? { sessionId: body.sessionId } : {}), ...(body.error ? { error: body.error } : {}) } as Json,
+      detail: {
+        ...detail,
+        conclusion: body.conclusion,
+        ...(body.sessionId ? { sessionId: body.sessionId } : {}),
+        ...(body.error ? { error: body.error } : {}),
+      } as Json,
     },
   });
   if (count === 0) throw new Conflict(`The run ${jobId} was completed by another request`);

@@ -14,25 +14,29 @@ const Integration = z.strictObject({
   baseUrl: z.string().optional(),
 });
 
-export const OwnersResponse = z.strictObject({
-  owners: z.array(z.strictObject({ login: z.string(), type: z.enum(['User', 'Organization']) })),
-  integration: Integration,
-}).meta({ id: 'CiRepositoryOwners' });
+export const OwnersResponse = z
+  .strictObject({
+    owners: z.array(z.strictObject({ login: z.string(), type: z.enum(['User', 'Organization']) })),
+    integration: Integration,
+  })
+  .meta({ id: 'CiRepositoryOwners' });
 
 export const RepositoriesQuery = z.object({ owner: z.string().min(1).optional().meta({ description: 'Only repositories of this owner' }) });
-export const RepositoriesResponse = z.strictObject({
-  repositories: z.array(
-    z.strictObject({
-      repoFullName: z.string(),
-      owner: z.string(),
-      name: z.string(),
-      private: z.boolean(),
-      defaultBranch: z.string(),
-      url: z.string(),
-    }),
-  ),
-  integration: Integration,
-}).meta({ id: 'CiRepositories' });
+export const RepositoriesResponse = z
+  .strictObject({
+    repositories: z.array(
+      z.strictObject({
+        repoFullName: z.string(),
+        owner: z.string(),
+        name: z.string(),
+        private: z.boolean(),
+        defaultBranch: z.string(),
+        url: z.string(),
+      }),
+    ),
+    integration: Integration,
+  })
+  .meta({ id: 'CiRepositories' });
 
 export const ScanQuery = z.object({
   forceRefresh: z.enum(['true', 'false'], { message: 'forceRefresh must be "true" or "false"' }).optional(),
@@ -46,39 +50,44 @@ const ScannedWorkflowSchema = z.strictObject({
   droidActionInputs: z.record(z.string(), z.string()),
   templateId: z.enum(MODE_IDS).optional(),
 });
-export const ScanResponse = z.strictObject({
-  workflows: z.array(ScannedWorkflowSchema),
-  /** agentplane extension: repositories whose scan failed, with the reason. */
-  failures: z.array(z.strictObject({ repoFullName: z.string(), filePath: z.string().optional(), error: z.string() })),
-  repositoriesScanned: z.number().int(),
-  scannedAt: z.number().int().nullable(),
-  cacheTtlMs: z.number().int(),
-  cached: z.boolean(),
-  integration: Integration,
-}).meta({ id: 'CiScan' });
+export const ScanResponse = z
+  .strictObject({
+    workflows: z.array(ScannedWorkflowSchema),
+    /** agentplane extension: repositories whose scan failed, with the reason. */
+    failures: z.array(z.strictObject({ repoFullName: z.string(), filePath: z.string().optional(), error: z.string() })),
+    repositoriesScanned: z.number().int(),
+    scannedAt: z.number().int().nullable(),
+    cacheTtlMs: z.number().int(),
+    cached: z.boolean(),
+    integration: Integration,
+  })
+  .meta({ id: 'CiScan' });
 
 /** YAML lines that adjust the generated inputs; only the known keys. */
-const YamlParams = z.string().max(10_000).superRefine((text, ctx) => {
-  let parsed: unknown;
-  try {
-    parsed = YAML.parse(text);
-  } catch (err) {
-    ctx.addIssue({ code: 'custom', message: `not YAML: ${(err as Error).message.split('\n')[0]}` });
-    return;
-  }
-  if (parsed === null || parsed === undefined) return;
-  if (typeof parsed !== 'object' || Array.isArray(parsed)) {
-    ctx.addIssue({ code: 'custom', message: 'must be YAML key: value lines' });
-    return;
-  }
-  for (const [key, value] of Object.entries(parsed)) {
-    if (!(PARAM_KEYS as readonly string[]).includes(key)) {
-      ctx.addIssue({ code: 'custom', path: [key], message: `unknown input "${key}"; known: ${PARAM_KEYS.join(', ')}` });
-    } else if (typeof value === 'object' && value !== null && !Array.isArray(value)) {
-      ctx.addIssue({ code: 'custom', path: [key], message: 'must be a scalar or a list' });
+const YamlParams = z
+  .string()
+  .max(10_000)
+  .superRefine((text, ctx) => {
+    let parsed: unknown;
+    try {
+      parsed = YAML.parse(text);
+    } catch (err) {
+      ctx.addIssue({ code: 'custom', message: `not YAML: ${(err as Error).message.split('\n')[0]}` });
+      return;
     }
-  }
-});
+    if (parsed === null || parsed === undefined) return;
+    if (typeof parsed !== 'object' || Array.isArray(parsed)) {
+      ctx.addIssue({ code: 'custom', message: 'must be YAML key: value lines' });
+      return;
+    }
+    for (const [key, value] of Object.entries(parsed)) {
+      if (!(PARAM_KEYS as readonly string[]).includes(key)) {
+        ctx.addIssue({ code: 'custom', path: [key], message: `unknown input "${key}"; known: ${PARAM_KEYS.join(', ')}` });
+      } else if (typeof value === 'object' && value !== null && !Array.isArray(value)) {
+        ctx.addIssue({ code: 'custom', path: [key], message: 'must be a scalar or a list' });
+      }
+    }
+  });
 
 const Changes = z.strictObject({
   name: z.string().min(1, 'name must not be empty').max(200).optional(),
@@ -106,7 +115,10 @@ export const EditBody = z
       .array(
         z.strictObject({
           repoFullName: z.string().regex(/^[^/\s]+\/[^/\s]+$/, 'repoFullName must be owner/name'),
-          filePath: z.string().regex(WORKFLOW_PATH, 'filePath must be a .yml or .yaml file in .github/workflows, .gitea/workflows or .forgejo/workflows').optional(),
+          filePath: z
+            .string()
+            .regex(WORKFLOW_PATH, 'filePath must be a .yml or .yaml file in .github/workflows, .gitea/workflows or .forgejo/workflows')
+            .optional(),
         }),
       )
       .min(1, ACTION_MESSAGE)
@@ -117,9 +129,11 @@ export const EditBody = z
   })
   .superRefine((b, ctx) => {
     if (b.action === 'edit' && !b.changes) ctx.addIssue({ code: 'custom', path: ['changes'], message: 'Edit action requires a `changes` payload.' });
-    if (b.action === 'create' && !b.modeId) ctx.addIssue({ code: 'custom', path: ['modeId'], message: 'create requires modeId (code-review, ci-fix, wiki-refresh or custom)' });
+    if (b.action === 'create' && !b.modeId)
+      ctx.addIssue({ code: 'custom', path: ['modeId'], message: 'create requires modeId (code-review, ci-fix, wiki-refresh or custom)' });
     if (b.action !== 'delete' && b.modeId === 'custom') {
-      if (b.action === 'create' && !b.changes?.customPrompt) ctx.addIssue({ code: 'custom', path: ['changes', 'customPrompt'], message: 'the custom mode needs a customPrompt' });
+      if (b.action === 'create' && !b.changes?.customPrompt)
+        ctx.addIssue({ code: 'custom', path: ['changes', 'customPrompt'], message: 'the custom mode needs a customPrompt' });
       if (b.action === 'create' && !b.changes?.schedule && !b.changes?.githubEvents?.length) {
         ctx.addIssue({ code: 'custom', path: ['changes', 'schedule'], message: 'the custom mode needs a schedule or at least one of githubEvents' });
       }
@@ -130,21 +144,23 @@ export const EditBody = z
   });
 export type EditBody = z.infer<typeof EditBody>;
 
-export const EditResponse = z.strictObject({
-  sessions: z.array(
-    z.strictObject({
-      repoFullName: z.string(),
-      filePath: z.string().optional(),
-      sessionId: z.string().optional(),
-      prUrl: z.string().optional(),
-      message: z.string().optional(),
-      error: z.string().optional(),
-    }),
-  ),
-  /** agentplane extensions: the automation and the job that records this request. */
-  factoryAutomationId: z.string().optional(),
-  jobId: z.string(),
-}).meta({ id: 'CiEditResult' });
+export const EditResponse = z
+  .strictObject({
+    sessions: z.array(
+      z.strictObject({
+        repoFullName: z.string(),
+        filePath: z.string().optional(),
+        sessionId: z.string().optional(),
+        prUrl: z.string().optional(),
+        message: z.string().optional(),
+        error: z.string().optional(),
+      }),
+    ),
+    /** agentplane extensions: the automation and the job that records this request. */
+    factoryAutomationId: z.string().optional(),
+    jobId: z.string(),
+  })
+  .meta({ id: 'CiEditResult' });
 
 export const JobsQuery = PageQuerySchema;
 export const CiJobSchema = z.strictObject({
@@ -181,12 +197,14 @@ export const CiRunSchema = z.strictObject({
   startedAt: z.number().int().nullable(),
   completedAt: z.number().int().nullable(),
 });
-export const RunsResponse = z.strictObject({
-  runs: z.array(CiRunSchema),
-  pagination: PaginationSchema,
-  failures: z.array(z.strictObject({ repoFullName: z.string(), error: z.string() })),
-  integration: Integration,
-}).meta({ id: 'CiRuns' });
+export const RunsResponse = z
+  .strictObject({
+    runs: z.array(CiRunSchema),
+    pagination: PaginationSchema,
+    failures: z.array(z.strictObject({ repoFullName: z.string(), error: z.string() })),
+    integration: Integration,
+  })
+  .meta({ id: 'CiRuns' });
 
 /** agentplane extension: `agentplane ci run` reports a run's start (POST /automations/ci/jobs) and its end. */
 export const RunStartBody = z.strictObject({
@@ -201,15 +219,19 @@ export const RunStartBody = z.strictObject({
   computerId: z.string().min(1).optional(),
 });
 export type RunStartBody = z.infer<typeof RunStartBody>;
-export const RunStartResponse = z.strictObject({
-  jobId: z.string(),
-  status: z.enum(['running', 'paused', 'skipped', 'wiki']).meta({ description: '`wiki`: a wiki-refresh run created the wiki run `wikiRunId`; nothing more to do' }),
-  detail: z.string().optional(),
-  modeId: z.string(),
-  computerId: z.string().optional(),
-  prompt: z.string().optional(),
-  wikiRunId: z.string().optional(),
-}).meta({ id: 'CiRunStart' });
+export const RunStartResponse = z
+  .strictObject({
+    jobId: z.string(),
+    status: z
+      .enum(['running', 'paused', 'skipped', 'wiki'])
+      .meta({ description: '`wiki`: a wiki-refresh run created the wiki run `wikiRunId`; nothing more to do' }),
+    detail: z.string().optional(),
+    modeId: z.string(),
+    computerId: z.string().optional(),
+    prompt: z.string().optional(),
+    wikiRunId: z.string().optional(),
+  })
+  .meta({ id: 'CiRunStart' });
 export const JobIdParams = z.object({ jobId: z.string().min(1) });
 export const RunCompleteBody = z.strictObject({
   conclusion: z.enum(['success', 'failure']),

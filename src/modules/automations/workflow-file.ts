@@ -30,11 +30,20 @@ export interface WorkflowSpec {
 }
 
 const yamlText = (value: unknown) => YAML.stringify(value, { lineWidth: 0 }).trimEnd();
-const indent = (text: string, by: string) => text.split('\n').map((l) => (l ? by + l : l)).join('\n');
+const indent = (text: string, by: string) =>
+  text
+    .split('\n')
+    .map((l) => (l ? by + l : l))
+    .join('\n');
 
 function blockText(spec: WorkflowSpec, block: Block): string {
   const mode = MODES[spec.mode];
-  const workflows = spec.params.workflows ? spec.params.workflows.split(',').map((w) => w.trim()).filter(Boolean) : ['CI'];
+  const workflows = spec.params.workflows
+    ? spec.params.workflows
+        .split(',')
+        .map((w) => w.trim())
+        .filter(Boolean)
+    : ['CI'];
   if (block === 'workflow') {
     return yamlText({
       name: spec.name,
@@ -45,7 +54,11 @@ function blockText(spec: WorkflowSpec, block: Block): string {
   const env: Record<string, string> = {
     AGENTPLANE_AUTOMATION_ID: spec.automationId,
     AGENTPLANE_MODE: spec.mode,
-    ...Object.fromEntries(Object.entries(spec.params).filter(([k]) => !LAYOUT_PARAMS.includes(k as ParamKey)).map(([k, v]) => [envName(k), v!])),
+    ...Object.fromEntries(
+      Object.entries(spec.params)
+        .filter(([k]) => !LAYOUT_PARAMS.includes(k as ParamKey))
+        .map(([k, v]) => [envName(k), v!]),
+    ),
     ...(spec.customPrompt ? { AGENTPLANE_PROMPT: spec.customPrompt } : {}),
     AGENTPLANE_URL: '${{ vars.AGENTPLANE_URL }}',
     AGENTPLANE_API_KEY: '${{ secrets.AGENTPLANE_API_KEY }}',

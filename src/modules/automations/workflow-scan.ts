@@ -25,7 +25,11 @@ function triggers(on: unknown): { events: string[]; cron?: string } {
   return { events: Object.keys(on), ...(cron ? { cron: cron as string } : {}) };
 }
 
-const inputName = (envKey: string) => envKey.replace(/^AGENTPLANE_/, '').toLowerCase().replace(/_/g, '-');
+const inputName = (envKey: string) =>
+  envKey
+    .replace(/^AGENTPLANE_/, '')
+    .toLowerCase()
+    .replace(/_/g, '-');
 /** Connection settings, not inputs; the key's value is a secret reference anyway. */
 const NOT_INPUTS = new Set(['AGENTPLANE_URL', 'AGENTPLANE_API_KEY']);
 

@@ -38,12 +38,10 @@ export function createTemplatesService({ db, clock, queue }: TemplatesDeps) {
    */
   function checkPool(principal: Principal, input: { warmPoolSize?: number }, provider: string | null | undefined, size: number) {
     if (input.warmPoolSize !== undefined) assertMaySizePools(principal);
-    if (size > 0 && !provider) throw new BadRequest('warmPoolSize needs the template\'s provider: a warm pool is provisioned ahead, on one provider');
+    if (size > 0 && !provider) throw new BadRequest("warmPoolSize needs the template's provider: a warm pool is provisioned ahead, on one provider");
   }
   const converge = (tx: Db, principal: Principal, t: ComputerTemplate, was?: ComputerTemplate) =>
-    t.warmPoolSize > 0 || (was?.warmPoolSize ?? 0) > 0
-      ? queue?.send(poolConvergeJob, { organizationId: principal.organizationId }, { tx })
-      : undefined;
+    t.warmPoolSize > 0 || (was?.warmPoolSize ?? 0) > 0 ? queue?.send(poolConvergeJob, { organizationId: principal.organizationId }, { tx }) : undefined;
 
   const audit = (tx: Db, principal: Principal, id: string, action: string, after?: ComputerTemplate) =>
     recordAudit(tx, {

@@ -10,9 +10,7 @@ export interface Owner {
 
 /** The principal as a computer owner: a user, or the service account behind the key. */
 export function ownerOf(principal: Principal): Owner {
-  return principal.kind === 'user'
-    ? { kind: 'human', id: principal.userId }
-    : { kind: 'service', id: principal.serviceAccountId };
+  return principal.kind === 'user' ? { kind: 'human', id: principal.userId } : { kind: 'service', id: principal.serviceAccountId };
 }
 
 /**

@@ -37,7 +37,12 @@ export const computerEvents = {
   power: (db: Db, computerId: string, powerState: 'running' | 'paused') => publish(db, { type: 'computer.power', computerId, data: { powerState } }),
 
   deleted: (db: Db, computer: { id: string; organizationId: string; name: string }) =>
-    publish(db, { type: 'computer.deleted', computerId: computer.id, organizationId: computer.organizationId, data: { computerId: computer.id, name: computer.name } }),
+    publish(db, {
+      type: 'computer.deleted',
+      computerId: computer.id,
+      organizationId: computer.organizationId,
+      data: { computerId: computer.id, name: computer.name },
+    }),
 
   tornDown: (db: Db, computerId: string) => publish(db, { type: 'computer.teardown', computerId, data: { status: 'completed' } }),
 };

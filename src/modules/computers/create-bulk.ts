@@ -33,9 +33,7 @@ export async function bulkCreate(deps: ComputersDeps, createOne: CreateOne, prin
       continue;
     }
     try {
-      computers.push(
-        await createOne(principal, owner, { name, provider: provider.name, repos: input.repos, autoInstallDeps: input.autoInstallDeps }),
-      );
+      computers.push(await createOne(principal, owner, { name, provider: provider.name, repos: input.repos, autoInstallDeps: input.autoInstallDeps }));
     } catch (err) {
       if (computers.length === 0 || !(err instanceof AppError)) throw err;
       error = { message: `Creating "${name}" failed: ${err.message}` };
@@ -53,7 +51,12 @@ async function freeNames(db: Db, organizationId: string, owner: Owner, prefix: s
     where: { organizationId, ownerId: owner.id, liveName: { startsWith: `${prefix}-` } },
     select: { liveName: true },
   });
-  const used = new Set(taken.map((c) => c.liveName!.slice(prefix.length + 1)).filter((n) => /^[1-9]\d*$/.test(n)).map(Number));
+  const used = new Set(
+    taken
+      .map((c) => c.liveName!.slice(prefix.length + 1))
+      .filter((n) => /^[1-9]\d*$/.test(n))
+      .map(Number),
+  );
   const names: string[] = [];
   for (let n = 1; names.length < quantity; n++) if (!used.has(n)) names.push(`${prefix}-${n}`);
   return names;

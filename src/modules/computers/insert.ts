@@ -11,9 +11,7 @@ import type { NewStep } from './steps/names.ts';
 import { createSteps } from './steps/store.ts';
 import { computerView } from './views.ts';
 
-
-export const nameTaken = (name: string) =>
-  new Conflict(`A computer named "${name}" already exists for this owner; choose another name`);
+export const nameTaken = (name: string) => new Conflict(`A computer named "${name}" already exists for this owner; choose another name`);
 export const hostTaken = (hostId: string) => new Conflict(`Another of this owner's computers already has hostId ${hostId}`);
 
 export async function assertNameAndHostFree(db: Db, organizationId: string, owner: Owner, name: string, hostId?: string) {

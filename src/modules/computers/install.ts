@@ -29,13 +29,18 @@ export async function startInstallSession(
     WHERE computer_id = ${computer.id} AND id = ${STEP.installDeps} FOR UPDATE`;
   if (step?.status === 'running') throw new Conflict('Dependency installation already in progress');
   const sessionId = newUuid();
-  await putStep(tx, computer.id, { id: STEP.installDeps, name: 'Installing dependencies' }, {
-    status: 'running',
-    error: null,
-    startedAt: now,
-    completedAt: null,
-    fields: { installSessionId: sessionId },
-  });
+  await putStep(
+    tx,
+    computer.id,
+    { id: STEP.installDeps, name: 'Installing dependencies' },
+    {
+      status: 'running',
+      error: null,
+      startedAt: now,
+      completedAt: null,
+      fields: { installSessionId: sessionId },
+    },
+  );
   await queueInstallRuns(tx, queue, computer, sessionId, now);
   return sessionId;
 }

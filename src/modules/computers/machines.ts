@@ -68,8 +68,7 @@ export function requireRunning(computer: Pick<Computer, 'id' | 'name' | 'powerSt
 
 /** `targetFor` of a computer the principal may reach (404/403 otherwise), for other modules. */
 export function computerTargets(deps: MachineDeps) {
-  return async (principal: Principal, computerId: string): Promise<SshTarget> =>
-    targetFor(deps, await reachableComputer(deps.db, principal, computerId));
+  return async (principal: Principal, computerId: string): Promise<SshTarget> => targetFor(deps, await reachableComputer(deps.db, principal, computerId));
 }
 
 /** A failure to reach the machine, as the API reports it: 503 naming the computer and the cause. */

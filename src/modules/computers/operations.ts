@@ -24,12 +24,14 @@ export function computerOperations(deps: ComputersDeps) {
   const oneAtATime = <T>(key: string, work: () => Promise<T>): Promise<T> => {
     const run = (refreshing.get(key) ?? Promise.resolve()).then(work);
     // The queue entry never rejects: the caller handles `run`'s error, the next caller only waits.
-    const settled = run.then(
-      () => undefined,
-      () => undefined,
-    ).finally(() => {
-      if (refreshing.get(key) === settled) refreshing.delete(key);
-    });
+    const settled = run
+      .then(
+        () => undefined,
+        () => undefined,
+      )
+      .finally(() => {
+        if (refreshing.get(key) === settled) refreshing.delete(key);
+      });
     refreshing.set(key, settled);
     return run;
   };
@@ -103,9 +105,7 @@ export function computerOperations(deps: ComputersDeps) {
     async restart(principal: Principal, computerId: string): Promise<Record<string, never>> {
       const computer = await reachableComputer(deps.db, principal, computerId);
       if (computer.providerType === BYOM) {
-        throw new BadRequest(
-          `Computer "${computer.name}" is a byom machine: restart resumes paused managed sandboxes; restart your own machine yourself`,
-        );
+        throw new BadRequest(`Computer "${computer.name}" is a byom machine: restart resumes paused managed sandboxes; restart your own machine yourself`);
       }
       return restartManaged(deps, computer);
     },

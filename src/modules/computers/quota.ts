@@ -20,9 +20,7 @@ export async function assertMayAddComputer(db: Db, clock: Clock, organizationId:
     // A pool's computers are no one's, except one being handed to a caller right now.
     const count = await db.computer.count({ where: { organizationId, deletedAt: null, OR: [NOT_POOL, { operation: 'claim' }] } });
     if (count >= plan.maxComputers) {
-      throw new PaymentRequired(
-        `This organization's plan allows ${plan.maxComputers} computers and it has ${count}; delete one or upgrade the plan`,
-      );
+      throw new PaymentRequired(`This organization's plan allows ${plan.maxComputers} computers and it has ${count}; delete one or upgrade the plan`);
     }
   }
   if (owner.kind !== 'human') return;

@@ -17,8 +17,6 @@ import type { CreateComputerInput, UpdateComputerInput } from './schemas.ts';
 import { byomSteps } from './steps/names.ts';
 import { computerView } from './views.ts';
 
-
-
 /** Computers as records: create (register), list, read, rename, delete. */
 export function computerRecords(deps: ComputersDeps) {
   const managed = managedComputers(deps);
@@ -93,10 +91,7 @@ export function computerRecords(deps: ComputersDeps) {
       );
     },
 
-    async list(
-      principal: Principal,
-      query: { hostId?: string; includeProvisioningSteps?: string; includeUnlisted?: string; includeDeleted?: string },
-    ) {
+    async list(principal: Principal, query: { hostId?: string; includeProvisioningSteps?: string; includeUnlisted?: string; includeDeleted?: string }) {
       const owner = ownerOf(principal);
       const withSteps = query.includeProvisioningSteps === 'true';
       const computers = await deps.db.computer.findMany({
@@ -154,7 +149,9 @@ export function computerRecords(deps: ComputersDeps) {
       } catch (err) {
         if (!isUniqueViolation(err)) throw err;
         if (input.name !== undefined && input.name !== computer.name) {
-          const clash = await deps.db.computer.findFirst({ where: { organizationId: computer.organizationId, ownerId: computer.ownerId, liveName: input.name } });
+          const clash = await deps.db.computer.findFirst({
+            where: { organizationId: computer.organizationId, ownerId: computer.ownerId, liveName: input.name },
+          });
           if (clash) throw nameTaken(input.name);
         }
         throw hostTaken(input.hostId ?? '');

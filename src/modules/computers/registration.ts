@@ -67,10 +67,7 @@ export async function reachDirectly(
  * it sent become the relay credential and the pinned host key. `relayAgentUrl` is the relay on
  * the API's own address.
  */
-export function reachThroughAgent(
-  relayAgentUrl: string | undefined,
-  connection: Extract<Connection, { type: 'agent' }>,
-): Reachability {
+export function reachThroughAgent(relayAgentUrl: string | undefined, connection: Extract<Connection, { type: 'agent' }>): Reachability {
   if (!relayAgentUrl) {
     throw new BadRequest('This control plane process takes no agent tunnels; register the machine through a server (`agentplane serve`)');
   }

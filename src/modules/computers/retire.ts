@@ -46,13 +46,7 @@ export async function retireComputer(tx: Db, deps: RetireDeps, actor: Principal,
 }
 
 /** Deletes every live computer a service account owns (spec 3.3: they go with it); answers those it deleted, as they were. */
-export async function retireServiceAccountComputers(
-  tx: Db,
-  deps: RetireDeps,
-  actor: Principal,
-  serviceAccountId: string,
-  now: Date,
-): Promise<Computer[]> {
+export async function retireServiceAccountComputers(tx: Db, deps: RetireDeps, actor: Principal, serviceAccountId: string, now: Date): Promise<Computer[]> {
   const owned = await tx.computer.findMany({
     where: { organizationId: actor.organizationId, ownerKind: 'service', ownerId: serviceAccountId, deletedAt: null },
     orderBy: { id: 'asc' },
@@ -67,12 +61,7 @@ export async function retireServiceAccountComputers(
  * credential revoked), its sessions archived, and the teardown queued as a stack job with a
  * visible `teardown` step. Failures are retried; the reaper re-queues a teardown past its deadline.
  */
-export async function scheduleTeardown(
-  tx: Db,
-  deps: RetireDeps,
-  computer: Pick<Computer, 'id'>,
-  now: Date,
-): Promise<void> {
+export async function scheduleTeardown(tx: Db, deps: RetireDeps, computer: Pick<Computer, 'id'>, now: Date): Promise<void> {
   await transition(tx, computer.id, { from: { deletedAt: { not: null } }, to: { sshKeyCiphertext: null, ...begin('teardown', now, deps.managed) } });
   await tx.session.updateMany({ where: { computerId: computer.id, archivedAt: null }, data: { archivedAt: now } });
   await moveSteps(tx, computer.id, ['pending', 'running'], { status: 'skipped', error: 'the computer was deleted' });

@@ -61,10 +61,9 @@ export const ComputerSchema = z
     hostId: z.string().optional(),
     isListed: z.boolean(),
     remoteUser: z.string().optional(),
-    relayClientUrl: z
-      .string()
-      .optional()
-      .meta({ description: 'WebSocket address `agentplane ssh` and `agentplane port-forward` reach this computer through, authenticated with the caller\'s credential' }),
+    relayClientUrl: z.string().optional().meta({
+      description: "WebSocket address `agentplane ssh` and `agentplane port-forward` reach this computer through, authenticated with the caller's credential",
+    }),
     relayAgentUrl: z
       .string()
       .optional()
@@ -99,13 +98,11 @@ const AgentConnection = z.strictObject({
   agentPublicKey: z.string().min(1).max(8192).meta({ description: 'OpenSSH public key the agent authenticates to the relay with' }),
   hostPublicKey: z.string().min(1).max(8192).meta({ description: 'OpenSSH public host key the agent serves SSH sessions with' }),
 });
-const ConnectionSchema = z
-  .union([DirectConnection, AgentConnection])
-  .meta({
-    description:
-      'How the control plane reaches a byom machine (agentplane extension): `{host, port}` to SSH in directly with the ' +
-      "organization's key, or `{type: \"agent\", ...}` as sent by `agentplane agent` for a machine that dials out.",
-  });
+const ConnectionSchema = z.union([DirectConnection, AgentConnection]).meta({
+  description:
+    'How the control plane reaches a byom machine (agentplane extension): `{host, port}` to SSH in directly with the ' +
+    'organization\'s key, or `{type: "agent", ...}` as sent by `agentplane agent` for a machine that dials out.',
+});
 export type Connection = z.infer<typeof ConnectionSchema>;
 
 const TemplateSource = (kind: 'template' | 'execution-template') =>

@@ -3,7 +3,6 @@ import type { RelayUrls } from '../../relay/urls.ts';
 import type { StoredSource } from './source.ts';
 import type { ComputerView } from './schemas.ts';
 
-
 const ms = (d: Date | null) => (d === null ? undefined : d.getTime());
 const opt = <T>(v: T | null) => (v === null ? undefined : v);
 

@@ -17,7 +17,8 @@ export async function waitForSsh(ssh: SshClient, target: SshTarget, opts: { sign
       return;
     } catch (err) {
       if (opts.signal.aborted || !(err instanceof SshError) || !isTransientSshError(err)) throw err;
-      if (Date.now() > until) throw new SshError(err.kind, `SSH did not answer within ${opts.timeoutMs / 1000} s: ${err.message}`, { host: err.host, port: err.port, cause: err });
+      if (Date.now() > until)
+        throw new SshError(err.kind, `SSH did not answer within ${opts.timeoutMs / 1000} s: ${err.message}`, { host: err.host, port: err.port, cause: err });
       await delay(RETRY_MS, undefined, { signal: opts.signal });
     }
   }

@@ -103,7 +103,14 @@ export function createEventHub(deps: { db: PrismaClient; listen: Listen; log: Lo
       } catch {
         return;
       }
-      push({ type: t.type, organizationId: t.organizationId, sessionId: t.sessionId, computerId: t.computerId, createdAt: new Date().toISOString(), data: t.data });
+      push({
+        type: t.type,
+        organizationId: t.organizationId,
+        sessionId: t.sessionId,
+        computerId: t.computerId,
+        createdAt: new Date().toISOString(),
+        data: t.data,
+      });
     } else if (/^\d+$/.test(payload) && BigInt(payload) > cursor) {
       push('read');
     }

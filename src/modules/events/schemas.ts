@@ -9,7 +9,8 @@ const EventId = z.string().regex(/^\d{1,19}$/, 'must be an event id (digits)');
 
 export const StreamQuery = z.strictObject({
   lastEventId: EventId.optional().meta({
-    description: 'Resume after this event id, as the Last-Event-ID header does (for clients that cannot set headers; the header wins). 0 replays every retained event.',
+    description:
+      'Resume after this event id, as the Last-Event-ID header does (for clients that cannot set headers; the header wins). 0 replays every retained event.',
   }),
 });
 
@@ -19,7 +20,10 @@ export const OrganizationStreamQuery = StreamQuery.extend({
     .optional()
     .transform((v, ctx) => {
       if (v === undefined) return undefined;
-      const types = v.split(',').map((t) => t.trim()).filter(Boolean);
+      const types = v
+        .split(',')
+        .map((t) => t.trim())
+        .filter(Boolean);
       const unknown = types.filter((t) => !(organizationEventTypes as string[]).includes(t));
       if (unknown.length) ctx.addIssue({ code: 'custom', message: `unknown event types ${unknown.join(', ')}; known: ${organizationEventTypes.join(', ')}` });
       return types;
@@ -32,7 +36,7 @@ export const StreamedEventSchema = z
   .object({
     id: z.string().optional().meta({
       description:
-        'Event id, for Last-Event-ID; absent on transient events, which are never stored or replayed: `session.delta` (model text as it streams, data `{type, text}`) and `session.tool_output` (a running command\'s output, data `{toolUseId, stream, seq, offset, text, truncated}`)',
+        "Event id, for Last-Event-ID; absent on transient events, which are never stored or replayed: `session.delta` (model text as it streams, data `{type, text}`) and `session.tool_output` (a running command's output, data `{toolUseId, stream, seq, offset, text, truncated}`)",
     }),
     type: z.string(),
     organizationId: z.string(),

@@ -22,7 +22,12 @@ export function createEventsService(deps: EventsDeps) {
   const open =
     (scope: StreamScope, after: bigint | undefined, stillReachable: () => Promise<unknown>): OpenStream =>
     (sink, stillAuthorized) => {
-      const stillAllowed = async () => (await stillAuthorized()) && (await stillReachable().then(() => true, () => false));
+      const stillAllowed = async () =>
+        (await stillAuthorized()) &&
+        (await stillReachable().then(
+          () => true,
+          () => false,
+        ));
       // A stream that fails (the database went away) ends; its client reconnects with its Last-Event-ID.
       runEventStream(deps, sink, scope, after, stillAllowed).catch(() => sink.close());
     };
@@ -49,8 +54,7 @@ export function createEventsService(deps: EventsDeps) {
       const computer = await reachableComputer(deps.db, principal, computerId);
       if (after === undefined) {
         const unsettled =
-          computer.status === 'provisioning' ||
-          (await deps.db.provisioningStep.count({ where: { computerId, status: { in: ['pending', 'running'] } } })) > 0;
+          computer.status === 'provisioning' || (await deps.db.provisioningStep.count({ where: { computerId, status: { in: ['pending', 'running'] } } })) > 0;
         if (unsettled) after = 0n;
       }
       return open({ key: `computer:${computerId}`, where: { computerId } }, after, () => reachableComputer(deps.db, principal, computerId));

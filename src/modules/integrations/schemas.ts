@@ -19,13 +19,12 @@ export const CreateIntegrationBody = z
   .strictObject({
     provider: z.enum(PROVIDERS, { message: 'provider must be "github" (github.com or GitHub Enterprise Server) or "gitea" (Gitea or Forgejo)' }),
     baseUrl: BaseUrl,
-    token: z.string().min(1, 'token must not be empty').max(1024, 'token must be at most 1024 characters').meta({ description: 'A personal access token; stored encrypted, never returned' }),
-    username: z
+    token: z
       .string()
-      .min(1)
-      .max(255)
-      .optional()
-      .meta({ description: 'The user name git sends with the token (default: the account the token belongs to)' }),
+      .min(1, 'token must not be empty')
+      .max(1024, 'token must be at most 1024 characters')
+      .meta({ description: 'A personal access token; stored encrypted, never returned' }),
+    username: z.string().min(1).max(255).optional().meta({ description: 'The user name git sends with the token (default: the account the token belongs to)' }),
   })
   .meta({ id: 'CreateSourceControlIntegrationRequest' });
 export type CreateIntegrationBody = z.infer<typeof CreateIntegrationBody>;
@@ -41,7 +40,11 @@ export const IntegrationSchema = z
     username: z.string(),
     login: z.string().nullable().meta({ description: 'The account the token belongs to, as the forge answered on create; null for seeded connections' }),
     token: z.string().optional().meta({ description: 'The token, masked (managers and owners only)' }),
-    scopes: z.array(z.string()).nullable().optional().meta({ description: 'On create: the scopes the forge reports for the token (GitHub classic tokens); null when it does not say' }),
+    scopes: z
+      .array(z.string())
+      .nullable()
+      .optional()
+      .meta({ description: 'On create: the scopes the forge reports for the token (GitHub classic tokens); null when it does not say' }),
     origin: z.enum(['api', 'config']).meta({ description: 'api: created here; config: seeded from AGENTPLANE_GIT_INTEGRATIONS' }),
     createdAt: z.number().int(),
   })

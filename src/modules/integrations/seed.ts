@@ -20,7 +20,14 @@ export async function syncGitIntegrations(db: PrismaClient, secrets: SecretBox, 
     const organizationId = orgId(c.organization);
     if (!organizationId) throw new Error(`invalid configuration: AGENTPLANE_GIT_INTEGRATIONS: no organization "${c.organization}"`);
     const host = c.host.toLowerCase();
-    return { organizationId, host, username: c.username, token: c.token, provider: providerOf(c), baseUrl: (c.baseUrl ?? `https://${host}`).replace(/\/+$/, '') };
+    return {
+      organizationId,
+      host,
+      username: c.username,
+      token: c.token,
+      provider: providerOf(c),
+      baseUrl: (c.baseUrl ?? `https://${host}`).replace(/\/+$/, ''),
+    };
   });
   await db.$transaction(async (tx) => {
     await tx.sourceControlIntegration.deleteMany({

@@ -32,12 +32,7 @@ export async function bootstrapOrganization(
   });
 }
 
-async function bootstrapIn(
-  tx: Db,
-  input: { org: string; newKey?: boolean },
-  email: string,
-  clock: Clock,
-): Promise<BootstrapResult> {
+async function bootstrapIn(tx: Db, input: { org: string; newKey?: boolean }, email: string, clock: Clock): Promise<BootstrapResult> {
   const now = clock.now();
   let created = false;
   let org = await tx.organization.findUnique({ where: { name: input.org } });

@@ -2,15 +2,8 @@ import type { Principal } from '../../auth/principal.ts';
 import type { Db } from '../../db/client.ts';
 import { PUBLIC_API_SOURCE, recordAudit } from '../audit/record.ts';
 import { lockOrganization } from './organization-lock.ts';
-import {
-  UserLimitEntrySchema,
-  type RawUserLimitEntry,
-  type UserLimitEntry,
-  type UserLimitsBody,
-  type UserLimitsResult,
-} from './schemas.ts';
+import { UserLimitEntrySchema, type RawUserLimitEntry, type UserLimitEntry, type UserLimitsBody, type UserLimitsResult } from './schemas.ts';
 import type { OrganizationDeps } from './service.ts';
-
 
 const toNumber = (limit: bigint | null) => (limit === null ? null : Number(limit));
 const toBigInt = (limit: number | null) => (limit === null ? null : BigInt(limit));

@@ -43,9 +43,7 @@ export function redactCustomModelKeys(settings: Settings): Settings {
 /** The document a turn reads: each custom model's key opened (or, written before sealing, as stored). */
 export function openCustomModelKeys(settings: unknown, keys: Pick<SecretBox, 'open'>): unknown {
   if (!isEntry(settings)) return settings;
-  return mapEntries(settings, (entry) =>
-    typeof entry[CIPHERTEXT] === 'string' ? { ...entry, apiKey: keys.open(entry[CIPHERTEXT]) } : entry,
-  );
+  return mapEntries(settings, (entry) => (typeof entry[CIPHERTEXT] === 'string' ? { ...entry, apiKey: keys.open(entry[CIPHERTEXT]) } : entry));
 }
 
 /** The stored document with keys written before sealing sealed; the very same object when there were none. */

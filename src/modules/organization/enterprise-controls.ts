@@ -151,4 +151,3 @@ export async function listEnterpriseControlChanges(deps: OrganizationDeps, actor
 // History is ordered by revision, which is unique per organization, so the cursor is the last
 // revision seen rather than the (createdAt, id) position the other lists use.
 const RevisionCursorSchema = z.object({ r: z.number().int().min(1) });
-

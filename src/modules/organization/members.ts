@@ -11,7 +11,6 @@ import type { InviteBody, InviteResult, OrganizationUser } from './schemas.ts';
 import type { OrganizationDeps } from './service.ts';
 import { wireUserId } from './user-id.ts';
 
-
 export async function listUsers(deps: OrganizationDeps, actor: Principal, page: PageQuery) {
   const q = pageQuery(page);
   const rows = await deps.db.membership.findMany({
@@ -89,9 +88,7 @@ export async function removeUser(deps: OrganizationDeps, actor: Principal, rawEm
     await lockOrganization(tx, actor.organizationId);
     const membership = await findMembership(tx, actor.organizationId, email);
     if (!membership) {
-      throw new NotFound(
-        `No member or pending invitation with email ${email} in this organization; list them with GET /api/v0/organization/users`,
-      );
+      throw new NotFound(`No member or pending invitation with email ${email} in this organization; list them with GET /api/v0/organization/users`);
     }
     const invitation = membership.status === 'invited';
     if (membership.role === 'owner') {

@@ -26,9 +26,7 @@ const OrganizationUserSchema = z
   .meta({ id: 'OrganizationUser' });
 export type OrganizationUser = z.infer<typeof OrganizationUserSchema>;
 
-export const UserListSchema = z
-  .strictObject({ users: z.array(OrganizationUserSchema), pagination: PaginationSchema })
-  .meta({ id: 'OrganizationUserList' });
+export const UserListSchema = z.strictObject({ users: z.array(OrganizationUserSchema), pagination: PaginationSchema }).meta({ id: 'OrganizationUserList' });
 
 export const InviteBodySchema = z
   .strictObject({
@@ -74,9 +72,7 @@ export const GlobalLimitSchema = z.strictObject({ limit: StoredLimitSchema }).me
 
 const UserLimitSchema = z.strictObject({ email: StoredEmailSchema, limit: StoredLimitSchema }).meta({ id: 'UserLimit' });
 
-export const UserLimitsSchema = z
-  .strictObject({ globalLimit: StoredLimitSchema, userLimits: z.array(UserLimitSchema) })
-  .meta({ id: 'UserLimits' });
+export const UserLimitsSchema = z.strictObject({ globalLimit: StoredLimitSchema, userLimits: z.array(UserLimitSchema) }).meta({ id: 'UserLimits' });
 
 /** One entry of a per-user update, checked on its own so a bad entry fails alone. */
 export const UserLimitEntrySchema = z.strictObject({ email: EmailSchema, limit: CreditLimitSchema });
@@ -89,15 +85,12 @@ export type UserLimitEntry = z.infer<typeof UserLimitEntrySchema>;
 const RawUserLimitEntrySchema = z.looseObject(
   {
     email: z.string('each entry needs an email string').meta({ format: 'email' }),
-    limit: z
-      .unknown()
-      .optional()
-      .meta({
-        type: 'integer',
-        nullable: true,
-        minimum: MIN_CREDIT_LIMIT,
-        description: 'Credits limit (at least 1,000,000), or null to remove the override',
-      }),
+    limit: z.unknown().optional().meta({
+      type: 'integer',
+      nullable: true,
+      minimum: MIN_CREDIT_LIMIT,
+      description: 'Credits limit (at least 1,000,000), or null to remove the override',
+    }),
   },
   'each entry must be an object {email, limit}',
 );
@@ -109,10 +102,7 @@ export const UserLimitsBodySchema = z
     (body) => (Array.isArray(body) ? { users: body } : body),
     z.strictObject(
       {
-        users: z
-          .array(RawUserLimitEntrySchema)
-          .min(1, 'send at least one entry')
-          .max(100, 'send at most 100 entries per request'),
+        users: z.array(RawUserLimitEntrySchema).min(1, 'send at least one entry').max(100, 'send at most 100 entries per request'),
       },
       'the body must be {"users": [{email, limit}, ...]} or a bare array of such entries',
     ),
@@ -149,9 +139,7 @@ export const EnterpriseControlsSchema = z
   })
   .meta({ id: 'EnterpriseControls' });
 
-export const EnterpriseControlsBodySchema = z
-  .strictObject({ settings: SettingsSchema })
-  .meta({ id: 'SetEnterpriseControlsRequest' });
+export const EnterpriseControlsBodySchema = z.strictObject({ settings: SettingsSchema }).meta({ id: 'SetEnterpriseControlsRequest' });
 export type EnterpriseControlsBody = z.infer<typeof EnterpriseControlsBodySchema>;
 
 const EnterpriseControlChangeSchema = z

@@ -29,8 +29,7 @@ export function createOrganizationService(deps: OrganizationDeps) {
     getUserLimits: (actor: Principal) => getUserLimits(deps, actor),
     setUserLimits: (actor: Principal, body: UserLimitsBody) => setUserLimits(deps, actor, body),
     getEnterpriseControls: (actor: Principal) => getEnterpriseControls(deps, actor),
-    setEnterpriseControls: (actor: Principal, body: EnterpriseControlsBody) =>
-      setEnterpriseControls(deps, actor, body.settings),
+    setEnterpriseControls: (actor: Principal, body: EnterpriseControlsBody) => setEnterpriseControls(deps, actor, body.settings),
     listEnterpriseControlChanges: (actor: Principal, page: PageQuery) => listEnterpriseControlChanges(deps, actor, page),
   };
 }

@@ -52,7 +52,14 @@ function globMatcher(pattern: string): RegExp {
   const clean = pattern.replace(/^\.\//, '').replace(/\/+$/, '');
   const body = clean
     .split('/')
-    .map((seg) => (seg === '**' ? '.*' : seg.replace(/[.+^${}()|[\]\\]/g, '\\$&').replace(/\*/g, '[^/]*').replace(/\?/g, '[^/]')))
+    .map((seg) =>
+      seg === '**'
+        ? '.*'
+        : seg
+            .replace(/[.+^${}()|[\]\\]/g, '\\$&')
+            .replace(/\*/g, '[^/]*')
+            .replace(/\?/g, '[^/]'),
+    )
     .join('/');
   return new RegExp(`^${body}$`);
 }
@@ -144,9 +151,7 @@ export async function detectApps(ctx: BaseContext): Promise<App[]> {
   const patterns = await memberPatterns(ctx);
   const include = patterns.filter((p) => !p.startsWith('!')).map(globMatcher);
   const exclude = patterns.filter((p) => p.startsWith('!')).map((p) => globMatcher(p.slice(1)));
-  let chosen = include.length
-    ? dirs.filter((d) => d !== '.' && include.some((r) => r.test(d)) && !exclude.some((r) => r.test(d)))
-    : [];
+  let chosen = include.length ? dirs.filter((d) => d !== '.' && include.some((r) => r.test(d)) && !exclude.some((r) => r.test(d))) : [];
   if (include.length && patterns.includes('.') && dirs.includes('.')) chosen.unshift('.');
   if (chosen.length === 0) {
     if (dirs.includes('.')) chosen = ['.'];

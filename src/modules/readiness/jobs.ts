@@ -35,9 +35,7 @@ export interface EvaluateJobDeps {
 }
 
 export function readinessJobs(deps: EvaluateJobDeps): JobDefinition[] {
-  return [
-    readinessEvaluateJob.handledBy((payload, ctx) => runEvaluation(deps, payload.evaluationId, ctx)),
-  ];
+  return [readinessEvaluateJob.handledBy((payload, ctx) => runEvaluation(deps, payload.evaluationId, ctx))];
 }
 
 /** Enqueues the evaluation inside the caller's transaction; the job id is the evaluation id. */

@@ -2,15 +2,7 @@ import { roleAtLeast } from '../../auth/principal.ts';
 import type { Guard } from '../../auth/guards.ts';
 import { defineRoute } from '../../http/route.ts';
 import { Forbidden } from '../../lib/errors.ts';
-import {
-  EvaluateBodySchema,
-  EvaluationParamsSchema,
-  EvaluationSchema,
-  ListQuerySchema,
-  ReportInputSchema,
-  ReportListSchema,
-  ReportSchema,
-} from './schemas.ts';
+import { EvaluateBodySchema, EvaluationParamsSchema, EvaluationSchema, ListQuerySchema, ReportInputSchema, ReportListSchema, ReportSchema } from './schemas.ts';
 import type { ReadinessService } from './service.ts';
 
 const BASE = '/api/organization/agent-readiness-reports';

@@ -42,11 +42,7 @@ async function checkedClone(deps: EvaluateJobDeps, row: ReadinessEvaluation): Pr
  * transaction. Clone failures and unusable computers fail it at once; other errors are retried
  * by the queue and fail it on the last attempt.
  */
-export async function runEvaluation(
-  deps: EvaluateJobDeps,
-  evaluationId: string,
-  ctx: Pick<JobContext, 'lastAttempt' | 'signal' | 'log'>,
-): Promise<void> {
+export async function runEvaluation(deps: EvaluateJobDeps, evaluationId: string, ctx: Pick<JobContext, 'lastAttempt' | 'signal' | 'log'>): Promise<void> {
   const { prisma, clock } = deps;
   const row = await prisma.readinessEvaluation.findUnique({ where: { id: evaluationId } });
   if (!row || row.status === 'succeeded' || row.status === 'failed') {

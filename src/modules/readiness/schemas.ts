@@ -34,9 +34,7 @@ const ModelUsedSchema = z
   })
   .meta({ id: 'ReadinessModelUsed' });
 
-const criterionId = z
-  .string()
-  .regex(/^[A-Za-z0-9][A-Za-z0-9_.-]{0,99}$/, 'criterion ids are 1-100 letters, digits, "_", "." or "-", e.g. lint_config');
+const criterionId = z.string().regex(/^[A-Za-z0-9][A-Za-z0-9_.-]{0,99}$/, 'criterion ids are 1-100 letters, digits, "_", "." or "-", e.g. lint_config');
 const appPath = z.string().min(1, 'application paths must not be empty').max(1000);
 
 const mapOf = <T extends z.ZodType>(key: z.ZodString, value: T, max: number, what: string) =>
@@ -66,10 +64,7 @@ export const ReportSchema = z
     createdAt: ms,
     repoUrl: z.string(),
     apps: z.record(z.string(), z.strictObject({ description: z.string() })),
-    report: z.record(
-      z.string(),
-      z.strictObject({ numerator: z.number(), denominator: z.number(), rationale: z.string() }),
-    ),
+    report: z.record(z.string(), z.strictObject({ numerator: z.number(), denominator: z.number(), rationale: z.string() })),
     commitHash: z.string().nullable(),
     branch: z.string().nullable(),
     hasLocalChanges: z.boolean().nullable(),
@@ -97,10 +92,7 @@ export const ListQuerySchema = z.object({
     .transform((v) => (v === undefined ? DEFAULT_LIST_LIMIT : Number(v)))
     .pipe(z.number().int().min(1, 'must be a positive integer').max(MAX_LIST_LIMIT, `must be at most ${MAX_LIST_LIMIT}`))
     .meta({ description: `Maximum number of reports (default ${DEFAULT_LIST_LIMIT}, at most ${MAX_LIST_LIMIT})`, param: { example: '20' } }),
-  startAfter: z
-    .uuid('must be a reportId (a UUID) from a previous page')
-    .optional()
-    .meta({ description: 'A reportId: the page starts after that report' }),
+  startAfter: z.uuid('must be a reportId (a UUID) from a previous page').optional().meta({ description: 'A reportId: the page starts after that report' }),
 });
 export type ListQuery = z.infer<typeof ListQuerySchema>;
 
@@ -109,10 +101,7 @@ const branchName = z
   .string()
   .min(1)
   .max(250)
-  .regex(
-    /^(?!-)(?!.*\.\.)(?!.*@\{)(?!.*\/\/)(?!\/)(?!.*\/$)(?!.*\.lock$)(?!.*\.$)[^\s~^:?*[\\\x00-\x1f\x7f]+$/,
-    'is not a valid git branch name',
-  );
+  .regex(/^(?!-)(?!.*\.\.)(?!.*@\{)(?!.*\/\/)(?!\/)(?!.*\/$)(?!.*\.lock$)(?!.*\.$)[^\s~^:?*[\\\x00-\x1f\x7f]+$/, 'is not a valid git branch name');
 
 export const EvaluateBodySchema = z
   .strictObject({

@@ -43,9 +43,7 @@ export function createReadinessService(deps: ReadinessServiceDeps) {
         where: {
           organizationId,
           ...(q.repoId ? { repoKey: repoKey(q.repoId)! } : {}),
-          ...(after
-            ? { OR: [{ createdAt: { lt: after.createdAt } }, { createdAt: after.createdAt, id: { lt: after.id } }] }
-            : {}),
+          ...(after ? { OR: [{ createdAt: { lt: after.createdAt } }, { createdAt: after.createdAt, id: { lt: after.id } }] } : {}),
         },
         orderBy: [{ createdAt: 'desc' }, { id: 'desc' }],
         take: q.limit,

@@ -19,21 +19,16 @@ export function assertServiceAccountsPlan<T extends { entitlements: unknown }>(o
 }
 
 export async function requireServiceAccountsPlan(db: Db, organizationId: string): Promise<void> {
-  assertServiceAccountsPlan(
-    await db.organization.findUnique({ where: { id: organizationId }, select: { entitlements: true } }),
-  );
+  assertServiceAccountsPlan(await db.organization.findUnique({ where: { id: organizationId }, select: { entitlements: true } }));
 }
 
 export function accountNotFound(serviceAccountId: string): NotFound {
-  return new NotFound(
-    `No service account ${serviceAccountId} in this organization; list them with GET /api/v0/service-accounts`,
-  );
+  return new NotFound(`No service account ${serviceAccountId} in this organization; list them with GET /api/v0/service-accounts`);
 }
 
 export function keyNotFound(serviceAccountId: string, keyId: string): NotFound {
   return new NotFound(
-    `Service account ${serviceAccountId} has no API key ${keyId}; ` +
-      `list its keys with GET /api/v0/service-accounts/${serviceAccountId}/api-keys`,
+    `Service account ${serviceAccountId} has no API key ${keyId}; ` + `list its keys with GET /api/v0/service-accounts/${serviceAccountId}/api-keys`,
   );
 }
 
@@ -42,11 +37,7 @@ export function keyNotFound(serviceAccountId: string, keyId: string): NotFound {
  * a time (two concurrent creates cannot both find a name free). Answers 404 for an account of
  * another organization, exactly as for one that does not exist.
  */
-export async function lockAccount(
-  tx: Db,
-  organizationId: string,
-  serviceAccountId: string,
-): Promise<{ id: string; status: ServiceAccountStatus }> {
+export async function lockAccount(tx: Db, organizationId: string, serviceAccountId: string): Promise<{ id: string; status: ServiceAccountStatus }> {
   const rows = await tx.$queryRaw<{ id: string; status: ServiceAccountStatus }[]>`
     SELECT id, status::text AS status FROM service_accounts
     WHERE id = ${serviceAccountId} AND organization_id = ${organizationId}

@@ -10,13 +10,7 @@ import { newId } from '../../lib/ids.ts';
 import { PUBLIC_API_SOURCE, recordAudit, type AuditEntry } from '../audit/record.ts';
 import { publishKeysRevoked } from './key-events.ts';
 import { retireServiceAccountComputers } from '../computers/retire.ts';
-import {
-  accountNotFound,
-  ACCOUNT_EVENT,
-  actorId,
-  assertServiceAccountsPlan,
-  requireServiceAccountsPlan,
-} from './access.ts';
+import { accountNotFound, ACCOUNT_EVENT, actorId, assertServiceAccountsPlan, requireServiceAccountsPlan } from './access.ts';
 import { purgeMachineGitCredentials } from './machine-credentials.ts';
 import { accountRowOf, LISTED_ACCOUNTS, type ListedAccountsRow } from './reads.ts';
 import { ServiceAccountListResponse, type CreateServiceAccountInput, type UpdateServiceAccountInput } from './schemas.ts';
@@ -28,14 +22,8 @@ function deletedConflict(id: string): Conflict {
 }
 
 function nameTaken(name: string, holder?: { id: string; status: string }): Conflict {
-  const by = !holder
-    ? 'another service account'
-    : holder.status === 'deleted'
-      ? `the deleted service account ${holder.id}`
-      : `service account ${holder.id}`;
-  return new Conflict(
-    `The name "${name}" is already used by ${by} in this organization; names are never reused, choose another name`,
-  );
+  const by = !holder ? 'another service account' : holder.status === 'deleted' ? `the deleted service account ${holder.id}` : `service account ${holder.id}`;
+  return new Conflict(`The name "${name}" is already used by ${by} in this organization; names are never reused, choose another name`);
 }
 
 /** Records a change to an account, made by `actor` through the public API. */
@@ -156,9 +144,7 @@ export function accountOperations({ db, clock, reads, computers, machines, log }
         if (changed.count === 0) {
           const latest = await find(tx, organizationId, id);
           if (latest.status === 'deleted') throw deletedConflict(id);
-          throw new Conflict(
-            `Service account ${id} changed to ${latest.status} while this request ran; read it again and retry`,
-          );
+          throw new Conflict(`Service account ${id} changed to ${latest.status} while this request ran; read it again and retry`);
         }
         const before = serviceAccountView(current);
         const after = serviceAccountView(await find(tx, organizationId, id));
@@ -166,9 +152,7 @@ export function accountOperations({ db, clock, reads, computers, machines, log }
           before,
           after,
           payload:
-            status !== current.status
-              ? { intent: 'status_changed', fromStatus: current.status, toStatus: status }
-              : { intent: 'updated', toStatus: status },
+            status !== current.status ? { intent: 'status_changed', fromStatus: current.status, toStatus: status } : { intent: 'updated', toStatus: status },
           at: now,
         });
         return after;

@@ -1,13 +1,6 @@
 import type { Guard } from '../../auth/guards.ts';
 import { defineRoute, type RouteSpec } from '../../http/route.ts';
-import {
-  ApiKeyIdParams,
-  ApiKeyListResponse,
-  CreateApiKeyBody,
-  IssuedApiKeyResponse,
-  RotateApiKeyBody,
-  ServiceAccountIdParams,
-} from './schemas.ts';
+import { ApiKeyIdParams, ApiKeyListResponse, CreateApiKeyBody, IssuedApiKeyResponse, RotateApiKeyBody, ServiceAccountIdParams } from './schemas.ts';
 import type { ServiceAccountsService } from './service.ts';
 
 /** A response that carries a key's one-time value must not be kept by any cache. */

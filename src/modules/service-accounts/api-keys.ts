@@ -4,15 +4,7 @@ import type { Db } from '../../db/client.ts';
 import { BadRequest, Conflict } from '../../lib/errors.ts';
 import { PUBLIC_API_SOURCE, recordAudit } from '../audit/record.ts';
 import { publishKeysRevoked } from './key-events.ts';
-import {
-  accountNotFound,
-  assertServiceAccountsPlan,
-  futureExpiry,
-  KEY_EVENT,
-  keyNotFound,
-  lockAccount,
-  requireServiceAccountsPlan,
-} from './access.ts';
+import { accountNotFound, assertServiceAccountsPlan, futureExpiry, KEY_EVENT, keyNotFound, lockAccount, requireServiceAccountsPlan } from './access.ts';
 import type { CreateApiKeyInput, RotateApiKeyInput } from './schemas.ts';
 import type { ServiceAccountsDeps } from './service.ts';
 import { apiKeyView, issuedApiKeyView } from './views.ts';
@@ -31,8 +23,7 @@ function liveKeyNamed(serviceAccountId: string, name: string, now: Date) {
 
 function nameInUse(name: string, holderId: string): Conflict {
   return new Conflict(
-    `This service account already has an active API key named "${name}" (${holderId}); ` +
-      'choose another name, or rotate or revoke that key',
+    `This service account already has an active API key named "${name}" (${holderId}); ` + 'choose another name, or rotate or revoke that key',
   );
 }
 
@@ -104,9 +95,7 @@ export function apiKeyOperations({ db, clock }: ServiceAccountsDeps) {
         const now = clock.now();
         const revoked = await tx.apiKey.updateMany({ where: { id: keyId, revokedAt: null }, data: { revokedAt: now } });
         const graceEnded =
-          revoked.count === 0
-            ? await tx.apiKey.updateMany({ where: { id: keyId, validUntil: { gt: now } }, data: { validUntil: now } })
-            : { count: 0 };
+          revoked.count === 0 ? await tx.apiKey.updateMany({ where: { id: keyId, validUntil: { gt: now } }, data: { validUntil: now } }) : { count: 0 };
         if (revoked.count === 0 && graceEnded.count === 0) return;
         await publishKeysRevoked(tx, [{ ...before, validUntil: now }], 'revoked');
         await recordAudit(tx, {
@@ -140,8 +129,7 @@ export function apiKeyOperations({ db, clock }: ServiceAccountsDeps) {
         if (account.status === 'deleted') throw deletedAccount(serviceAccountId);
         if (old.revokedAt) {
           throw new Conflict(
-            `API key ${keyId} was already revoked at ${old.revokedAt.toISOString()} and cannot be rotated; ` +
-              'rotate its replacement, or create a new key',
+            `API key ${keyId} was already revoked at ${old.revokedAt.toISOString()} and cannot be rotated; ` + 'rotate its replacement, or create a new key',
           );
         }
         if (validUntil && old.expiresAt && old.expiresAt < validUntil) {

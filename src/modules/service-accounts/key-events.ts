@@ -6,7 +6,11 @@ import { publish } from '../events/publish.ts';
 export type RevokeReason = 'revoked' | 'rotated' | 'service_account_deleted' | 'member_removed';
 
 /** `apikey.revoked` for each key, in the transaction that revoked it. The key's value never appears. */
-export function publishKeysRevoked(db: Db, keys: Pick<ApiKey, 'id' | 'organizationId' | 'name' | 'serviceAccountId' | 'userId' | 'validUntil'>[], reason: RevokeReason) {
+export function publishKeysRevoked(
+  db: Db,
+  keys: Pick<ApiKey, 'id' | 'organizationId' | 'name' | 'serviceAccountId' | 'userId' | 'validUntil'>[],
+  reason: RevokeReason,
+) {
   return publish(
     db,
     keys.map((k) => ({

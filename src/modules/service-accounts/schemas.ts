@@ -87,9 +87,7 @@ export const UpdateServiceAccountBody = z
     },
     {
       error: (issue) =>
-        issue.code === 'unrecognized_keys' && issue.keys.includes('name')
-          ? 'name is immutable; create a new service account to use another name'
-          : undefined,
+        issue.code === 'unrecognized_keys' && issue.keys.includes('name') ? 'name is immutable; create a new service account to use another name' : undefined,
     },
   )
   .meta({ id: 'UpdateServiceAccountBody' });
@@ -113,16 +111,8 @@ export const RotateApiKeyBody = z
   .meta({ id: 'RotateServiceAccountApiKeyBody' });
 export type RotateApiKeyInput = z.infer<typeof RotateApiKeyBody>;
 
-export const ServiceAccountListResponse = z
-  .strictObject({ serviceAccounts: z.array(ServiceAccountSchema) })
-  .meta({ id: 'ServiceAccountList' });
-export const ServiceAccountResponse = z
-  .strictObject({ serviceAccount: ServiceAccountSchema })
-  .meta({ id: 'ServiceAccountResponse' });
-export const DeletedServiceAccountResponse = z
-  .strictObject({ id: z.string(), deleted: z.literal(true) })
-  .meta({ id: 'DeletedServiceAccount' });
+export const ServiceAccountListResponse = z.strictObject({ serviceAccounts: z.array(ServiceAccountSchema) }).meta({ id: 'ServiceAccountList' });
+export const ServiceAccountResponse = z.strictObject({ serviceAccount: ServiceAccountSchema }).meta({ id: 'ServiceAccountResponse' });
+export const DeletedServiceAccountResponse = z.strictObject({ id: z.string(), deleted: z.literal(true) }).meta({ id: 'DeletedServiceAccount' });
 export const ApiKeyListResponse = z.strictObject({ apiKeys: z.array(ApiKeySchema) }).meta({ id: 'ServiceAccountApiKeyList' });
-export const IssuedApiKeyResponse = z
-  .strictObject({ apiKey: IssuedApiKeySchema })
-  .meta({ id: 'IssuedServiceAccountApiKeyResponse' });
+export const IssuedApiKeyResponse = z.strictObject({ apiKey: IssuedApiKeySchema }).meta({ id: 'IssuedServiceAccountApiKeyResponse' });

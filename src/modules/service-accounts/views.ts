@@ -4,10 +4,7 @@ import type { ApiKeyView, IssuedApiKeyView, ServiceAccountView } from './schemas
 /** Stored rows -> the wire shapes of the wire reference (times in Unix ms, unset fields omitted). */
 
 /** The columns the wire shape of an account is made from. */
-export type ServiceAccountRow = Pick<
-  ServiceAccount,
-  'id' | 'name' | 'description' | 'status' | 'createdBy' | 'teamIds' | 'createdAt' | 'updatedAt'
->;
+export type ServiceAccountRow = Pick<ServiceAccount, 'id' | 'name' | 'description' | 'status' | 'createdBy' | 'teamIds' | 'createdAt' | 'updatedAt'>;
 
 export function serviceAccountView(row: ServiceAccountRow): ServiceAccountView {
   return {

@@ -35,5 +35,10 @@ export async function storeCompaction(db: Db, sessionId: string, compaction: Com
   // Every message of a persisted turn covers its seq once stored, so the range is always known here.
   if (!covers) throw new Error('a compaction of messages that were never stored cannot be recorded');
   const marker: CompactionMarker = { ...covers, tokensBefore: compaction.tokensBefore, tokensAfter: compaction.tokensAfter };
-  return appendMessage(db, sessionId, { role: 'system', content: compaction.summary.content, modelId: compaction.model.id, extra: { compaction: marker } }, now);
+  return appendMessage(
+    db,
+    sessionId,
+    { role: 'system', content: compaction.summary.content, modelId: compaction.model.id, extra: { compaction: marker } },
+    now,
+  );
 }

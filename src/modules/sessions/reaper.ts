@@ -8,7 +8,8 @@ import { endTurn } from './store.ts';
  */
 export const STUCK_AFTER_MS = 3 * 60_000;
 
-export const STOPPED_TURN = 'The agent stopped unexpectedly: the worker running this turn stopped responding and could not be restarted. Send a message to continue.';
+export const STOPPED_TURN =
+  'The agent stopped unexpectedly: the worker running this turn stopped responding and could not be restarted. Send a message to continue.';
 
 /**
  * Ends turns no worker runs any more (status running, heartbeat stale: subagent sessions, whose

@@ -61,6 +61,11 @@ export async function readRepositoryInstructions(ssh: SshClient, target: SshTarg
 /** The instructions section of the system prompt, or '' when there are none. */
 export function instructionsSection(files: readonly InstructionsFile[]): string {
   if (files.length === 0) return '';
-  const parts = files.map((f) => `## ${f.path}\n${f.text.trimEnd()}${f.truncated ? `\n[${f.path} was cut at the ${MAX_INSTRUCTIONS_BYTES}-byte bound for instructions]` : ''}`);
-  return ['Repository instructions (AGENTS.md files, from the repository root down to the working directory; where they disagree, the deeper file wins):', ...parts].join('\n\n');
+  const parts = files.map(
+    (f) => `## ${f.path}\n${f.text.trimEnd()}${f.truncated ? `\n[${f.path} was cut at the ${MAX_INSTRUCTIONS_BYTES}-byte bound for instructions]` : ''}`,
+  );
+  return [
+    'Repository instructions (AGENTS.md files, from the repository root down to the working directory; where they disagree, the deeper file wins):',
+    ...parts,
+  ].join('\n\n');
 }

@@ -10,14 +10,28 @@ const SESSION_STATUSES = ['idle', 'pending', 'running'] as const;
 const MESSAGE_ROLES = ['user', 'assistant', 'tool', 'system'] as const;
 const MODEL_PROVIDERS = ['anthropic', 'openai', 'generic-chat-completion-api', 'factory', 'google', 'xai', 'voyage', 'bedrock-converse'] as const;
 const API_PROVIDERS = [
-  'bedrock', 'anthropic', 'vertex_anthropic', 'bedrock_anthropic', 'bedrock_converse', 'openai', 'azure_openai',
-  'google', 'xai', 'fireworks', 'baseten', 'snowflake',
+  'bedrock',
+  'anthropic',
+  'vertex_anthropic',
+  'bedrock_anthropic',
+  'bedrock_converse',
+  'openai',
+  'azure_openai',
+  'google',
+  'xai',
+  'fireworks',
+  'baseten',
+  'snowflake',
 ] as const;
 
 const SessionStatusSchema = z.enum(SESSION_STATUSES).meta({ description: 'Current session execution status' });
 
 const nonBlank = (what: string, max = 200) =>
-  z.string(`${what} must be a string`).min(1, `${what} must not be empty`).max(max, `${what} must be at most ${max} characters`).regex(/\S/, `${what} must not be blank`);
+  z
+    .string(`${what} must be a string`)
+    .min(1, `${what} must not be empty`)
+    .max(max, `${what} must be at most ${max} characters`)
+    .regex(/\S/, `${what} must not be blank`);
 
 const TagSchema = z.strictObject({
   name: nonBlank('tag name', 100),
@@ -117,7 +131,10 @@ export const SessionListResponse = z.strictObject({ sessions: z.array(SessionSch
 
 const IMAGE_TYPES = ['image/jpeg', 'image/png', 'image/gif', 'image/webp'] as const;
 const base64 = (what: string) =>
-  z.string().min(1, `${what} must not be empty`).regex(/^[A-Za-z0-9+/\s]*={0,2}\s*$/, `${what} must be base64`);
+  z
+    .string()
+    .min(1, `${what} must not be empty`)
+    .regex(/^[A-Za-z0-9+/\s]*={0,2}\s*$/, `${what} must be base64`);
 
 const ImageSourceSchema = z.strictObject({
   type: z.literal('base64'),
@@ -223,8 +240,15 @@ export const MessageSchema = z
 export type MessageView = z.infer<typeof MessageSchema>;
 /** Optional wire fields kept in the message row's `extra` column. */
 export const MESSAGE_EXTRA_FIELDS = [
-  'visibility', 'openaiMessageId', 'openaiPhase', 'openaiEncryptedContent', 'openaiReasoningId',
-  'openaiReasoningSummary', 'chatCompletionReasoningField', 'chatCompletionReasoningContent', 'compaction',
+  'visibility',
+  'openaiMessageId',
+  'openaiPhase',
+  'openaiEncryptedContent',
+  'openaiReasoningId',
+  'openaiReasoningSummary',
+  'chatCompletionReasoningField',
+  'chatCompletionReasoningContent',
+  'compaction',
 ] as const;
 
 export const MessageListResponse = z.strictObject({ messages: z.array(MessageSchema), pagination: PaginationSchema });
@@ -285,9 +309,7 @@ const CheckpointEntrySchema = z.object({
   file: z.string().min(1, 'entries[].file must not be empty'),
   blob_sha: z.string().optional(),
   attributions: z.array(z.object({ start: z.number(), end: z.number(), author_id: z.string(), ts: z.number() })).optional(),
-  line_attributions: z
-    .array(z.object({ start_line: z.number(), end_line: z.number(), author_id: z.string(), overrode: z.unknown().optional() }))
-    .optional(),
+  line_attributions: z.array(z.object({ start_line: z.number(), end_line: z.number(), author_id: z.string(), overrode: z.unknown().optional() })).optional(),
 });
 const CheckpointSchema = z.object({
   kind: nonBlank('checkpoints[].kind', 100).meta({ description: 'e.g. AiAgent' }),
@@ -298,9 +320,7 @@ const CheckpointSchema = z.object({
   git_ai_version: z.string().optional(),
   entries: z.array(CheckpointEntrySchema).max(10_000).default([]),
   agent_id: z.object({ tool: z.string().optional(), id: z.string().optional(), model: z.string().optional() }).optional(),
-  agent_metadata: z
-    .object({ transcript_path: z.string().optional(), settings_path: z.string().optional(), tool_name: z.string().optional() })
-    .optional(),
+  agent_metadata: z.object({ transcript_path: z.string().optional(), settings_path: z.string().optional(), tool_name: z.string().optional() }).optional(),
   line_stats: z
     .object({
       additions: nonNegInt('line_stats.additions'),

@@ -149,10 +149,10 @@ export function createSessionsService(deps: SessionsDeps) {
       });
       const limit = deps.limits.maxConcurrentSessions;
       if (busy >= limit) {
-        throw new TooManyRequests(
-          `You have ${busy} sessions pending or running, the limit is ${limit}; wait for one to finish or interrupt one`,
-          { headers: { 'Retry-After': '30' }, metadata: { limit, active: busy } },
-        );
+        throw new TooManyRequests(`You have ${busy} sessions pending or running, the limit is ${limit}; wait for one to finish or interrupt one`, {
+          headers: { 'Retry-After': '30' },
+          metadata: { limit, active: busy },
+        });
       }
       const { computer, cwd } = await checkComputer(principal, input.computerId, input.cwd).catch((err: unknown) => {
         throw computerIdRefused(input.computerId, err);
@@ -173,7 +173,9 @@ export function createSessionsService(deps: SessionsDeps) {
             updatedAt: now,
           },
         });
-        await recordEvents(tx, [{ kind: 'session_started', organizationId: principal.organizationId, userId: owner.id, occurredAt: now, sessionId: created.id }]);
+        await recordEvents(tx, [
+          { kind: 'session_started', organizationId: principal.organizationId, userId: owner.id, occurredAt: now, sessionId: created.id },
+        ]);
         return created;
       });
       return sessionView(session);
@@ -207,10 +209,7 @@ export function createSessionsService(deps: SessionsDeps) {
     async update(principal: Principal, sessionId: string, change: SessionSettingsInput) {
       const session = await reachableSession(db, principal, sessionId);
       const settings = mergeSettings(storedSettings(session), change);
-      checkModels(
-        { model: change.model, specModeModel: change.specModeModel },
-        await enterpriseSettingsOf(db, principal.organizationId),
-      );
+      checkModels({ model: change.model, specModeModel: change.specModeModel }, await enterpriseSettingsOf(db, principal.organizationId));
       const archivedAt = change.archivedAt === undefined ? session.archivedAt : change.archivedAt === null ? null : new Date(change.archivedAt);
       const updated = await db.session.update({
         where: { id: session.id },
@@ -320,7 +319,10 @@ export function createSessionsService(deps: SessionsDeps) {
           now,
         );
         // Leaving idle clears an interrupt left over from a turn that ended before it was read.
-        const { count: leftIdle } = await tx.session.updateMany({ where: { id: session.id, status: 'idle' }, data: { status: 'pending', interruptRequestedAt: null } });
+        const { count: leftIdle } = await tx.session.updateMany({
+          where: { id: session.id, status: 'idle' },
+          data: { status: 'pending', interruptRequestedAt: null },
+        });
         if (leftIdle) await sessionEvents.status(tx, session.id, 'pending');
         await tx.session.updateMany({
           where: { id: session.id },

@@ -16,7 +16,10 @@ export const sessionEvents = {
     publish(db, { type: 'session.message.created', sessionId: row.sessionId, data: { message: messageView(row) } }),
 
   messageUpdated: (db: Db, rows: SessionMessage[]) =>
-    publish(db, rows.map((row) => ({ type: 'session.message.updated' as const, sessionId: row.sessionId, data: { message: messageView(row) } }))),
+    publish(
+      db,
+      rows.map((row) => ({ type: 'session.message.updated' as const, sessionId: row.sessionId, data: { message: messageView(row) } })),
+    ),
 
   status: (db: Db, sessionId: string, status: SessionStatus) => publish(db, { type: 'session.status', sessionId, data: { status } }),
 
@@ -150,13 +153,25 @@ export function sessionToolOutput(db: Db, session: { id: string; organizationId:
       const call = calls.get(segment.toolUseId)!;
       const pieces = segment.text ? splitChunks(segment.text) : [''];
       pieces.forEach((text, i) => {
-        events.push({ toolUseId: segment.toolUseId, stream: segment.stream, seq: call.seq++, offset: call.offset[segment.stream], text, truncated: segment.truncated && i === pieces.length - 1 });
+        events.push({
+          toolUseId: segment.toolUseId,
+          stream: segment.stream,
+          seq: call.seq++,
+          offset: call.offset[segment.stream],
+          text,
+          truncated: segment.truncated && i === pieces.length - 1,
+        });
         call.offset[segment.stream] += text.length;
       });
     }
     pending = [];
     // One statement per flush: a command's 30 chunks cost one round trip, not 30.
-    const batch = events.map((data) => ({ type: 'session.tool_output' as const, organizationId: session.organizationId, sessionId: session.id, data: { ...data } }));
+    const batch = events.map((data) => ({
+      type: 'session.tool_output' as const,
+      organizationId: session.organizationId,
+      sessionId: session.id,
+      data: { ...data },
+    }));
     sending = sending.then(() => publishTransient(db, batch).catch(() => {}));
     return sending;
   };

@@ -83,13 +83,7 @@ async function hasQueuedMessages(db: Db, sessionId: string): Promise<boolean> {
  * Compare-and-set of the status: moves to `to` only from one of `from`; false when the session
  * was in another state (or is deleted). Going idle stamps completedAt.
  */
-export async function setSessionStatus(
-  db: Db,
-  sessionId: string,
-  from: SessionStatus | SessionStatus[],
-  to: SessionStatus,
-  now: Date,
-): Promise<boolean> {
+export async function setSessionStatus(db: Db, sessionId: string, from: SessionStatus | SessionStatus[], to: SessionStatus, now: Date): Promise<boolean> {
   const result = await db.session.updateMany({
     where: { id: sessionId, deletedAt: null, status: { in: Array.isArray(from) ? from : [from] } },
     data: { status: to, updatedAt: now, ...(to === 'idle' ? { completedAt: now } : {}) },
@@ -102,11 +96,7 @@ export async function setSessionStatus(
  * Adds one turn's usage to the session and to the inclusive usage of the session and of every
  * ancestor (subagent usage rolls up to the top-level session): one update per session.
  */
-export async function addUsage(
-  db: Db,
-  sessionId: string,
-  usage: Partial<TokenUsage>,
-): Promise<void> {
+export async function addUsage(db: Db, sessionId: string, usage: Partial<TokenUsage>): Promise<void> {
   const n = (v: number | undefined) => BigInt(Math.round(v ?? 0));
   const inclusive = {
     inclInputTokens: { increment: n(usage.inputTokens) },

@@ -17,12 +17,7 @@ const SUBAGENT_TOOL = 'task';
  * the parent's `childInclusiveTokenUsageBySessionId`); its usage adds to the parent's inclusive
  * usage. The tool's result is the child's final answer.
  */
-export function subagentTool(
-  env: TurnEnvironment,
-  parent: Session,
-  settings: StoredSettings,
-  childTools: readonly AgentTool[],
-): AgentTool {
+export function subagentTool(env: TurnEnvironment, parent: Session, settings: StoredSettings, childTools: readonly AgentTool[]): AgentTool {
   return defineTool({
     name: SUBAGENT_TOOL,
     description:
@@ -53,9 +48,7 @@ export function subagentTool(
           },
         });
         await appendMessage(tx, row.id, { role: 'user', content: [{ type: 'text', text: input.prompt }], queueStatus: 'consumed' }, now);
-        await recordEvents(tx, [
-          { kind: 'session_started', organizationId: row.organizationId, userId: row.ownerId, occurredAt: now, sessionId: row.id },
-        ]);
+        await recordEvents(tx, [{ kind: 'session_started', organizationId: row.organizationId, userId: row.ownerId, occurredAt: now, sessionId: row.id }]);
         return row;
       });
       try {
@@ -67,7 +60,8 @@ export function subagentTool(
         const answer = finalText(result.emitted);
         const ref = `[subagent session ${child.id}]`;
         if (result.stopReason === 'error') return { isError: true, output: `${ref} The subagent failed: ${result.error}` };
-        if (result.stopReason === 'interrupted') return { isError: true, output: `${ref} Interrupted before the subagent finished.${answer ? `\n${answer}` : ''}` };
+        if (result.stopReason === 'interrupted')
+          return { isError: true, output: `${ref} Interrupted before the subagent finished.${answer ? `\n${answer}` : ''}` };
         return { isError: false, output: `${ref}\n${answer || '(the subagent gave no answer)'}` };
       } finally {
         await setSessionStatus(env.db, child.id, 'running', 'idle', env.clock.now());

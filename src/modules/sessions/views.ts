@@ -2,10 +2,7 @@ import type { Session, SessionMessage } from '../../generated/prisma/client.ts';
 import { MESSAGE_EXTRA_FIELDS, type ContentBlock, type MessageView, type SessionView, type TokenUsage } from './schemas.ts';
 import { toAutonomyMode, type StoredSettings } from './settings.ts';
 
-type UsageColumns = Pick<
-  Session,
-  'inputTokens' | 'outputTokens' | 'cacheCreationTokens' | 'cacheReadTokens' | 'thinkingTokens' | 'serviceCredits'
->;
+type UsageColumns = Pick<Session, 'inputTokens' | 'outputTokens' | 'cacheCreationTokens' | 'cacheReadTokens' | 'thinkingTokens' | 'serviceCredits'>;
 export type InclusiveColumns = Pick<
   Session,
   'inclInputTokens' | 'inclOutputTokens' | 'inclCacheCreation' | 'inclCacheRead' | 'inclThinkingTokens' | 'inclServiceCredits'

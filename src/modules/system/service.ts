@@ -8,7 +8,12 @@ export function createSystemService(deps: { db: Db; pendingMigrations: () => Pro
         () => true,
         () => false,
       );
-      const migrations = database && (await deps.pendingMigrations().then((p) => p.length === 0, () => false));
+      const migrations =
+        database &&
+        (await deps.pendingMigrations().then(
+          (p) => p.length === 0,
+          () => false,
+        ));
       return { status: database && migrations ? ('ready' as const) : ('not_ready' as const), checks: { database, migrations } };
     },
   };

@@ -69,7 +69,12 @@ export async function attemptDelivery(deps: DeliverDeps, deliveryId: string, sig
     const cause = err instanceof Error && err.name === 'TimeoutError' ? `no answer within ${deps.settings.timeoutMs} ms` : messageOf(err);
     error = cause.slice(0, ERROR_CHARS);
   }
-  const entry: AttemptLog = { at: sentAt.getTime(), durationMs: Math.round(performance.now() - started), ...(status !== undefined ? { status } : {}), ...(error ? { error } : {}) };
+  const entry: AttemptLog = {
+    at: sentAt.getTime(),
+    durationMs: Math.round(performance.now() - started),
+    ...(status !== undefined ? { status } : {}),
+    ...(error ? { error } : {}),
+  };
   await record(deps, delivery.id, endpoint.id, delivery.attempts, entry);
   return endpoint.id;
 }

@@ -17,7 +17,14 @@ const DEBOUNCE_MS = 20;
  * (its deliveries were created with it) and every second for scheduled retries. Dispatchers of
  * several workers share the work through row locks (dispatch.ts).
  */
-export async function startWebhookDispatcher(deps: { db: PrismaClient; listen: Listen; queue: Pick<JobQueue, 'send'>; clock: Clock; log: Logger; endpointConcurrency: number }) {
+export async function startWebhookDispatcher(deps: {
+  db: PrismaClient;
+  listen: Listen;
+  queue: Pick<JobQueue, 'send'>;
+  clock: Clock;
+  log: Logger;
+  endpointConcurrency: number;
+}) {
   let running: Promise<void> | undefined;
   let again = false;
   let stopped = false;

@@ -42,7 +42,12 @@ export function webhookJobs(deps: { db: PrismaClient; clock: Clock; secrets: Sec
       else if (endpointId) {
         // Slots freed while this ran (another attempt finished, a retry came due) are filled now, not at the next sweep.
         await dispatchDue(
-          { db: deps.db, clock: deps.clock, endpointConcurrency: deps.settings.endpointConcurrency, send: (tx, id) => ctx.send(webhookDeliverJob, { deliveryId: id }, { tx }) },
+          {
+            db: deps.db,
+            clock: deps.clock,
+            endpointConcurrency: deps.settings.endpointConcurrency,
+            send: (tx, id) => ctx.send(webhookDeliverJob, { deliveryId: id }, { tx }),
+          },
           endpointId,
         );
       }

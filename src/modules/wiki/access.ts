@@ -11,7 +11,8 @@ export interface RunAccessFields {
   publicToken: string | null;
 }
 
-export const creatorOf = (p: Principal) => (p.kind === 'user' ? { creatorKind: 'user', creatorId: p.userId } : { creatorKind: 'service_account', creatorId: p.serviceAccountId });
+export const creatorOf = (p: Principal) =>
+  p.kind === 'user' ? { creatorKind: 'user', creatorId: p.userId } : { creatorKind: 'service_account', creatorId: p.serviceAccountId };
 
 const isCreator = (p: Principal, run: RunAccessFields) => {
   const c = creatorOf(p);
@@ -30,7 +31,7 @@ function canManage(p: Principal, run: RunAccessFields): boolean {
 }
 
 export const missingCredentials = () =>
-  new Unauthorized('Missing credentials: send Authorization: Bearer <API key or JWT>, or the publicToken of a public run\'s link');
+  new Unauthorized("Missing credentials: send Authorization: Bearer <API key or JWT>, or the publicToken of a public run's link");
 
 export const runNotFound = (id: string) => new NotFound(`No wiki run ${id} that you can read; use a wikiRunId from GET /api/v0/wiki`);
 
@@ -39,7 +40,9 @@ export async function assertWikiEnabled(db: Pick<PrismaClient, 'organization'>, 
   const org = await db.organization.findUnique({ where: { id: organizationId }, select: { enterpriseSettings: true } });
   const settings = org?.enterpriseSettings as { wikiCloudSync?: unknown } | null;
   if (settings && settings.wikiCloudSync === false) {
-    throw new Forbidden('Wiki runs are turned off for this organization (enterprise control wikiCloudSync is false); a manager can turn them on with PUT /api/v0/organization/enterprise-controls');
+    throw new Forbidden(
+      'Wiki runs are turned off for this organization (enterprise control wikiCloudSync is false); a manager can turn them on with PUT /api/v0/organization/enterprise-controls',
+    );
   }
 }
 
@@ -55,7 +58,7 @@ export function assertCanRead(run: RunAccessFields, caller: Principal | undefine
 
 export function assertCanManage(run: RunAccessFields, caller: Principal): void {
   if (canManage(caller, run)) return;
-  if (canRead(caller, run)) throw new Forbidden('Only the run\'s creator, managers and owners can change or delete a wiki run');
+  if (canRead(caller, run)) throw new Forbidden("Only the run's creator, managers and owners can change or delete a wiki run");
   throw runNotFound(run.id);
 }
 

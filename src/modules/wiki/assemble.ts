@@ -53,9 +53,13 @@ export function assemblePages(
         continue;
       }
       if (onDeadLink(draft, target) === 'refuse') problems.push(`page ${draft.path} links to ${target}, which is not a page of the run`);
-      else markdown = markdown.replace(/\[([^\]]*)\]\(([^)\s#]+\.md)(#[^)]*)?\)/g, (whole, text: string, href: string) => (markdownLinks(`](${href})`, own)[0] === target ? text : whole));
+      else
+        markdown = markdown.replace(/\[([^\]]*)\]\(([^)\s#]+\.md)(#[^)]*)?\)/g, (whole, text: string, href: string) =>
+          markdownLinks(`](${href})`, own)[0] === target ? text : whole,
+        );
     }
-    if (Buffer.byteLength(markdown) > MAX_PAGE_BYTES) problems.push(`page ${draft.path} is ${Buffer.byteLength(markdown)} bytes, more than the ${MAX_PAGE_BYTES}-byte limit of a page`);
+    if (Buffer.byteLength(markdown) > MAX_PAGE_BYTES)
+      problems.push(`page ${draft.path} is ${Buffer.byteLength(markdown)} bytes, more than the ${MAX_PAGE_BYTES}-byte limit of a page`);
     return { ...draft, markdown, linksOut: [...linksOut].sort() };
   });
   const meta: WikiMeta = {

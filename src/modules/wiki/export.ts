@@ -25,7 +25,9 @@ export async function streamExport(
   run: { id: string; repoUrl: string; commitHash: string | null; meta: unknown },
   out: Writable,
 ): Promise<void> {
-  const refs = treeOrder(await db.wikiPage.findMany({ where: { runId: run.id }, select: { id: true, path: true, title: true, parentId: true, position: true } }));
+  const refs = treeOrder(
+    await db.wikiPage.findMany({ where: { runId: run.id }, select: { id: true, path: true, title: true, parentId: true, position: true } }),
+  );
   const files = exportFiles(refs);
   const zip = new yazl.ZipFile();
   const meta = (run.meta ?? {}) as Partial<WikiMeta>;

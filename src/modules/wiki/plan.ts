@@ -21,7 +21,12 @@ export interface WikiPlan {
 }
 
 function slug(dir: string): string {
-  return dir ? dir.toLowerCase().replace(/[^a-z0-9]+/g, '-').replace(/^-+|-+$/g, '') || 'root' : 'root';
+  return dir
+    ? dir
+        .toLowerCase()
+        .replace(/[^a-z0-9]+/g, '-')
+        .replace(/^-+|-+$/g, '') || 'root'
+    : 'root';
 }
 
 /**
@@ -55,7 +60,12 @@ export function planWiki(survey: Survey): WikiPlan {
   }
   const kept = [...candidates].sort((a, b) => b.lines - a.lines || a.dir.localeCompare(b.dir)).slice(0, budget);
   const keptSet = new Set(kept);
-  for (const m of candidates) if (!keptSet.has(m)) skipped.push({ dir: m.dir, reason: `the run's ${MAX_PAGES}-page limit was reached, and its ${m.lines} lines are fewer than those of the directories that got pages` });
+  for (const m of candidates)
+    if (!keptSet.has(m))
+      skipped.push({
+        dir: m.dir,
+        reason: `the run's ${MAX_PAGES}-page limit was reached, and its ${m.lines} lines are fewer than those of the directories that got pages`,
+      });
   const used = new Set<string>();
   const modulePages: ModulePage[] = [];
   for (const m of kept.sort((a, b) => a.dir.localeCompare(b.dir))) {

@@ -121,7 +121,11 @@ export function wikiRoutes(service: WikiService, opts: { dataDirectoryVideos?: D
       errors: [401, 403, 404, 409, 500],
       handler: async ({ principal, params, query }) => {
         const zip = await service.exportRun(principal, params.wikiRunId, query.publicToken);
-        return { status: 200, headers: { 'content-type': 'application/zip', 'content-disposition': `attachment; filename="${zip.fileName}"` }, stream: zip.write };
+        return {
+          status: 200,
+          headers: { 'content-type': 'application/zip', 'content-disposition': `attachment; filename="${zip.fileName}"` },
+          stream: zip.write,
+        };
       },
     }),
     defineRoute({
@@ -135,7 +139,10 @@ export function wikiRoutes(service: WikiService, opts: { dataDirectoryVideos?: D
       query: PublicReadQuerySchema,
       responses: { 200: { description: 'The page', schema: WikiPageSchema } },
       errors: [401, 403, 404, 500],
-      handler: async ({ principal, params, query }) => ({ status: 200, body: await service.page(principal, params.wikiRunId, params.pageId, query.publicToken) }),
+      handler: async ({ principal, params, query }) => ({
+        status: 200,
+        body: await service.page(principal, params.wikiRunId, params.pageId, query.publicToken),
+      }),
     }),
     defineRoute({
       method: 'post',
@@ -153,7 +160,7 @@ export function wikiRoutes(service: WikiService, opts: { dataDirectoryVideos?: D
       method: 'get',
       path: `${BASE}/{wikiRunId}/search`,
       operationId: 'GetSearchAWikiRun',
-      summary: 'Full-text search of the run\'s pages: ranked hits with highlighted snippets',
+      summary: "Full-text search of the run's pages: ranked hits with highlighted snippets",
       tags: TAGS,
       auth: 'optional',
       params: RunParamsSchema,

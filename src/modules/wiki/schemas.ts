@@ -20,12 +20,21 @@ const repoUrl = z
 
 const pagePath = z
   .string()
-  .regex(/^[a-z0-9][a-z0-9_-]*(\/[a-z0-9][a-z0-9_-]*)?$/, 'must be one or two lower-case slugs (letters, digits, "-", "_") joined by "/", e.g. overview/architecture');
+  .regex(
+    /^[a-z0-9][a-z0-9_-]*(\/[a-z0-9][a-z0-9_-]*)?$/,
+    'must be one or two lower-case slugs (letters, digits, "-", "_") joined by "/", e.g. overview/architecture',
+  );
 
 const SourceInputSchema = z.strictObject({
   path: z.string().min(1).max(1000),
-  blobSha: z.string().regex(/^[0-9a-f]{40}([0-9a-f]{24})?$/, 'must be a git object id').optional(),
-  lines: z.array(z.tuple([z.number().int().min(1), z.number().int().min(1)])).max(100).optional(),
+  blobSha: z
+    .string()
+    .regex(/^[0-9a-f]{40}([0-9a-f]{24})?$/, 'must be a git object id')
+    .optional(),
+  lines: z
+    .array(z.tuple([z.number().int().min(1), z.number().int().min(1)]))
+    .max(100)
+    .optional(),
 });
 
 const PageInputSchema = z.strictObject({
@@ -40,7 +49,11 @@ export const CreateRunBodySchema = z
   .strictObject({
     repoUrl,
     branch: z.string().min(1).max(500).nullable().optional(),
-    commitHash: z.string().regex(/^[0-9a-f]{7,64}$/, 'must be a hexadecimal commit hash').nullable().optional(),
+    commitHash: z
+      .string()
+      .regex(/^[0-9a-f]{7,64}$/, 'must be a hexadecimal commit hash')
+      .nullable()
+      .optional(),
     hasLocalChanges: z.boolean().nullable().optional(),
     agentVersion: z.string().min(1).max(200).nullable().optional(),
     privacy: PrivacySchema.optional().meta({ description: 'Default organization' }),
@@ -53,8 +66,14 @@ export const CreateRunBodySchema = z
     computerId: z.string().min(1).max(200).optional().meta({ description: 'Generate: clone on this computer over SSH instead of on the control plane' }),
     model: z.string().min(1).max(200).optional().meta({ description: 'Generate: a model of the models file or custom:<id> writes the prose of each page' }),
   })
-  .refine((b) => !b.pages || (b.computerId === undefined && b.model === undefined), { message: 'computerId and model apply to generated runs; an upload brings its pages', path: ['pages'] })
-  .refine((b) => b.pages || scratchCloneProblem(b.repoUrl) === undefined, { message: 'cannot be cloned: use an https, http, ssh or git URL', path: ['repoUrl'] })
+  .refine((b) => !b.pages || (b.computerId === undefined && b.model === undefined), {
+    message: 'computerId and model apply to generated runs; an upload brings its pages',
+    path: ['pages'],
+  })
+  .refine((b) => b.pages || scratchCloneProblem(b.repoUrl) === undefined, {
+    message: 'cannot be cloned: use an https, http, ssh or git URL',
+    path: ['repoUrl'],
+  })
   .meta({ id: 'WikiRunCreate' });
 export type CreateRunBody = z.infer<typeof CreateRunBodySchema>;
 
@@ -103,7 +122,9 @@ const PageTreeItemSchema = z
 export const WikiRunDetailSchema = WikiRunSchema.extend({ pages: z.array(PageTreeItemSchema) }).meta({ id: 'WikiRunDetail' });
 
 export const WikiRunListSchema = z.strictObject({ wikiRuns: z.array(WikiRunSchema), pagination: PaginationSchema }).meta({ id: 'WikiRunList' });
-export const WikiHistorySchema = z.strictObject({ repoUrl: z.string(), wikiRuns: z.array(WikiRunSchema), pagination: PaginationSchema }).meta({ id: 'WikiRunHistory' });
+export const WikiHistorySchema = z
+  .strictObject({ repoUrl: z.string(), wikiRuns: z.array(WikiRunSchema), pagination: PaginationSchema })
+  .meta({ id: 'WikiRunHistory' });
 
 export const ListQuerySchema = PageQuerySchema;
 
@@ -113,7 +134,7 @@ export const HistoryParamsSchema = z.strictObject({ repoUrl: z.string().min(1) }
 
 /** Anonymous reads of a public run carry its link's token. */
 export const PublicReadQuerySchema = z.strictObject({
-  publicToken: z.string().min(1).max(100).optional().meta({ description: 'The token of a public run\'s link, for reads without credentials' }),
+  publicToken: z.string().min(1).max(100).optional().meta({ description: "The token of a public run's link, for reads without credentials" }),
 });
 
 export const WikiPageSchema = z

@@ -25,7 +25,11 @@ function parseSearchQuery(q: string): { tsquery: string; symbols: string[] } {
   };
   for (const m of q.matchAll(/"([^"]*)"|(\S+)/g)) {
     if (m[1] !== undefined) {
-      const words = m[1].split(/\s+/).flatMap((w) => identifierWords(w)).map(lexeme).filter(Boolean);
+      const words = m[1]
+        .split(/\s+/)
+        .flatMap((w) => identifierWords(w))
+        .map(lexeme)
+        .filter(Boolean);
       if (words.length) terms.push(words.length === 1 ? `'${words[0]}'` : `(${words.map((w) => `'${w}'`).join(' <-> ')})`);
       continue;
     }

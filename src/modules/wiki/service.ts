@@ -78,7 +78,10 @@ export function createWikiService(deps: WikiDeps & { videoMaxBytes: number }) {
     async history(caller: Principal, rawRepoUrl: string, page: PageQuery) {
       await assertWikiEnabled(db, caller.organizationId);
       const key = repoKey(rawRepoUrl);
-      if (!key) throw new BadRequest(`${rawRepoUrl} is not a repository URL; URL-encode it into the path, e.g. /api/v0/wiki/history/${encodeURIComponent('https://github.com/acme/app')}`);
+      if (!key)
+        throw new BadRequest(
+          `${rawRepoUrl} is not a repository URL; URL-encode it into the path, e.g. /api/v0/wiki/history/${encodeURIComponent('https://github.com/acme/app')}`,
+        );
       const q = pageQuery(page);
       const manager = roleAtLeast(caller.role, 'manager');
       const c = creatorOf(caller);
@@ -122,7 +125,16 @@ export function createWikiService(deps: WikiDeps & { videoMaxBytes: number }) {
         const { pages, meta } = uploadedPages(body.pages, now);
         const row = await db.$transaction(async (tx) => {
           const created = await tx.wikiRun.create({
-            data: { ...base, source: 'upload', status: 'succeeded', pageCount: pages.length, pagesGenerated: pages.length, meta: meta as object, startedAt: now, completedAt: now },
+            data: {
+              ...base,
+              source: 'upload',
+              status: 'succeeded',
+              pageCount: pages.length,
+              pagesGenerated: pages.length,
+              meta: meta as object,
+              startedAt: now,
+              completedAt: now,
+            },
           });
           await storePages(tx, id, pages);
           return created;
@@ -132,15 +144,20 @@ export function createWikiService(deps: WikiDeps & { videoMaxBytes: number }) {
       if (body.model !== undefined) {
         const settings = await enterpriseSettingsOf(db, caller.organizationId);
         if (!knownModel(body.model, { enterpriseSettings: settings })) {
-          throw new BadRequest(`model ${body.model} is not configured: use a model of the server's models file or custom:<id> of the organization's customModels`, {
-            metadata: { errors: [{ field: 'model', message: 'unknown model' }] },
-          });
+          throw new BadRequest(
+            `model ${body.model} is not configured: use a model of the server's models file or custom:<id> of the organization's customModels`,
+            {
+              metadata: { errors: [{ field: 'model', message: 'unknown model' }] },
+            },
+          );
         }
       }
       if (body.computerId !== undefined) await deps.resolveComputerTarget(caller, body.computerId);
       else await deps.egress.screen(body.repoUrl);
       const row = await db.$transaction(async (tx) => {
-        const created = await tx.wikiRun.create({ data: { ...base, source: 'generate', status: 'queued', computerId: body.computerId ?? null, model: body.model ?? null } });
+        const created = await tx.wikiRun.create({
+          data: { ...base, source: 'generate', status: 'queued', computerId: body.computerId ?? null, model: body.model ?? null },
+        });
         await enqueueGeneration(deps.queue, id, tx);
         return created;
       });
@@ -153,7 +170,9 @@ export function createWikiService(deps: WikiDeps & { videoMaxBytes: number }) {
       if (!row.videoKey && row.videoContentType && deps.video.kind === 's3' && (await deps.video.exists(row.id))) {
         row = await db.wikiRun.update({ where: { id: row.id }, data: { videoKey: row.id } });
       }
-      const pages = treeOrder(await db.wikiPage.findMany({ where: { runId: row.id }, select: { id: true, title: true, path: true, parentId: true, position: true } }));
+      const pages = treeOrder(
+        await db.wikiPage.findMany({ where: { runId: row.id }, select: { id: true, title: true, path: true, parentId: true, position: true } }),
+      );
       return { ...toWikiRun(row), pages: pages.map((p) => ({ pageId: p.id, title: p.title, path: p.path, parentId: p.parentId, order: p.position })) };
     },
 
@@ -217,7 +236,9 @@ export function createWikiService(deps: WikiDeps & { videoMaxBytes: number }) {
       const row = await readableRun(body.wikiRunId, caller);
       assertCanManage(row, caller);
       if (body.sizeBytes > deps.videoMaxBytes) {
-        throw new BadRequest(`sizeBytes ${body.sizeBytes} is above the ${deps.videoMaxBytes}-byte limit of a video (AGENTPLANE_WIKI_VIDEO_MAX_BYTES)`, { metadata: { errors: [{ field: 'sizeBytes', message: 'too large' }] } });
+        throw new BadRequest(`sizeBytes ${body.sizeBytes} is above the ${deps.videoMaxBytes}-byte limit of a video (AGENTPLANE_WIKI_VIDEO_MAX_BYTES)`, {
+          metadata: { errors: [{ field: 'sizeBytes', message: 'too large' }] },
+        });
       }
       const expiresAt = new Date(clock.now().getTime() + VIDEO_URL_TTL_MS);
       const { url, headers } = await deps.video.uploadUrl(row.id, body.contentType, body.sizeBytes, expiresAt);

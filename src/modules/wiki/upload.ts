@@ -50,7 +50,10 @@ export function uploadedPages(pages: UploadedPage[], now: Date): { pages: WikiPa
 }
 
 function uploadRefused(problems: string[]): BadRequest {
-  return new BadRequest(`The uploaded wiki is not consistent: ${problems.slice(0, 10).join('; ')}${problems.length > 10 ? ` (and ${problems.length - 10} more)` : ''}`, {
-    metadata: { errors: problems.slice(0, 50).map((message) => ({ field: 'pages', message })) },
-  });
+  return new BadRequest(
+    `The uploaded wiki is not consistent: ${problems.slice(0, 10).join('; ')}${problems.length > 10 ? ` (and ${problems.length - 10} more)` : ''}`,
+    {
+      metadata: { errors: problems.slice(0, 50).map((message) => ({ field: 'pages', message })) },
+    },
+  );
 }

@@ -14,7 +14,8 @@ type Raw = Record<string, any>;
 
 /** The pull request an event is about: a pull request, a comment on one, or a CI run of one. */
 function pullRequestOf(payload: Raw): number | undefined {
-  const n = payload.pull_request?.number ?? (payload.issue?.pull_request ? payload.issue.number : undefined) ?? payload.workflow_run?.pull_requests?.[0]?.number;
+  const n =
+    payload.pull_request?.number ?? (payload.issue?.pull_request ? payload.issue.number : undefined) ?? payload.workflow_run?.pull_requests?.[0]?.number;
   return typeof n === 'number' ? n : undefined;
 }
 

@@ -28,9 +28,16 @@ const truthy = (v: string | undefined) => v !== undefined && /^(1|true|yes)$/i.t
 
 /** Sends the prompt and waits for the agent to be idle again; returns its last answer. */
 async function converse(call: ApiCall, computerId: string, prompt: string, settings: Record<string, string>, deadline: number) {
-  const { sessionId } = await call<{ sessionId: string }>('POST', '/api/v0/sessions', { computerId, ...(Object.keys(settings).length ? { sessionSettings: settings } : {}) });
+  const { sessionId } = await call<{ sessionId: string }>('POST', '/api/v0/sessions', {
+    computerId,
+    ...(Object.keys(settings).length ? { sessionSettings: settings } : {}),
+  });
   try {
-    await call('POST', `/api/v0/sessions/${sessionId}/messages`, { text: prompt, waitForCompletion: true, waitTimeoutMs: Math.max(1, Math.min(WAIT_MS, deadline - Date.now())) });
+    await call('POST', `/api/v0/sessions/${sessionId}/messages`, {
+      text: prompt,
+      waitForCompletion: true,
+      waitTimeoutMs: Math.max(1, Math.min(WAIT_MS, deadline - Date.now())),
+    });
   } catch (err) {
     if (!(err instanceof ApiError && err.status === 504)) throw err;
     for (;;) {
@@ -40,8 +47,15 @@ async function converse(call: ApiCall, computerId: string, prompt: string, setti
       await sleep(2_000);
     }
   }
-  const { messages } = await call<{ messages: { content: { type: string; text?: string }[] }[] }>('GET', `/api/v0/sessions/${sessionId}/messages?role=assistant&limit=1`);
-  const text = (messages[0]?.content ?? []).filter((b) => b.type === 'text' && b.text).map((b) => b.text).join('\n\n').trim();
+  const { messages } = await call<{ messages: { content: { type: string; text?: string }[] }[] }>(
+    'GET',
+    `/api/v0/sessions/${sessionId}/messages?role=assistant&limit=1`,
+  );
+  const text = (messages[0]?.content ?? [])
+    .filter((b) => b.type === 'text' && b.text)
+    .map((b) => b.text)
+    .join('\n\n')
+    .trim();
   return { sessionId, text: text || '(the agent gave no answer)' };
 }
 
@@ -49,7 +63,11 @@ async function converse(call: ApiCall, computerId: string, prompt: string, setti
  * `agentplane ci run`: what a generated workflow's one step does. Exit code 0 when the run
  * succeeded or the automation is paused (CI shows why, without a failing run every time), 1 when it failed.
  */
-export async function runCi(opts: CiRunOptions, env: NodeJS.ProcessEnv = process.env, out = (line: string) => process.stdout.write(`${line}\n`)): Promise<number> {
+export async function runCi(
+  opts: CiRunOptions,
+  env: NodeJS.ProcessEnv = process.env,
+  out = (line: string) => process.stdout.write(`${line}\n`),
+): Promise<number> {
   const url = opts.url ?? env.AGENTPLANE_URL;
   const apiKey = opts.apiKey ?? env.AGENTPLANE_API_KEY;
   const automationId = opts.automation ?? env.AGENTPLANE_AUTOMATION_ID;
@@ -61,9 +79,16 @@ export async function runCi(opts: CiRunOptions, env: NodeJS.ProcessEnv = process
   const deadline = Date.now() + Number(opts.timeoutMinutes ?? env.AGENTPLANE_TIMEOUT_MINUTES ?? 30) * 60_000;
   const log = (line: string) => process.stderr.write(`agentplane ci run: ${line}\n`);
 
-  const runner = opts.registerRunner || truthy(env.AGENTPLANE_REGISTER_RUNNER)
-    ? await registerRunner({ url, apiKey, call, log, name: `ci-${event.repository.replace(/[^A-Za-z0-9]+/g, '-')}-${env.GITHUB_RUN_ID ?? Date.now()}`.slice(0, 63) })
-    : undefined;
+  const runner =
+    opts.registerRunner || truthy(env.AGENTPLANE_REGISTER_RUNNER)
+      ? await registerRunner({
+          url,
+          apiKey,
+          call,
+          log,
+          name: `ci-${event.repository.replace(/[^A-Za-z0-9]+/g, '-')}-${env.GITHUB_RUN_ID ?? Date.now()}`.slice(0, 63),
+        })
+      : undefined;
   try {
     const started = await call<Started>('POST', '/api/v0/automations/ci/jobs', {
       automationId,
@@ -90,14 +115,20 @@ export async function runCi(opts: CiRunOptions, env: NodeJS.ProcessEnv = process
     } catch (err) {
       result = { error: (err as Error).message };
     }
-    const job = await call<{ status: string; repos: { commentUrl?: string; commentError?: string }[] }>('POST', `/api/v0/automations/ci/jobs/${started.jobId}/complete`, {
-      conclusion: result.error ? 'failure' : 'success',
-      ...(result.sessionId ? { sessionId: result.sessionId } : {}),
-      ...(result.text ? { result: result.text } : {}),
-      ...(result.error ? { error: result.error } : {}),
-    });
+    const job = await call<{ status: string; repos: { commentUrl?: string; commentError?: string }[] }>(
+      'POST',
+      `/api/v0/automations/ci/jobs/${started.jobId}/complete`,
+      {
+        conclusion: result.error ? 'failure' : 'success',
+        ...(result.sessionId ? { sessionId: result.sessionId } : {}),
+        ...(result.text ? { result: result.text } : {}),
+        ...(result.error ? { error: result.error } : {}),
+      },
+    );
     const [repo] = job.repos;
-    out(`job ${started.jobId} ${job.status}${result.sessionId ? `, session ${result.sessionId}` : ''}${repo?.commentUrl ? `, comment ${repo.commentUrl}` : ''}`);
+    out(
+      `job ${started.jobId} ${job.status}${result.sessionId ? `, session ${result.sessionId}` : ''}${repo?.commentUrl ? `, comment ${repo.commentUrl}` : ''}`,
+    );
     if (result.error) log(result.error);
     if (repo?.commentError) log(`the comment was not posted: ${repo.commentError}`);
     return job.status === 'succeeded' ? 0 : 1;

@@ -67,7 +67,9 @@ export async function runAgent(opts: AgentOptions, signal: AbortSignal): Promise
 
   const gatewayUrl = opts.gateway ?? saved.relayAgentUrl;
   if (!gatewayUrl) {
-    throw new Error(`the control plane at ${saved.url ?? opts.url} named no relay (relayAgentUrl) for this computer; pass --gateway wss://host/api/v0/relay/agent or ssh://host:port`);
+    throw new Error(
+      `the control plane at ${saved.url ?? opts.url} named no relay (relayAgentUrl) for this computer; pass --gateway wss://host/api/v0/relay/agent or ssh://host:port`,
+    );
   }
   if (opts.gatewayHostKey) {
     saved = await state.update({ gatewayHostKey: normalizeFingerprint(opts.gatewayHostKey) });

@@ -21,7 +21,13 @@ export interface RunningCommand {
  * control plane's stdin watchdog (withStdinWatchdog in ../../ssh/command.ts) ends with
  * `kill -KILL 0`, which must hit the command's group, never the agent's.
  */
-export function runExecRequest(channel: ServerChannel, command: string, env: NodeJS.ProcessEnv, home: string, argv = ['/bin/sh', '-c', command]): RunningCommand {
+export function runExecRequest(
+  channel: ServerChannel,
+  command: string,
+  env: NodeJS.ProcessEnv,
+  home: string,
+  argv = ['/bin/sh', '-c', command],
+): RunningCommand {
   const child = spawn(argv[0]!, argv.slice(1), { cwd: home, env, detached: true, stdio: ['pipe', 'pipe', 'pipe'] });
   let finished = false;
   let channelClosed = false;

@@ -72,7 +72,11 @@ function dialWebSocket(url: string, opts: { timeoutMs: number; signal: AbortSign
     const onAbort = () => fail(new Error('aborted'));
     opts.signal.addEventListener('abort', onAbort, { once: true });
     ws.once('unexpected-response', (_req, res) => {
-      fail(new Error(`the control plane answered the upgrade with HTTP ${res.statusCode}${res.statusCode === 404 ? ' (is it older than the WebSocket relay? pass --gateway ssh://host:port)' : ''}`));
+      fail(
+        new Error(
+          `the control plane answered the upgrade with HTTP ${res.statusCode}${res.statusCode === 404 ? ' (is it older than the WebSocket relay? pass --gateway ssh://host:port)' : ''}`,
+        ),
+      );
     });
     ws.once('error', fail);
     ws.once('open', () => {

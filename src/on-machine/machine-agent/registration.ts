@@ -77,7 +77,8 @@ export async function registerComputer(req: RegistrationRequest): Promise<Regist
     throw new RegistrationUnavailable(message);
   }
   const computer = ComputerSchema.safeParse(json);
-  if (!computer.success) throw new RegistrationRefused(res.status, `${url} answered ${res.status} without a computer in the body; is ${req.url} an agentplane control plane?`);
+  if (!computer.success)
+    throw new RegistrationRefused(res.status, `${url} answered ${res.status} without a computer in the body; is ${req.url} an agentplane control plane?`);
   return { id: computer.data.id, relayAgentUrl: computer.data.relayAgentUrl ?? null };
 }
 

@@ -56,7 +56,8 @@ async function applyAttrs(target: string | FileHandle, attrs: Attributes): Promi
   if (attrs.size !== undefined) await (onFile ? target.truncate(attrs.size) : fs.truncate(target, attrs.size));
   if (attrs.mode !== undefined) await (onFile ? target.chmod(attrs.mode & 0o7777) : fs.chmod(target, attrs.mode & 0o7777));
   if (attrs.uid !== undefined && attrs.gid !== undefined) await (onFile ? target.chown(attrs.uid, attrs.gid) : fs.chown(target, attrs.uid, attrs.gid));
-  if (attrs.atime !== undefined && attrs.mtime !== undefined) await (onFile ? target.utimes(attrs.atime, attrs.mtime) : fs.utimes(target, attrs.atime, attrs.mtime));
+  if (attrs.atime !== undefined && attrs.mtime !== undefined)
+    await (onFile ? target.utimes(attrs.atime, attrs.mtime) : fs.utimes(target, attrs.atime, attrs.mtime));
 }
 
 /**
@@ -183,47 +184,59 @@ export function serveSftp(sftp: SFTPWrapper, home: string): void {
       sftp.attrs(reqid, attrsOf(await stat(resolve(p))));
       return 'answered';
     });
-  sftp.on('STAT', statWith((p) => fs.stat(p)));
-  sftp.on('LSTAT', statWith((p) => fs.lstat(p)));
+  sftp.on(
+    'STAT',
+    statWith((p) => fs.stat(p)),
+  );
+  sftp.on(
+    'LSTAT',
+    statWith((p) => fs.lstat(p)),
+  );
 
   sftp.on('SETSTAT', (reqid: number, p: string, attrs: Attributes) => void answer(reqid, () => applyAttrs(resolve(p), attrs)));
 
-  sftp.on('MKDIR', (reqid: number, p: string, attrs: Attributes) =>
-    void answer(reqid, () => fs.mkdir(resolve(p), { mode: attrs.mode === undefined ? 0o777 : attrs.mode & 0o7777 }).then(() => undefined)),
+  sftp.on(
+    'MKDIR',
+    (reqid: number, p: string, attrs: Attributes) =>
+      void answer(reqid, () => fs.mkdir(resolve(p), { mode: attrs.mode === undefined ? 0o777 : attrs.mode & 0o7777 }).then(() => undefined)),
   );
   sftp.on('RMDIR', (reqid: number, p: string) => void answer(reqid, () => fs.rmdir(resolve(p))));
   sftp.on('REMOVE', (reqid: number, p: string) => void answer(reqid, () => fs.unlink(resolve(p))));
 
-  sftp.on('RENAME', (reqid: number, from: string, to: string) =>
-    void answer(reqid, async () => {
-      // SFTP v3 rename never replaces an existing file (OpenSSH's sftp-server agrees).
-      const existing = await fs.lstat(resolve(to)).catch(() => undefined);
-      if (existing) throw Object.assign(new Error(`${to} already exists`), { code: 'EEXIST' });
-      await fs.rename(resolve(from), resolve(to));
-    }),
+  sftp.on(
+    'RENAME',
+    (reqid: number, from: string, to: string) =>
+      void answer(reqid, async () => {
+        // SFTP v3 rename never replaces an existing file (OpenSSH's sftp-server agrees).
+        const existing = await fs.lstat(resolve(to)).catch(() => undefined);
+        if (existing) throw Object.assign(new Error(`${to} already exists`), { code: 'EEXIST' });
+        await fs.rename(resolve(from), resolve(to));
+      }),
   );
 
-  sftp.on('REALPATH', (reqid: number, p: string) =>
-    void answer(reqid, async () => {
-      const full = resolve(p);
-      // Like OpenSSH since 8.x: a path whose last part does not exist yet still resolves.
-      const real = await fs.realpath(full).catch(async () => path.join(await fs.realpath(path.dirname(full)), path.basename(full)));
-      sftp.name(reqid, [{ filename: real, longname: real, attrs: {} as Attributes }]);
-      return 'answered';
-    }),
+  sftp.on(
+    'REALPATH',
+    (reqid: number, p: string) =>
+      void answer(reqid, async () => {
+        const full = resolve(p);
+        // Like OpenSSH since 8.x: a path whose last part does not exist yet still resolves.
+        const real = await fs.realpath(full).catch(async () => path.join(await fs.realpath(path.dirname(full)), path.basename(full)));
+        sftp.name(reqid, [{ filename: real, longname: real, attrs: {} as Attributes }]);
+        return 'answered';
+      }),
   );
 
-  sftp.on('READLINK', (reqid: number, p: string) =>
-    void answer(reqid, async () => {
-      const target = await fs.readlink(resolve(p));
-      sftp.name(reqid, [{ filename: target, longname: target, attrs: {} as Attributes }]);
-      return 'answered';
-    }),
+  sftp.on(
+    'READLINK',
+    (reqid: number, p: string) =>
+      void answer(reqid, async () => {
+        const target = await fs.readlink(resolve(p));
+        sftp.name(reqid, [{ filename: target, longname: target, attrs: {} as Attributes }]);
+        return 'answered';
+      }),
   );
 
-  sftp.on('SYMLINK', (reqid: number, linkPath: string, targetPath: string) =>
-    void answer(reqid, () => fs.symlink(targetPath, resolve(linkPath))),
-  );
+  sftp.on('SYMLINK', (reqid: number, linkPath: string, targetPath: string) => void answer(reqid, () => fs.symlink(targetPath, resolve(linkPath))));
 
   const closeAll = () => {
     for (const h of handles.values()) void h.queue.then(() => (h.kind === 'file' ? h.file.close() : h.dir.close())).catch(() => {});

@@ -57,7 +57,9 @@ export async function runTunnel(opts: TunnelOptions, signal: AbortSignal): Promi
     const base = Math.min(maxMs, initialMs * 2 ** Math.min(Math.max(failures - 1, 0), 30));
     // Jitter in [base/2, base]: after a gateway restart its agents must not all return at once.
     const delay = Math.round(base / 2 + (Math.random() * base) / 2);
-    opts.log(`${result.established ? 'lost the connection to' : 'cannot connect to'} the relay at ${where}: ${result.reason}; retrying in ${(delay / 1000).toFixed(1)} s`);
+    opts.log(
+      `${result.established ? 'lost the connection to' : 'cannot connect to'} the relay at ${where}: ${result.reason}; retrying in ${(delay / 1000).toFixed(1)} s`,
+    );
     await sleep(delay, undefined, { signal }).catch(() => {});
   }
 }

@@ -37,7 +37,11 @@ export function openRelay(creds: Credentials, computer: RelayComputer): Promise<
       ws.on('error', () => {});
       const ended = new Promise<string>((settle) => {
         ws.once('close', (code, reason) => {
-          settle(code === RELAY_ENDED_CODE ? `the relay ended the session: ${reason.toString()}` : `the connection to the relay was lost: the control plane went away or the network dropped (WebSocket close ${code}${reason.length ? `: ${reason.toString()}` : ''})`);
+          settle(
+            code === RELAY_ENDED_CODE
+              ? `the relay ended the session: ${reason.toString()}`
+              : `the connection to the relay was lost: the control plane went away or the network dropped (WebSocket close ${code}${reason.length ? `: ${reason.toString()}` : ''})`,
+          );
         });
       });
       resolve({ stream: webSocketDuplex(ws), ended });

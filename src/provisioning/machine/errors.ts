@@ -27,8 +27,7 @@ export class ToolNotInstalled extends Error {
 
   constructor(opts: { tool: string; searchedPath: string }) {
     super(
-      `${opts.tool} is not installed on the machine (not found on PATH=${opts.searchedPath}); ` +
-        `install it, or put its directory on the PATH in ~/.profile`,
+      `${opts.tool} is not installed on the machine (not found on PATH=${opts.searchedPath}); ` + `install it, or put its directory on the PATH in ~/.profile`,
     );
     this.name = 'ToolNotInstalled';
     this.tool = opts.tool;

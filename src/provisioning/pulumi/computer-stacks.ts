@@ -202,7 +202,6 @@ export function createComputerStacks(opts: ComputerStacksOptions): ComputerStack
   };
 }
 
-
 function lastLines(text: string): string {
   return text.trim().split('\n').slice(-5).join('\n');
 }

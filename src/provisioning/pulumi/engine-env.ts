@@ -49,9 +49,7 @@ export async function pulumiCommand(toolchain: PulumiToolchain, skipVersionCheck
   const { PulumiCommand } = await import('@pulumi/pulumi/automation/index.js');
   const cmd = await PulumiCommand.get({ root: path.dirname(toolchain.binDir), skipVersionCheck });
   if (cmd.version?.version !== toolchain.version) {
-    throw new Error(
-      `Pulumi CLI ${cmd.version?.version ?? 'of unknown version'} found where ${toolchain.version} is needed: run scripts/pulumi-toolchain.sh`,
-    );
+    throw new Error(`Pulumi CLI ${cmd.version?.version ?? 'of unknown version'} found where ${toolchain.version} is needed: run scripts/pulumi-toolchain.sh`);
   }
   return cmd;
 }

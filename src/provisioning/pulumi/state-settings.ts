@@ -16,12 +16,7 @@ export interface PulumiStateSettings {
  * data directory, and a passphrase derived from the encryption key, so replicas that share the
  * key (and a backend URL) share the passphrase without configuring another secret.
  */
-export function pulumiStateSettings(opts: {
-  dataDir: string;
-  derivePassphrase: () => string;
-  backendUrl?: string;
-  passphrase?: string;
-}): PulumiStateSettings {
+export function pulumiStateSettings(opts: { dataDir: string; derivePassphrase: () => string; backendUrl?: string; passphrase?: string }): PulumiStateSettings {
   return {
     backendUrl: opts.backendUrl ?? pathToFileURL(path.join(opts.dataDir, 'pulumi', 'state')).href,
     passphrase: opts.passphrase ?? opts.derivePassphrase(),

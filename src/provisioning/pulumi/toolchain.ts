@@ -32,12 +32,7 @@ export function locatePulumiToolchain(env: NodeJS.ProcessEnv = process.env): Pul
   const binDir = path.join(cache, 'bin');
   const pulumiBin = path.join(binDir, 'pulumi');
   const pulumiHome = path.join(cache, 'home');
-  const commandPlugin = path.join(
-    pulumiHome,
-    'plugins',
-    `resource-command-v${packageVersion('@pulumi/command')}`,
-    'pulumi-resource-command',
-  );
+  const commandPlugin = path.join(pulumiHome, 'plugins', `resource-command-v${packageVersion('@pulumi/command')}`, 'pulumi-resource-command');
   const available = existsSync(pulumiBin) && existsSync(commandPlugin);
   return { pulumiBin, binDir, pulumiHome, version, available };
 }

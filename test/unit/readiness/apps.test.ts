@@ -2,7 +2,8 @@ import { describe, expect, it } from 'vitest';
 import { pkg, useFixtureRepos } from './fixture-repo.ts';
 
 const { context } = useFixtureRepos();
-const appsOf = async (files: Record<string, string>) => (await context(files)).apps.map(({ path, ecosystem, description }) => ({ path, ecosystem, description }));
+const appsOf = async (files: Record<string, string>) =>
+  (await context(files)).apps.map(({ path, ecosystem, description }) => ({ path, ecosystem, description }));
 
 describe('application detection', () => {
   it('takes a single package at the root, described by its manifest', async () => {
@@ -29,7 +30,9 @@ describe('application detection', () => {
 
   it('reads pnpm, Cargo and go.work workspaces', async () => {
     expect(
-      (await appsOf({ 'package.json': pkg({}), 'pnpm-workspace.yaml': "packages:\n  - 'libs/*'\n  # comment\n", 'libs/a/package.json': pkg({ name: 'a' }) })).map((a) => a.path),
+      (
+        await appsOf({ 'package.json': pkg({}), 'pnpm-workspace.yaml': "packages:\n  - 'libs/*'\n  # comment\n", 'libs/a/package.json': pkg({ name: 'a' }) })
+      ).map((a) => a.path),
     ).toEqual(['libs/a']);
     expect(
       await appsOf({
@@ -61,7 +64,7 @@ describe('application detection', () => {
   });
 
   it('falls back to the root as one application, described by its README', async () => {
-    expect(await appsOf({ 'README.md': '# dotfiles\n\nMy shell configuration.\n', 'zshrc': '' })).toEqual([
+    expect(await appsOf({ 'README.md': '# dotfiles\n\nMy shell configuration.\n', zshrc: '' })).toEqual([
       { path: '.', ecosystem: 'unknown', description: 'My shell configuration.' },
     ]);
     expect((await appsOf({ 'a.txt': '' }))[0]!.description).toBe('Repository at the repository root (no description found in its manifest or README)');

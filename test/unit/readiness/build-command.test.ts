@@ -20,12 +20,12 @@ describe('build_command criterion', () => {
   });
 
   it('accepts a Makefile build target (not a look-alike) and a Dockerfile', async () => {
-    expect(await score(buildCommand, { 'Makefile': 'all: build\n\nbuild: deps\n\tcc -o app main.c\n' })).toMatchObject({
+    expect(await score(buildCommand, { Makefile: 'all: build\n\nbuild: deps\n\tcc -o app main.c\n' })).toMatchObject({
       numerator: 1,
       rationale: '`build` target in Makefile',
     });
-    expect(await score(buildCommand, { 'Makefile': 'buildx:\n\techo no\n' })).toMatchObject({ numerator: 0 });
-    expect(await score(buildCommand, { 'Dockerfile': 'FROM scratch\n' })).toMatchObject({ numerator: 1, rationale: 'Dockerfile builds the application image' });
+    expect(await score(buildCommand, { Makefile: 'buildx:\n\techo no\n' })).toMatchObject({ numerator: 0 });
+    expect(await score(buildCommand, { Dockerfile: 'FROM scratch\n' })).toMatchObject({ numerator: 1, rationale: 'Dockerfile builds the application image' });
   });
 
   it('counts toolchains that build by themselves, and scores each workspace member', async () => {

@@ -18,7 +18,9 @@ describe('ci_workflows criterion', () => {
   });
 
   it('scores 2/2 and quotes the step that runs tests', async () => {
-    expect(await score(ciWorkflows, { '.github/workflows/ci.yml': 'on: [push]\njobs:\n  t:\n    steps:\n      - run: npm ci\n      - run: npm test\n' })).toEqual({
+    expect(
+      await score(ciWorkflows, { '.github/workflows/ci.yml': 'on: [push]\njobs:\n  t:\n    steps:\n      - run: npm ci\n      - run: npm test\n' }),
+    ).toEqual({
       numerator: 2,
       denominator: 2,
       rationale: '.github/workflows/ci.yml runs tests: `- run: npm test`',

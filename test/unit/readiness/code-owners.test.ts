@@ -10,7 +10,10 @@ describe('code_owners criterion', () => {
   });
 
   it('fails for a CODEOWNERS that assigns nobody', async () => {
-    expect(await score(codeOwners, { '.github/CODEOWNERS': '# owners\n*\n' })).toMatchObject({ numerator: 0, rationale: '.github/CODEOWNERS exists but assigns no owners' });
+    expect(await score(codeOwners, { '.github/CODEOWNERS': '# owners\n*\n' })).toMatchObject({
+      numerator: 0,
+      rationale: '.github/CODEOWNERS exists but assigns no owners',
+    });
   });
 
   it('passes and counts the rules', async () => {

@@ -6,7 +6,11 @@ const { score } = useFixtureRepos();
 
 describe('dependency_updates criterion', () => {
   it('fails without Dependabot or Renovate', async () => {
-    expect(await score(dependencyUpdates, { 'package.json': pkg({}) })).toEqual({ numerator: 0, denominator: 1, rationale: 'No Dependabot or Renovate configuration' });
+    expect(await score(dependencyUpdates, { 'package.json': pkg({}) })).toEqual({
+      numerator: 0,
+      denominator: 1,
+      rationale: 'No Dependabot or Renovate configuration',
+    });
   });
 
   it('finds Dependabot and Renovate', async () => {

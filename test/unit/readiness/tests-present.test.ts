@@ -5,7 +5,7 @@ import { pkg, useFixtureRepos } from './fixture-repo.ts';
 const { score } = useFixtureRepos();
 
 describe('tests_present criterion', () => {
-  it('finds tests by the runners\' naming conventions', async () => {
+  it("finds tests by the runners' naming conventions", async () => {
     for (const file of ['src/a.test.ts', 'test/a.js', 'a_test.go', 'tests/test_a.py', 'spec/a_spec.rb', 'src/test/java/ATest.java']) {
       expect((await score(testsPresent, { [file]: 'x' })).numerator, file).toBe(1);
     }

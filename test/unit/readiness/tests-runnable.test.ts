@@ -18,7 +18,7 @@ describe('tests_runnable criterion', () => {
       numerator: 1,
       rationale: '`test` script in package.json: vitest run',
     });
-    expect(await score(testsRunnable, { 'Makefile': 'test:\n\t./run-tests.sh\n' })).toMatchObject({ numerator: 1, rationale: '`test` target in Makefile' });
+    expect(await score(testsRunnable, { Makefile: 'test:\n\t./run-tests.sh\n' })).toMatchObject({ numerator: 1, rationale: '`test` target in Makefile' });
   });
 
   it('needs tests for the toolchain runners to find', async () => {

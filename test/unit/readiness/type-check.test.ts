@@ -6,15 +6,25 @@ const { score } = useFixtureRepos();
 
 describe('type_check criterion', () => {
   it('fails plain JavaScript and untyped Python', async () => {
-    expect(await score(typeCheck, { 'package.json': pkg({}), 'index.js': '' })).toEqual({ numerator: 0, denominator: 1, rationale: 'no type checker configured' });
+    expect(await score(typeCheck, { 'package.json': pkg({}), 'index.js': '' })).toEqual({
+      numerator: 0,
+      denominator: 1,
+      rationale: 'no type checker configured',
+    });
     expect(await score(typeCheck, { 'pyproject.toml': '[project]\nname="a"\n' })).toMatchObject({ numerator: 0 });
   });
 
   it('passes TypeScript, checkJs and mypy', async () => {
-    expect(await score(typeCheck, { 'package.json': pkg({}), 'tsconfig.json': '{}' })).toMatchObject({ numerator: 1, rationale: 'TypeScript configured in tsconfig.json' });
+    expect(await score(typeCheck, { 'package.json': pkg({}), 'tsconfig.json': '{}' })).toMatchObject({
+      numerator: 1,
+      rationale: 'TypeScript configured in tsconfig.json',
+    });
     expect(await score(typeCheck, { 'package.json': pkg({}), 'jsconfig.json': '{"compilerOptions":{"checkJs": true}}' })).toMatchObject({ numerator: 1 });
     expect(await score(typeCheck, { 'package.json': pkg({}), 'jsconfig.json': '{}' })).toMatchObject({ numerator: 0 });
-    expect(await score(typeCheck, { 'pyproject.toml': '[tool.mypy]\nstrict = true\n' })).toMatchObject({ numerator: 1, rationale: 'type checker configured in [tool.mypy] in pyproject.toml' });
+    expect(await score(typeCheck, { 'pyproject.toml': '[tool.mypy]\nstrict = true\n' })).toMatchObject({
+      numerator: 1,
+      rationale: 'type checker configured in [tool.mypy] in pyproject.toml',
+    });
   });
 
   it('counts compiled languages, per workspace member', async () => {

@@ -35,7 +35,9 @@ describe('computerRepo', () => {
   });
 
   it('never echoes the password of a refused URL', () => {
-    expect(() => computerRepo('https://user:ghp_secret@github.com/acme/api.git')).toThrow(expect.objectContaining({ message: expect.not.stringContaining('ghp_secret') }));
+    expect(() => computerRepo('https://user:ghp_secret@github.com/acme/api.git')).toThrow(
+      expect.objectContaining({ message: expect.not.stringContaining('ghp_secret') }),
+    );
   });
 
   it('gives the same repository reached over https and ssh one identity', () => {
@@ -69,9 +71,21 @@ describe('directory names', () => {
   it.each([
     ['free first name', [{ state: 'missing' }, { state: 'missing' }, { state: 'missing' }], { action: 'clone', name: 'api' }],
     ['an empty directory counts as free', [{ state: 'empty' }, { state: 'missing' }, { state: 'missing' }], { action: 'clone', name: 'api' }],
-    ['another repository has the name', [{ state: 'git', origin: 'https://github.com/acme/api' }, { state: 'missing' }, { state: 'missing' }], { action: 'clone', name: 'other-api' }],
-    ['already cloned: fetch', [{ state: 'git', origin: 'git@github.com:other/api.git' }, { state: 'missing' }, { state: 'missing' }], { action: 'fetch', name: 'api' }],
-    ['an existing clone under a later name wins over a free first name', [{ state: 'missing' }, { state: 'git', origin: url }, { state: 'missing' }], { action: 'fetch', name: 'other-api' }],
+    [
+      'another repository has the name',
+      [{ state: 'git', origin: 'https://github.com/acme/api' }, { state: 'missing' }, { state: 'missing' }],
+      { action: 'clone', name: 'other-api' },
+    ],
+    [
+      'already cloned: fetch',
+      [{ state: 'git', origin: 'git@github.com:other/api.git' }, { state: 'missing' }, { state: 'missing' }],
+      { action: 'fetch', name: 'api' },
+    ],
+    [
+      'an existing clone under a later name wins over a free first name',
+      [{ state: 'missing' }, { state: 'git', origin: url }, { state: 'missing' }],
+      { action: 'fetch', name: 'other-api' },
+    ],
     ['plain files in the way', [{ state: 'other' }, { state: 'other' }, { state: 'missing' }], { action: 'clone', name: 'api-12345678' }],
     ['nothing usable', [{ state: 'other' }, { state: 'git', origin: 'https://x/y/z' }, { state: 'other' }], { action: 'none' }],
   ] as const)('%s', (_, states, decision) => {

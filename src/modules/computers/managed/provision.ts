@@ -41,7 +41,14 @@ export async function runProvision(deps: ComputerJobDeps, computerId: string, ct
         complete: async (tx) => {
           const reached = await transition(tx, computerId, {
             from: { operation: 'provision' },
-            to: { connectionType: 'direct', sshHost: endpoint.host, sshPort: endpoint.port, remoteUser: endpoint.username, hostKeyFingerprint, powerState: 'running' },
+            to: {
+              connectionType: 'direct',
+              sshHost: endpoint.host,
+              sshPort: endpoint.port,
+              remoteUser: endpoint.username,
+              hostKeyFingerprint,
+              powerState: 'running',
+            },
           });
           if (reached) await ctx.send(computerSetupJob, { computerId }, { tx });
         },

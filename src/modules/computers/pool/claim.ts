@@ -95,9 +95,7 @@ export async function claimForBulk(
     if (!r) break;
     reserved.push([name, r]);
   }
-  const done = await Promise.all(
-    reserved.map(([name, r]) => complete(deps, principal, owner, { name }, sourced, r).catch(() => undefined)),
-  );
+  const done = await Promise.all(reserved.map(([name, r]) => complete(deps, principal, owner, { name }, sourced, r).catch(() => undefined)));
   return new Map(reserved.flatMap(([name], i) => (done[i] ? [[name, done[i]] as const] : [])));
 }
 
@@ -218,7 +216,12 @@ async function handOver(
   const created = await deps.db.$transaction(async (tx) => {
     const handed = await transition(tx, computer.id, { from: { operation: 'claim', ownerKind: POOL_OWNER.kind, deletedAt: null }, to: data });
     if (!handed) throw new Error(`pool computer ${computer.id} was taken back during its claim`);
-    if (pending) await appendSteps(tx, computer.id, own.map((s) => ({ ...s, status: 'pending' })));
+    if (pending)
+      await appendSteps(
+        tx,
+        computer.id,
+        own.map((s) => ({ ...s, status: 'pending' })),
+      );
     await recordComputerCreated(
       tx,
       principal,

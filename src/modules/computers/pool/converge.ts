@@ -60,7 +60,8 @@ async function convergeOrganization(deps: ComputerJobDeps, ctx: Ctx, organizatio
       }
       // A claim still in flight may be one whose control plane died: look again once its deadline
       // has passed, so the pool heals then rather than at the next minute's run.
-      else if (c.operationDeadline) await ctx.send(poolConvergeJob, { organizationId }, { startAfter: new Date(c.operationDeadline.getTime() + CLAIM_RECHECK_SLACK_MS) });
+      else if (c.operationDeadline)
+        await ctx.send(poolConvergeJob, { organizationId }, { startAfter: new Date(c.operationDeadline.getTime() + CLAIM_RECHECK_SLACK_MS) });
     } else if (c.status === 'error') {
       await retire(c, 'provisioning failed');
     } else if (!fits(deps, c, specs)) {

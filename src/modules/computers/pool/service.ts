@@ -21,7 +21,14 @@ export function poolOperations(deps: ComputersDeps) {
       assertMaySizePools(principal);
       const pools = new Map<string, PoolView>();
       const add = (key: PoolKey, size: number) =>
-        pools.set(poolKeyOf(key), { provider: key.provider, ...(key.templateId ? { templateId: key.templateId } : {}), size, ready: 0, provisioning: 0, failed: 0 });
+        pools.set(poolKeyOf(key), {
+          provider: key.provider,
+          ...(key.templateId ? { templateId: key.templateId } : {}),
+          size,
+          ready: 0,
+          provisioning: 0,
+          failed: 0,
+        });
       for (const spec of await configuredPools(deps.db, principal.organizationId)) add(spec, spec.size);
       const computers = await deps.db.computer.findMany({
         where: { organizationId: principal.organizationId, ownerKind: POOL_OWNER.kind, deletedAt: null },

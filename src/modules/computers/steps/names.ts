@@ -27,9 +27,7 @@ export interface NewStep {
  */
 export function byomSteps(opts: { repos: string[]; autoInstallDeps: boolean; connectedAt?: Date }): NewStep[] {
   const done = (id: string, name: string): NewStep =>
-    opts.connectedAt
-      ? { id, name, status: 'completed', startedAt: opts.connectedAt, completedAt: opts.connectedAt }
-      : { id, name, status: 'pending' };
+    opts.connectedAt ? { id, name, status: 'completed', startedAt: opts.connectedAt, completedAt: opts.connectedAt } : { id, name, status: 'pending' };
   return [done(STEP.connect, 'Connecting to the machine'), done(STEP.verify, 'Verifying the machine'), ...workspaceSteps(opts)];
 }
 

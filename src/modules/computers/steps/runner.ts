@@ -68,11 +68,7 @@ interface StepCall {
  * (left running: the work goes on elsewhere, which finishes the step). `complete` writes what
  * completing stores, in the completing transaction.
  */
-type StepOutcome =
-  | void
-  | { skip: string }
-  | { handOff: StepChange['fields'] }
-  | { complete?: (tx: Db) => Promise<void>; fields?: StepChange['fields'] };
+type StepOutcome = void | { skip: string } | { handOff: StepChange['fields'] } | { complete?: (tx: Db) => Promise<void>; fields?: StepChange['fields'] };
 
 /** A failure that stores more than its message (e.g. an install's exit code and output). */
 export class StepFailure extends Error {

@@ -1,9 +1,11 @@
 import type { Criterion } from './types.ts';
 
 /** Instruction files coding agents read: AGENTS.md and the tool-specific ones. */
-const INSTRUCTIONS = /(^|\/)(AGENTS\.md|AGENT\.md|CLAUDE\.md|GEMINI\.md|\.cursorrules|\.windsurfrules|\.clinerules|\.github\/copilot-instructions\.md|\.cursor\/rules\/[^/]+\.mdc?)$/;
+const INSTRUCTIONS =
+  /(^|\/)(AGENTS\.md|AGENT\.md|CLAUDE\.md|GEMINI\.md|\.cursorrules|\.windsurfrules|\.clinerules|\.github\/copilot-instructions\.md|\.cursor\/rules\/[^/]+\.mdc?)$/;
 /** A command an agent can run, as instruction files write them. */
-const COMMAND = /\b(npm|pnpm|yarn|bun|npx|make|just|cargo|go|pytest|python3?|uv|poetry|pip|tox|nox|gradle|gradlew|mvn|bundle|rake|composer|dotnet|docker)\s+[a-z-]+/;
+const COMMAND =
+  /\b(npm|pnpm|yarn|bun|npx|make|just|cargo|go|pytest|python3?|uv|poetry|pip|tox|nox|gradle|gradlew|mvn|bundle|rake|composer|dotnet|docker)\s+[a-z-]+/;
 
 /** Instructions for coding agents that say how to build and test. */
 export const agentInstructions: Criterion = {

@@ -34,6 +34,9 @@ export const buildCommand: Criterion = {
       if (task) return { ok: true, evidence: task };
       const docker = fileIn(ctx, app.path, ['Dockerfile']);
       if (docker) return { ok: true, evidence: `${docker} builds the application image` };
-      return { ok: false, evidence: `no build command (no build script, Makefile/justfile/Taskfile \`build\` target or Dockerfile for ${app.manifest ?? app.path})` };
+      return {
+        ok: false,
+        evidence: `no build command (no build script, Makefile/justfile/Taskfile \`build\` target or Dockerfile for ${app.manifest ?? app.path})`,
+      };
     }),
 };

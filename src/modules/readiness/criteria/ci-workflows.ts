@@ -1,6 +1,7 @@
 import type { Criterion } from './types.ts';
 
-const CI_FILE = /^(\.github\/workflows\/[^/]+\.ya?ml|\.gitlab-ci\.yml|\.circleci\/config\.yml|Jenkinsfile|azure-pipelines\.yml|bitbucket-pipelines\.yml|\.drone\.yml|\.travis\.yml|\.buildkite\/[^/]+\.ya?ml|\.woodpecker\.ya?ml|\.woodpecker\/[^/]+\.ya?ml)$/;
+const CI_FILE =
+  /^(\.github\/workflows\/[^/]+\.ya?ml|\.gitlab-ci\.yml|\.circleci\/config\.yml|Jenkinsfile|azure-pipelines\.yml|bitbucket-pipelines\.yml|\.drone\.yml|\.travis\.yml|\.buildkite\/[^/]+\.ya?ml|\.woodpecker\.ya?ml|\.woodpecker\/[^/]+\.ya?ml)$/;
 /** A step that runs tests, as CI configurations write it. */
 const RUNS_TESTS = /\b(test|tests|pytest|vitest|jest|mocha|rspec|phpunit|ctest|tox|nox|check)\b/;
 

@@ -1,8 +1,10 @@
 import { packageJson } from './evidence.ts';
 import type { Criterion } from './types.ts';
 
-const PINNED = /(^|\/)(\.nvmrc|\.node-version|\.python-version|\.ruby-version|\.go-version|\.java-version|\.tool-versions|\.mise\.toml|mise\.toml|rust-toolchain(\.toml)?|\.sdkmanrc)$/;
-const ENVIRONMENT = /^(\.devcontainer\/([^/]+\/)?devcontainer\.json|\.devcontainer\.json|flake\.nix|shell\.nix|default\.nix|devbox\.json|\.gitpod\.yml|Vagrantfile|(docker-)?compose\.ya?ml|docker-compose\.ya?ml)$/;
+const PINNED =
+  /(^|\/)(\.nvmrc|\.node-version|\.python-version|\.ruby-version|\.go-version|\.java-version|\.tool-versions|\.mise\.toml|mise\.toml|rust-toolchain(\.toml)?|\.sdkmanrc)$/;
+const ENVIRONMENT =
+  /^(\.devcontainer\/([^/]+\/)?devcontainer\.json|\.devcontainer\.json|flake\.nix|shell\.nix|default\.nix|devbox\.json|\.gitpod\.yml|Vagrantfile|(docker-)?compose\.ya?ml|docker-compose\.ya?ml)$/;
 
 /**
  * A reproducible environment: pinned toolchain versions, and a dev container, Nix, Devbox or

@@ -12,10 +12,7 @@ export async function perApp(ctx: RepoContext, check: (app: App) => Promise<AppV
   const verdicts: [App, AppVerdict][] = [];
   for (const app of ctx.apps) verdicts.push([app, await check(app)]);
   const passed = verdicts.filter(([, v]) => v.ok).length;
-  const rationale =
-    verdicts.length === 1
-      ? verdicts[0]![1].evidence
-      : verdicts.map(([app, v]) => `${app.path}: ${v.evidence}`).join('; ');
+  const rationale = verdicts.length === 1 ? verdicts[0]![1].evidence : verdicts.map(([app, v]) => `${app.path}: ${v.evidence}`).join('; ');
   return { numerator: passed, denominator: verdicts.length, rationale };
 }
 
@@ -78,12 +75,7 @@ function hasSection(text: string | undefined, section: string): boolean {
 }
 
 /** The first of `sections` found in the nearest of `files` (pyproject.toml, setup.cfg, ...). */
-export async function sectionIn(
-  ctx: RepoContext,
-  dir: string,
-  files: readonly string[],
-  sections: readonly string[],
-): Promise<string | undefined> {
+export async function sectionIn(ctx: RepoContext, dir: string, files: readonly string[], sections: readonly string[]): Promise<string | undefined> {
   for (const d of selfAndAncestors(dir)) {
     for (const f of files) {
       const text = await ctx.read(join(d, f));
@@ -99,7 +91,8 @@ export async function taskTarget(ctx: RepoContext, dir: string, target: string):
   for (const d of dir === '.' ? ['.'] : [dir, '.']) {
     for (const file of ['Makefile', 'makefile', 'GNUmakefile', 'justfile', 'Justfile']) {
       const text = await ctx.read(join(d, file));
-      if (text && new RegExp(`^(?:[\\w.\\- \\t]*[ \\t])?${target}(?:[ \\t][^:\\n=]*)?:(?!=)`, 'm').test(text)) return `\`${target}\` target in ${join(d, file)}`;
+      if (text && new RegExp(`^(?:[\\w.\\- \\t]*[ \\t])?${target}(?:[ \\t][^:\\n=]*)?:(?!=)`, 'm').test(text))
+        return `\`${target}\` target in ${join(d, file)}`;
     }
     for (const file of ['Taskfile.yml', 'Taskfile.yaml']) {
       const text = await ctx.read(join(d, file));

@@ -15,7 +15,10 @@ const CONFIGS: Record<Ecosystem, (string | RegExp)[]> = {
   unknown: [ESLINT, ...BIOME, 'ruff.toml', '.golangci.yml', '.rubocop.yml', '.shellcheckrc'],
 };
 const SECTIONS: Partial<Record<Ecosystem, [string[], string[]]>> = {
-  python: [['pyproject.toml', 'setup.cfg', 'tox.ini'], ['tool.ruff', 'tool.pylint', 'tool.flake8', 'flake8']],
+  python: [
+    ['pyproject.toml', 'setup.cfg', 'tox.ini'],
+    ['tool.ruff', 'tool.pylint', 'tool.flake8', 'flake8'],
+  ],
   rust: [['Cargo.toml'], ['lints', 'workspace.lints']],
 };
 

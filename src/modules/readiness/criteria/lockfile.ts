@@ -16,7 +16,10 @@ const LOCKFILES: Record<Ecosystem, string[]> = {
 
 /** Every requirement pinned with `==` (a pip-compile output is a lockfile by another name). */
 function pinnedRequirements(text: string | undefined): boolean {
-  const reqs = (text ?? '').split('\n').map((l) => l.replace(/#.*/, '').trim()).filter((l) => l && !l.startsWith('-'));
+  const reqs = (text ?? '')
+    .split('\n')
+    .map((l) => l.replace(/#.*/, '').trim())
+    .filter((l) => l && !l.startsWith('-'));
   return reqs.length > 0 && reqs.every((l) => /==/.test(l));
 }
 

@@ -1,7 +1,8 @@
 import { binary, packageJson } from './evidence.ts';
 import type { Criterion } from './types.ts';
 
-const HOOK_FILE = /^(\.pre-commit-config\.ya?ml|\.husky\/(pre-commit|pre-push|commit-msg)|lefthook\.ya?ml|\.lefthook\.ya?ml|\.githooks\/[^/]+|\.overcommit\.yml)$/;
+const HOOK_FILE =
+  /^(\.pre-commit-config\.ya?ml|\.husky\/(pre-commit|pre-push|commit-msg)|lefthook\.ya?ml|\.lefthook\.ya?ml|\.githooks\/[^/]+|\.overcommit\.yml)$/;
 const PACKAGE_KEYS = ['simple-git-hooks', 'lint-staged', 'husky'];
 
 /** Git hooks that check a commit before it is made, so agents get feedback before CI. */

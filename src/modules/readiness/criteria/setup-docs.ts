@@ -2,7 +2,8 @@ import path from 'node:path/posix';
 import { fileIn } from './evidence.ts';
 import type { Criterion } from './types.ts';
 
-const SETUP_HEADING = /^#{1,4}\s*(.*\b(install(ation|ing)?|set ?up|getting started|quick ?start|development|developing|build(ing)?|running|run locally|usage|contributing)\b.*)$/im;
+const SETUP_HEADING =
+  /^#{1,4}\s*(.*\b(install(ation|ing)?|set ?up|getting started|quick ?start|development|developing|build(ing)?|running|run locally|usage|contributing)\b.*)$/im;
 const GUIDE = /^(contributing|development|developing|hacking|setup|getting[-_]started|install(ation)?)(\.(md|markdown|rst|txt|adoc))?$/i;
 
 /** The README section under `heading`, up to the next heading of the same or a higher level. */

@@ -15,7 +15,10 @@ export async function writeCheckout(repo: GitRepo, dir: string, signal?: AbortSi
   const entries = (await repo.tree(signal)).filter((e) => e.size <= MAX_FILE_BYTES && !isIgnoredPath(e.path));
   for (let i = 0; i < entries.length; i += BATCH) {
     const batch = entries.slice(i, i + BATCH);
-    const blobs = await repo.readBlobs(batch.map((e) => e.sha), signal);
+    const blobs = await repo.readBlobs(
+      batch.map((e) => e.sha),
+      signal,
+    );
     for (const e of batch) {
       const file = path.join(dir, e.path);
       if (!file.startsWith(dir + path.sep)) continue;

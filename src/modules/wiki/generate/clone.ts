@@ -23,7 +23,12 @@ export interface LocalClone {
  * only, held to the egress guard's checked addresses) as a bare repository: the survey reads
  * objects, nothing is checked out, no hook or filter of the repository runs.
  */
-export async function cloneLocally(scratchRoot: string, source: { repoUrl: string; branch: string | null }, pinned: PinnedClone, signal: AbortSignal): Promise<LocalClone> {
+export async function cloneLocally(
+  scratchRoot: string,
+  source: { repoUrl: string; branch: string | null },
+  pinned: PinnedClone,
+  signal: AbortSignal,
+): Promise<LocalClone> {
   const ws = await createLocalScratchWorkspace(scratchRoot);
   try {
     const dir = await cloneRepository(ws, source, signal, pinned, { bare: true });

@@ -90,9 +90,19 @@ type Run = { id: string; organizationId: string; creatorId: string; model: strin
  * session's (credits from the model's pricing) and recorded as analytics token usage of the
  * run's creator.
  */
-export async function writeWithModel(deps: GenerateJobDeps, run: Run, gitDir: string, input: WriteInput, drafts: DraftPage[], ctx: Pick<JobContext, 'signal' | 'log'>): Promise<RunTokenUsage> {
+export async function writeWithModel(
+  deps: GenerateJobDeps,
+  run: Run,
+  gitDir: string,
+  input: WriteInput,
+  drafts: DraftPage[],
+  ctx: Pick<JobContext, 'signal' | 'log'>,
+): Promise<RunTokenUsage> {
   const saved = run.checkpoint as Checkpoint | null;
-  const checkpoint: Checkpoint = { pages: { ...(saved?.pages ?? {}) }, usage: saved?.usage ?? { inputTokens: 0, outputTokens: 0, cacheCreationTokens: 0, cacheReadTokens: 0, thinkingTokens: 0, serviceCredits: 0 } };
+  const checkpoint: Checkpoint = {
+    pages: { ...(saved?.pages ?? {}) },
+    usage: saved?.usage ?? { inputTokens: 0, outputTokens: 0, cacheCreationTokens: 0, cacheReadTokens: 0, thinkingTokens: 0, serviceCredits: 0 },
+  };
   const apply = (draft: DraftPage) => {
     const done = checkpoint.pages[draft.id];
     if (!done) return false;
@@ -139,7 +149,19 @@ export async function writeWithModel(deps: GenerateJobDeps, run: Run, gitDir: st
         onUsage: (u) => {
           const credits = creditsFor(u, resolved.pricing);
           checkpoint.usage = addRunUsage(checkpoint.usage, u, credits);
-          events.push({ organizationId: run.organizationId, userId: run.creatorId, occurredAt: deps.clock.now(), kind: 'token_usage', model: run.model!, modelTier: 'standard', inputTokens: u.inputTokens, outputTokens: u.outputTokens, cacheReadTokens: u.cacheReadTokens, cacheWriteTokens: u.cacheWriteTokens, serviceCredits: credits });
+          events.push({
+            organizationId: run.organizationId,
+            userId: run.creatorId,
+            occurredAt: deps.clock.now(),
+            kind: 'token_usage',
+            model: run.model!,
+            modelTier: 'standard',
+            inputTokens: u.inputTokens,
+            outputTokens: u.outputTokens,
+            cacheReadTokens: u.cacheReadTokens,
+            cacheWriteTokens: u.cacheWriteTokens,
+            serviceCredits: credits,
+          });
         },
       });
       ctx.signal.throwIfAborted();
@@ -150,7 +172,9 @@ export async function writeWithModel(deps: GenerateJobDeps, run: Run, gitDir: st
       else if (result.stopReason === 'max_steps') reason = `the model used its ${MAX_STEPS_PER_PAGE} steps without finishing`;
       else if (prose.length < MIN_PROSE_CHARS) reason = 'the model answered with no prose';
       else if (!cited.length) reason = 'the model cited no file of the repository';
-      checkpoint.pages[draft.id] = reason ? { markdown: degradedVersion(draft, reason), degraded: reason, cited: [] } : { markdown: withProse(draft, prose), degraded: null, cited };
+      checkpoint.pages[draft.id] = reason
+        ? { markdown: degradedVersion(draft, reason), degraded: reason, cited: [] }
+        : { markdown: withProse(draft, prose), degraded: null, cited };
       apply(draft);
       await deps.prisma.$transaction(async (tx) => {
         await tx.wikiRun.update({ where: { id: run.id }, data: { checkpoint: checkpoint as object, tokenUsage: checkpoint.usage as object } });

@@ -45,7 +45,14 @@ async function cloneFor(deps: GenerateJobDeps, row: Run, signal: AbortSignal): P
 async function basePages(deps: GenerateJobDeps, row: Run): Promise<{ id: string; pages: Map<string, BasePage> } | null> {
   const base = await deps.prisma.wikiRun.findFirst({
     // Pages are reused only from a run written the same way (the same model, or none).
-    where: { organizationId: row.organizationId, repoKey: row.repoKey, status: 'succeeded', model: row.model, id: { not: row.id }, createdAt: { lte: row.createdAt } },
+    where: {
+      organizationId: row.organizationId,
+      repoKey: row.repoKey,
+      status: 'succeeded',
+      model: row.model,
+      id: { not: row.id },
+      createdAt: { lte: row.createdAt },
+    },
     orderBy: [{ createdAt: 'desc' }, { id: 'desc' }],
     select: { id: true },
   });
@@ -66,7 +73,10 @@ export async function runGeneration(deps: GenerateJobDeps, runId: string, ctx: P
     ctx.log.info({ runId, status: row?.status ?? 'missing' }, 'wiki run already settled');
     return;
   }
-  await prisma.wikiRun.updateMany({ where: { id: runId, status: { in: ['queued', 'running'] } }, data: { status: 'running', startedAt: row.startedAt ?? clock.now() } });
+  await prisma.wikiRun.updateMany({
+    where: { id: runId, status: { in: ['queued', 'running'] } },
+    data: { status: 'running', startedAt: row.startedAt ?? clock.now() },
+  });
   try {
     const clone = await cloneFor(deps, row, ctx.signal);
     let survey: Survey;
@@ -111,7 +121,10 @@ export async function runGeneration(deps: GenerateJobDeps, runId: string, ctx: P
     const final = err instanceof FinalFailure || err instanceof CloneFailed || err instanceof BoundExceeded;
     if (!final && !ctx.lastAttempt) throw err;
     const message = redactCredentials(err instanceof Error ? err.message : String(err));
-    await prisma.wikiRun.updateMany({ where: { id: runId, status: { in: ['queued', 'running'] } }, data: { status: 'failed', error: message, completedAt: clock.now() } });
+    await prisma.wikiRun.updateMany({
+      where: { id: runId, status: { in: ['queued', 'running'] } },
+      data: { status: 'failed', error: message, completedAt: clock.now() },
+    });
     ctx.log.warn({ runId, reason: message }, 'wiki run failed');
     if (!final) throw err;
   }

@@ -36,8 +36,11 @@ export function readBuildConfig(file: string, kind: string, text: string): Build
   try {
     if (/\.ya?ml$/.test(file)) {
       const doc = (parseYaml(text) ?? {}) as Record<string, unknown>;
-      const source = kind === 'Compose' ? doc.services : kind === 'GitHub Actions' || kind === 'CircleCI' ? doc.jobs : kind === 'Pulumi' ? { [String(doc.name)]: 1 } : doc;
-      names = Object.keys((source as Record<string, unknown>) ?? {}).filter((k) => !k.startsWith('.') && !['stages', 'variables', 'default', 'include', 'workflows', 'version', 'on', 'name'].includes(k));
+      const source =
+        kind === 'Compose' ? doc.services : kind === 'GitHub Actions' || kind === 'CircleCI' ? doc.jobs : kind === 'Pulumi' ? { [String(doc.name)]: 1 } : doc;
+      names = Object.keys((source as Record<string, unknown>) ?? {}).filter(
+        (k) => !k.startsWith('.') && !['stages', 'variables', 'default', 'include', 'workflows', 'version', 'on', 'name'].includes(k),
+      );
     } else if (kind === 'Make' || kind === 'just') {
       names = [...text.matchAll(/^([A-Za-z0-9][\w.-]*)\s*:(?!=)/gm)].map((m) => m[1]!);
     } else if (kind === 'Dockerfile') {

@@ -21,7 +21,8 @@ export function extractGo(tree: Tree): FileSyntax {
     if (node.type === 'function_declaration' || node.type === 'method_declaration') {
       const name = node.childForFieldName('name')?.text;
       if (name && exported(name)) {
-        const receiver = node.type === 'method_declaration' ? node.childForFieldName('receiver')?.text.replace(/[()*]/g, '').trim().split(/\s+/).pop() : undefined;
+        const receiver =
+          node.type === 'method_declaration' ? node.childForFieldName('receiver')?.text.replace(/[()*]/g, '').trim().split(/\s+/).pop() : undefined;
         symbols.push({
           name: receiver ? `${receiver}.${name}` : name,
           kind: receiver ? 'method' : 'function',

@@ -32,7 +32,14 @@ export function extractJava(tree: Tree): FileSyntax {
     for (const member of node.childForFieldName('body')?.namedChildren ?? []) {
       if (member?.type !== 'method_declaration' || !isPublic(member)) continue;
       const method = member.childForFieldName('name')?.text;
-      if (method) symbols.push({ name: `${name}.${method}`, kind: 'method', line: lineOf(member), endLine: endLineOf(member), summary: summarize(leadingDoc(member), member) });
+      if (method)
+        symbols.push({
+          name: `${name}.${method}`,
+          kind: 'method',
+          line: lineOf(member),
+          endLine: endLineOf(member),
+          summary: summarize(leadingDoc(member), member),
+        });
     }
   }
   const envVars = new Set<string>();

@@ -6,7 +6,11 @@ function docstring(block: Node | null): string | null {
   const first = block?.namedChildren[0];
   const str = first?.type === 'expression_statement' ? first.namedChildren[0] : null;
   if (str?.type !== 'string') return null;
-  return unquote(str.text).replace(/^\s+|\s+$/g, '').replace(/\n[ \t]+/g, '\n') || null;
+  return (
+    unquote(str.text)
+      .replace(/^\s+|\s+$/g, '')
+      .replace(/\n[ \t]+/g, '\n') || null
+  );
 }
 
 /** Python: `import a.b`, `from .x import y`; public (no leading `_`) top-level functions and classes. */
@@ -39,7 +43,13 @@ export function extractPython(tree: Tree): FileSyntax {
     const name = def.childForFieldName('name')?.text;
     if (!name || name.startsWith('_')) continue;
     const doc = docstring(def.childForFieldName('body'));
-    symbols.push({ name, kind: def.type === 'class_definition' ? 'class' : 'function', line: lineOf(child), endLine: endLineOf(child), summary: summarize(doc, def) });
+    symbols.push({
+      name,
+      kind: def.type === 'class_definition' ? 'class' : 'function',
+      line: lineOf(child),
+      endLine: endLineOf(child),
+      summary: summarize(doc, def),
+    });
   }
   const envVars = new Set<string>();
   for (const node of root.descendantsOfType(['call', 'subscript'])) {

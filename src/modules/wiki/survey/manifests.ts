@@ -36,13 +36,18 @@ const MANIFEST_FILES: Record<string, ManifestKind> = {
 };
 
 export function isManifestFile(file: string): boolean {
-  return path.basename(file) in MANIFEST_FILES || path.basename(file) === 'pnpm-workspace.yaml' || path.basename(file) === 'go.work' || /^settings\.gradle(\.kts)?$/.test(path.basename(file));
+  return (
+    path.basename(file) in MANIFEST_FILES ||
+    path.basename(file) === 'pnpm-workspace.yaml' ||
+    path.basename(file) === 'go.work' ||
+    /^settings\.gradle(\.kts)?$/.test(path.basename(file))
+  );
 }
 
 const obj = (v: unknown): Record<string, unknown> => (v && typeof v === 'object' && !Array.isArray(v) ? (v as Record<string, unknown>) : {});
 const str = (v: unknown): string | null => (typeof v === 'string' && v.trim() ? v.trim() : null);
 const deps = (v: unknown, dev: boolean) =>
-  Object.entries(obj(v)).map(([name, version]) => ({ name, version: typeof version === 'string' ? version : str(obj(version).version) ?? '*', dev }));
+  Object.entries(obj(v)).map(([name, version]) => ({ name, version: typeof version === 'string' ? version : (str(obj(version).version) ?? '*'), dev }));
 
 function npm(text: string, dir: string): Partial<Manifest> {
   const pkg = obj(JSON.parse(text));
@@ -93,7 +98,10 @@ function pyproject(text: string): Partial<Manifest> {
     name: str(project.name) ?? str(poetry.name),
     description: str(project.description) ?? str(poetry.description),
     dependencies: [...listed, ...optional, ...deps(poetry.dependencies, false).filter((d) => d.name !== 'python')],
-    scripts: Object.fromEntries(Object.entries({ ...obj(project.scripts), ...obj(poetry.scripts) }).filter(([, v]) => typeof v === 'string')) as Record<string, string>,
+    scripts: Object.fromEntries(Object.entries({ ...obj(project.scripts), ...obj(poetry.scripts) }).filter(([, v]) => typeof v === 'string')) as Record<
+      string,
+      string
+    >,
   };
 }
 
@@ -138,7 +146,9 @@ function maven(text: string): Partial<Manifest> {
 
 function gradle(text: string): Partial<Manifest> {
   // Gradle build files are programs; only their declarative dependency lines are read.
-  const dependencies = [...text.matchAll(/^\s*(implementation|api|compileOnly|runtimeOnly|testImplementation)\s*\(?\s*["']([^"':]+:[^"':]+)(?::([^"']+))?["']/gm)].map((m) => ({
+  const dependencies = [
+    ...text.matchAll(/^\s*(implementation|api|compileOnly|runtimeOnly|testImplementation)\s*\(?\s*["']([^"':]+:[^"':]+)(?::([^"']+))?["']/gm),
+  ].map((m) => ({
     name: m[2]!,
     version: m[3] ?? '*',
     dev: m[1]!.startsWith('test'),
@@ -164,15 +174,23 @@ export function readManifest(file: string, text: string): Manifest & { error?: s
   const empty: Manifest = { file, dir, kind, name: null, description: null, dependencies: [], scripts: {}, workspaces: [], entryPoints: [] };
   try {
     const parsed =
-      base === 'package.json' ? npm(text, dir)
-      : base === 'go.mod' ? goMod(text)
-      : base === 'pyproject.toml' ? pyproject(text)
-      : base === 'requirements.txt' ? requirements(text)
-      : base === 'Cargo.toml' ? cargo(text)
-      : base === 'pom.xml' ? maven(text)
-      : base.startsWith('build.gradle') ? gradle(text)
-      : base === 'pnpm-workspace.yaml' || base === 'go.work' || base.startsWith('settings.gradle') ? { workspaces: workspaceFile(file, text) }
-      : {};
+      base === 'package.json'
+        ? npm(text, dir)
+        : base === 'go.mod'
+          ? goMod(text)
+          : base === 'pyproject.toml'
+            ? pyproject(text)
+            : base === 'requirements.txt'
+              ? requirements(text)
+              : base === 'Cargo.toml'
+                ? cargo(text)
+                : base === 'pom.xml'
+                  ? maven(text)
+                  : base.startsWith('build.gradle')
+                    ? gradle(text)
+                    : base === 'pnpm-workspace.yaml' || base === 'go.work' || base.startsWith('settings.gradle')
+                      ? { workspaces: workspaceFile(file, text) }
+                      : {};
     return { ...empty, ...parsed };
   } catch (err) {
     return { ...empty, error: (err as Error).message };
@@ -185,7 +203,10 @@ export function matchWorkspaces(base: string, patterns: string[], dirs: Iterable
     .filter((p) => !p.startsWith('!'))
     .map((p) => {
       const full = path.normalize(path.join(base, p)).replace(/\/$/, '');
-      const source = full.split('/').map((seg) => (seg === '**' ? '.*' : seg.replace(/[.+^${}()|[\]\\]/g, '\\$&').replace(/\*/g, '[^/]*'))).join('/');
+      const source = full
+        .split('/')
+        .map((seg) => (seg === '**' ? '.*' : seg.replace(/[.+^${}()|[\]\\]/g, '\\$&').replace(/\*/g, '[^/]*')))
+        .join('/');
       return new RegExp(`^${source}$`);
     });
   return [...dirs].filter((d) => regexes.some((r) => r.test(d))).sort();

@@ -22,15 +22,19 @@ const join = (...parts: string[]) => path.normalize(path.join(...parts)).replace
 export function createImportResolver(files: Iterable<string>, manifests: Manifest[]) {
   const fileSet = new Set(files);
   const javaBySuffix = new Map<string, string>();
-  for (const f of fileSet) if (f.endsWith('.java')) {
-    const parts = f.replace(/\.java$/, '').split('/');
-    for (let i = 0; i < parts.length; i++) javaBySuffix.set(parts.slice(i).join('.'), f);
-  }
+  for (const f of fileSet)
+    if (f.endsWith('.java')) {
+      const parts = f.replace(/\.java$/, '').split('/');
+      for (let i = 0; i < parts.length; i++) javaBySuffix.set(parts.slice(i).join('.'), f);
+    }
   const npmPackages = new Map<string, Manifest>();
   for (const m of manifests) if (m.kind === 'npm' && m.name) npmPackages.set(m.name, m);
   const goModules = manifests.filter((m) => m.kind === 'go' && m.name && m.file.endsWith('go.mod')).sort((a, b) => b.name!.length - a.name!.length);
   const pythonRoots = [...new Set(['', ...manifests.filter((m) => m.kind === 'python').flatMap((m) => [m.dir, join(m.dir, 'src')])])];
-  const cargoDirs = manifests.filter((m) => m.kind === 'cargo').map((m) => m.dir).sort((a, b) => b.length - a.length);
+  const cargoDirs = manifests
+    .filter((m) => m.kind === 'cargo')
+    .map((m) => m.dir)
+    .sort((a, b) => b.length - a.length);
   const dirFiles = new Map<string, string[]>();
   for (const f of fileSet) {
     const d = dirOf(f);
@@ -42,11 +46,7 @@ export function createImportResolver(files: Iterable<string>, manifests: Manifes
 
   function tsFile(base: string): string | undefined {
     const stripped = base.replace(/\.(m|c)?js$/, '');
-    return firstFile([
-      base,
-      ...TS_EXTENSIONS.map((e) => stripped + e),
-      ...TS_EXTENSIONS.map((e) => join(base, `index${e}`)),
-    ]);
+    return firstFile([base, ...TS_EXTENSIONS.map((e) => stripped + e), ...TS_EXTENSIONS.map((e) => join(base, `index${e}`))]);
   }
 
   function typescript(from: string, spec: string): Resolved {
@@ -61,10 +61,10 @@ export function createImportResolver(files: Iterable<string>, manifests: Manifes
     const pkg = npmPackages.get(name);
     if (!pkg) return { external: name };
     const target = sub
-      ? tsFile(join(pkg.dir, sub)) ?? tsFile(join(pkg.dir, 'src', sub))
-      : pkg.entryPoints.map((e) => tsFile(e) ?? tsFile(e.replace(/^(.*?)\/?(dist|build|lib)\//, '$1/src/'))).find(Boolean) ??
+      ? (tsFile(join(pkg.dir, sub)) ?? tsFile(join(pkg.dir, 'src', sub)))
+      : (pkg.entryPoints.map((e) => tsFile(e) ?? tsFile(e.replace(/^(.*?)\/?(dist|build|lib)\//, '$1/src/'))).find(Boolean) ??
         tsFile(join(pkg.dir, 'src/index')) ??
-        tsFile(join(pkg.dir, 'index'));
+        tsFile(join(pkg.dir, 'index')));
     return target ? { file: target } : { external: name };
   }
 
@@ -84,7 +84,13 @@ export function createImportResolver(files: Iterable<string>, manifests: Manifes
 
   function go(spec: string): Resolved {
     const mod = goModules.find((m) => spec === m.name || spec.startsWith(`${m.name}/`));
-    if (!mod) return { external: spec.split('/').slice(0, spec.includes('.') ? 3 : 1).join('/') };
+    if (!mod)
+      return {
+        external: spec
+          .split('/')
+          .slice(0, spec.includes('.') ? 3 : 1)
+          .join('/'),
+      };
     const dir = join(mod.dir, spec.slice(mod.name!.length + 1));
     const file = dirFiles.get(dir)?.find((f) => f.endsWith('.go'));
     return file ? { file } : null;

@@ -71,10 +71,14 @@ const ENTRY_NAMES = /(^|\/)(main\.(go|rs|py|ts|js)|__main__\.py|server\.(ts|js)|
 export function checkBounds(tree: TreeEntry[], bounds: SurveyBounds): number {
   const bytes = tree.reduce((sum, e) => sum + e.size, 0);
   if (tree.length > bounds.maxFiles) {
-    throw new BoundExceeded(`the repository has ${tree.length} files at HEAD, more than AGENTPLANE_WIKI_MAX_FILES (${bounds.maxFiles}); raise the bound or document a smaller repository`);
+    throw new BoundExceeded(
+      `the repository has ${tree.length} files at HEAD, more than AGENTPLANE_WIKI_MAX_FILES (${bounds.maxFiles}); raise the bound or document a smaller repository`,
+    );
   }
   if (bytes > bounds.maxBytes) {
-    throw new BoundExceeded(`the repository holds ${bytes} bytes at HEAD, more than AGENTPLANE_WIKI_MAX_BYTES (${bounds.maxBytes}); raise the bound or document a smaller repository`);
+    throw new BoundExceeded(
+      `the repository holds ${bytes} bytes at HEAD, more than AGENTPLANE_WIKI_MAX_BYTES (${bounds.maxBytes}); raise the bound or document a smaller repository`,
+    );
   }
   return bytes;
 }
@@ -102,15 +106,19 @@ export async function surveyRepository(repo: GitRepo, bounds: SurveyBounds, sign
       (isSourceFile(e.path) && e.size <= MAX_PARSE_BYTES) ||
       (!isIgnoredPath(e.path) && (isManifestFile(e.path) || isReadme(e.path) || buildKindOf(e.path) !== undefined)),
   );
-  const blobs = await repo.readBlobs(wanted.map((e) => e.sha), signal);
+  const blobs = await repo.readBlobs(
+    wanted.map((e) => e.sha),
+    signal,
+  );
   const text = (e: TreeEntry) => blobs.get(e.sha)?.toString('utf8') ?? '';
 
   const manifests = wanted.filter((e) => isManifestFile(e.path)).map((e) => readManifest(e.path, text(e)));
   const readmes = new Map<string, string>();
-  for (const e of wanted) if (isReadme(e.path)) {
-    const dir = path.dirname(e.path) === '.' ? '' : path.dirname(e.path);
-    if (!readmes.has(dir) || e.path.toLowerCase().endsWith('.md')) readmes.set(dir, text(e));
-  }
+  for (const e of wanted)
+    if (isReadme(e.path)) {
+      const dir = path.dirname(e.path) === '.' ? '' : path.dirname(e.path);
+      if (!readmes.has(dir) || e.path.toLowerCase().endsWith('.md')) readmes.set(dir, text(e));
+    }
   const builds = wanted.flatMap((e) => {
     const kind = buildKindOf(e.path);
     return kind ? [readBuildConfig(e.path, kind, text(e))] : [];
@@ -161,16 +169,29 @@ export async function surveyRepository(repo: GitRepo, bounds: SurveyBounds, sign
   const manifestDirs = new Set(manifests.map((m) => m.dir));
   const declared = new Set<string>();
   for (const m of manifests) for (const d of matchWorkspaces(m.dir, m.workspaces, manifestDirs)) declared.add(d);
-  const nested = manifests.filter((m) => m.dir !== '' && m.kind !== 'python' || m.file.endsWith('pyproject.toml') && m.dir !== '');
+  const nested = manifests.filter((m) => (m.dir !== '' && m.kind !== 'python') || (m.file.endsWith('pyproject.toml') && m.dir !== ''));
   const packageDirs = declared.size ? declared : new Set(nested.map((m) => m.dir));
-  const packages = [...packageDirs].sort().map((d) => manifests.find((m) => m.dir === d && m.name) ?? manifests.find((m) => m.dir === d)!).filter(Boolean);
+  const packages = [...packageDirs]
+    .sort()
+    .map((d) => manifests.find((m) => m.dir === d && m.name) ?? manifests.find((m) => m.dir === d)!)
+    .filter(Boolean);
 
   const modules = new Map<string, ModuleInfo>();
   const packageOf = (dir: string) => [...packageDirs].filter((p) => dir === p || dir.startsWith(`${p}/`)).sort((a, b) => b.length - a.length)[0] ?? null;
   for (const f of files) {
     let m = modules.get(f.module);
     if (!m) {
-      m = { dir: f.module, files: [], lines: 0, languages: {}, packageDir: packageOf(f.module), doc: null, imports: new Map(), importedBy: new Map(), externals: new Map() };
+      m = {
+        dir: f.module,
+        files: [],
+        lines: 0,
+        languages: {},
+        packageDir: packageOf(f.module),
+        doc: null,
+        imports: new Map(),
+        importedBy: new Map(),
+        externals: new Map(),
+      };
       modules.set(f.module, m);
     }
     m.files.push(f);
@@ -187,7 +208,10 @@ export async function surveyRepository(repo: GitRepo, bounds: SurveyBounds, sign
     m.doc = (readme && firstParagraph(readme)) ?? main?.doc ?? (isPackageRoot ? (packages.find((p) => p.dir === m.packageDir)?.description ?? null) : null);
   }
 
-  const resolve = createImportResolver(files.map((f) => f.path), manifests);
+  const resolve = createImportResolver(
+    files.map((f) => f.path),
+    manifests,
+  );
   const fileModule = new Map(files.map((f) => [f.path, f.module]));
   for (const imp of imports) {
     const target = resolve(imp.language, imp.from, imp.specifier);
@@ -207,10 +231,18 @@ export async function surveyRepository(repo: GitRepo, bounds: SurveyBounds, sign
 
   const entryPoints = [
     ...new Set([
-      ...manifests.flatMap((m) => m.entryPoints).map((e) => files.find((f) => f.path === e || f.path.replace(/\.\w+$/, '') === e.replace(/\.\w+$/, '').replace(/(^|\/)(dist|build|lib)\//, '$1src/'))?.path ?? e),
+      ...manifests
+        .flatMap((m) => m.entryPoints)
+        .map(
+          (e) =>
+            files.find((f) => f.path === e || f.path.replace(/\.\w+$/, '') === e.replace(/\.\w+$/, '').replace(/(^|\/)(dist|build|lib)\//, '$1src/'))?.path ??
+            e,
+        ),
       ...files.filter((f) => ENTRY_NAMES.test(f.path) && (f.path.split('/').length <= 3 || /(^|\/)(cmd|bin)\//.test(f.path))).map((f) => f.path),
     ]),
-  ].filter((e) => files.some((f) => f.path === e)).sort();
+  ]
+    .filter((e) => files.some((f) => f.path === e))
+    .sort();
 
   const langTotals = new Map<string, { files: number; lines: number }>();
   for (const f of files) {

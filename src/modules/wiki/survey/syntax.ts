@@ -57,12 +57,21 @@ export function leadingDoc(node: Node): string | null {
 
 /** A one-line summary: the doc's first sentence, else the declaration's first line. */
 export function summarize(doc: string | null, node: Node): string {
-  const source = doc?.split(/\n\s*\n/)[0]?.replace(/\s+/g, ' ').trim();
+  const source = doc
+    ?.split(/\n\s*\n/)[0]
+    ?.replace(/\s+/g, ' ')
+    .trim();
   if (source) {
     const sentence = /^(.+?[.!?])(\s|$)/.exec(source)?.[1] ?? source;
     return clip(sentence, 160);
   }
-  return clip(node.text.split('\n')[0]!.replace(/\s*\{\s*$/, '').trim(), 120);
+  return clip(
+    node.text
+      .split('\n')[0]!
+      .replace(/\s*\{\s*$/, '')
+      .trim(),
+    120,
+  );
 }
 
 function clip(text: string, max: number): string {

@@ -31,7 +31,10 @@ export function dataDirectoryVideoStorage(opts: { dir: string; signingKey: strin
       return { url: `${opts.basePath ?? ''}/api/v0/wiki/${key}/video?${q}`, headers: { 'content-type': contentType } };
     },
     async exists(key) {
-      return fs.stat(file(key)).then(() => true, () => false);
+      return fs.stat(file(key)).then(
+        () => true,
+        () => false,
+      );
     },
     async remove(key) {
       await fs.rm(file(key), { force: true });
@@ -40,7 +43,8 @@ export function dataDirectoryVideoStorage(opts: { dir: string; signingKey: strin
     async receive(u, signature, now, body) {
       const expected = Buffer.from(sign(u));
       const given = Buffer.from(signature);
-      if (expected.length !== given.length || !timingSafeEqual(expected, given)) throw new Forbidden('The upload URL\'s signature does not match; ask POST /api/v0/wiki/video-upload-url for a new one');
+      if (expected.length !== given.length || !timingSafeEqual(expected, given))
+        throw new Forbidden("The upload URL's signature does not match; ask POST /api/v0/wiki/video-upload-url for a new one");
       if (now.getTime() > u.expires) throw new Forbidden('The upload URL has expired; ask POST /api/v0/wiki/video-upload-url for a new one');
       await fs.mkdir(opts.dir, { recursive: true });
       const partial = `${file(u.key)}.${process.pid}.${Date.now()}.part`;

@@ -24,7 +24,15 @@ export function s3VideoStorage(settings: S3Settings, fetchFn: typeof fetch = fet
   const objectPath = (key: string) => `${base.pathname.replace(/\/$/, '')}/${encodeURIComponent(settings.bucket)}/videos/${encodeURIComponent(key)}`;
   const signed = (method: string, key: string, extra: { headers?: Record<string, string>; query?: string } = {}) =>
     aws4.sign(
-      { host: base.host, path: `${objectPath(key)}${extra.query ?? ''}`, method, service: 's3', region: settings.region, headers: extra.headers ?? {}, signQuery: extra.query !== undefined },
+      {
+        host: base.host,
+        path: `${objectPath(key)}${extra.query ?? ''}`,
+        method,
+        service: 's3',
+        region: settings.region,
+        headers: extra.headers ?? {},
+        signQuery: extra.query !== undefined,
+      },
       credentials,
     );
   const send = (method: string, key: string) => {

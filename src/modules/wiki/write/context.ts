@@ -50,7 +50,11 @@ export function pageBuilder(input: WriteInput, page: PageNode) {
       return `\`${path}\`${lines ? `:${lines[0]}` : ''}`;
     },
     finish(markdown: string, symbols: string[] = []): PageDraft {
-      return { markdown: markdown.replace(/\n{3,}/g, '\n\n').trim() + '\n', sources: [...cited.values()].sort((a, b) => a.path.localeCompare(b.path)), symbols };
+      return {
+        markdown: markdown.replace(/\n{3,}/g, '\n\n').trim() + '\n',
+        sources: [...cited.values()].sort((a, b) => a.path.localeCompare(b.path)),
+        symbols,
+      };
     },
   };
 }

@@ -10,7 +10,10 @@ const CIDR = /^(\d{1,3})\.(\d{1,3})\.(\d{1,3})\.(\d{1,3})(?:\/(\d{1,2}))?$/;
  */
 export function parseLocalAllow(text: string): LocalAllow {
   const allow: LocalAllow = { ports: [], nets: [] };
-  for (const entry of text.split(',').map((e) => e.trim()).filter(Boolean)) {
+  for (const entry of text
+    .split(',')
+    .map((e) => e.trim())
+    .filter(Boolean)) {
     if (PORT.test(entry)) {
       const port = Number(entry);
       if (port < 1 || port > 65535) throw new Error(`${JSON.stringify(entry)} is not a port (1-65535)`);

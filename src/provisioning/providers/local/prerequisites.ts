@@ -51,7 +51,9 @@ export async function missingLocalPrerequisites(toolchain: PulumiToolchain, root
   if (!layout.usable) missing.push('cgroups with the cpu, memory, pids and freezer controllers mounted (v1 or v2)');
   if (missing.length === 0) missing.push(...(await kernelFeatures()));
   if (!toolchain.available) {
-    missing.push(`the Pulumi CLI ${toolchain.version} with pulumi-resource-command: run \`bash scripts/pulumi-toolchain.sh\` (builds them from the Go module proxy, needs Go), then restart`);
+    missing.push(
+      `the Pulumi CLI ${toolchain.version} with pulumi-resource-command: run \`bash scripts/pulumi-toolchain.sh\` (builds them from the Go module proxy, needs Go), then restart`,
+    );
   }
   return missing;
 }
@@ -59,7 +61,12 @@ export async function missingLocalPrerequisites(toolchain: PulumiToolchain, root
 const run = promisify(execFile);
 
 /** The first lines a failed probe printed, for the message. */
-const said = (err: unknown) => String((err as { stderr?: string }).stderr || (err as Error).message).trim().split('\n').slice(0, 2).join('; ');
+const said = (err: unknown) =>
+  String((err as { stderr?: string }).stderr || (err as Error).message)
+    .trim()
+    .split('\n')
+    .slice(0, 2)
+    .join('; ');
 
 /**
  * The kernel features the sandbox uses, tried the way the scripts use them: bubblewrap's mount,
@@ -72,11 +79,32 @@ async function kernelFeatures(): Promise<string[]> {
     const at = `/${dir}`;
     const link = await readlink(at).catch(() => undefined);
     if (link) system.push('--symlink', link, at);
-    else if (await access(at).then(() => true, () => false)) system.push('--ro-bind', at, at);
+    else if (
+      await access(at).then(
+        () => true,
+        () => false,
+      )
+    )
+      system.push('--ro-bind', at, at);
   }
-  const sandbox = ['--unshare-pid', '--unshare-ipc', '--unshare-uts', '--ro-bind', '/usr', '/usr', ...system, '--proc', '/proc', '--dev', '/dev', '/usr/bin/true'];
+  const sandbox = [
+    '--unshare-pid',
+    '--unshare-ipc',
+    '--unshare-uts',
+    '--ro-bind',
+    '/usr',
+    '/usr',
+    ...system,
+    '--proc',
+    '/proc',
+    '--dev',
+    '/dev',
+    '/usr/bin/true',
+  ];
   await run('bwrap', sandbox, { timeout: 10_000 }).catch((err) =>
-    missing.push(`namespaces for bubblewrap's sandbox (mount, PID, IPC, UTS): \`bwrap\` failed (${said(err)}); a kernel built with them, and no policy that forbids them to root (e.g. a container without CAP_SYS_ADMIN)`),
+    missing.push(
+      `namespaces for bubblewrap's sandbox (mount, PID, IPC, UTS): \`bwrap\` failed (${said(err)}); a kernel built with them, and no policy that forbids them to root (e.g. a container without CAP_SYS_ADMIN)`,
+    ),
   );
   await run('nft', ['list', 'tables'], { timeout: 10_000 }).catch((err) =>
     missing.push(`nftables in the kernel: \`nft list tables\` failed (${said(err)}); load the nf_tables module (modprobe nf_tables)`),

@@ -54,12 +54,7 @@ export function createLocalProvider(opts: LocalProviderOptions): ManagedProvider
     // provider costs every CLI command nothing.
     const [{ local }, { all }] = await Promise.all([import('@pulumi/command'), import('@pulumi/pulumi')]);
     const common = scriptEnvironment(computerRoot(opts, input.computerId), input.computerId);
-    const command = (
-      name: string,
-      scripts: ResourceScripts,
-      environment: Input<Record<string, string>>,
-      dependsOn: Local.Command[] = [],
-    ) =>
+    const command = (name: string, scripts: ResourceScripts, environment: Input<Record<string, string>>, dependsOn: Local.Command[] = []) =>
       new local.Command(
         name,
         { create: scripts.create, update: scripts.update, delete: scripts.delete, interpreter: ['/bin/sh', '-c'], environment },
@@ -86,7 +81,12 @@ export function createLocalProvider(opts: LocalProviderOptions): ManagedProvider
       PIDS_MAX: String(opts.pidsMax),
     });
     const host = network.stdout.apply((out) => (JSON.parse(out) as { host: string }).host);
-    const sshd = command('sshd', SCRIPTS.sshd, host.apply((h) => ({ ...common, HOST: h })), [user, cgroup]);
+    const sshd = command(
+      'sshd',
+      SCRIPTS.sshd,
+      host.apply((h) => ({ ...common, HOST: h })),
+      [user, cgroup],
+    );
     const power = command('power', SCRIPTS.power, { ...common, RUNNING: String(input.running) }, [sshd]);
     return {
       host,
