@@ -101,7 +101,9 @@ async function kernelFeatures(): Promise<string[]> {
     '/dev',
     '/usr/bin/true',
   ];
-  await run('bwrap', sandbox, { timeout: 10_000 }).catch((err) =>
+  // In a session of its own: bwrap's namespace leaves a process for PID 1 to reap, which some hosts'
+  // PID 1 never does; a zombie left in the server's process group would outlive its stop.
+  await run('setsid', ['--wait', 'bwrap', ...sandbox], { timeout: 10_000 }).catch((err) =>
     missing.push(
       `namespaces for bubblewrap's sandbox (mount, PID, IPC, UTS): \`bwrap\` failed (${said(err)}); a kernel built with them, and no policy that forbids them to root (e.g. a container without CAP_SYS_ADMIN)`,
     ),
