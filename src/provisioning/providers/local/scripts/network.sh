@@ -13,6 +13,12 @@
 TABLE="inet agentplane_local"
 
 firewall() {
+  ports=$(echo "$API_PORT $ALLOW_PORTS" | xargs | tr ' ' ',')
+  nets=$(echo "$ALLOW_NETS" | xargs | tr ' ' ',')
+  allow_out=""
+  [ -z "$nets" ] || allow_out="add rule $TABLE fwd_$VETH_HOST ip daddr { $nets } accept"
+  # One transaction: the base chains' one rule each is replaced (flush, add) and the computer's
+  # chains and map entries written, all or nothing; \`add\` is a no-op for what exists.
   host_lock
   nft -f - <<NFT
 add table $TABLE
@@ -20,15 +26,10 @@ add map $TABLE input_by_veth { type ifname : verdict; }
 add map $TABLE forward_by_veth { type ifname : verdict; }
 add chain $TABLE input { type filter hook input priority -10; policy accept; }
 add chain $TABLE forward { type filter hook forward priority -10; policy accept; }
-NFT
-  # The base chains' one rule each, added once.
-  nft list chain $TABLE input | grep -q 'vmap @input_by_veth' || nft add rule $TABLE input iifname vmap @input_by_veth
-  nft list chain $TABLE forward | grep -q 'vmap @forward_by_veth' || nft add rule $TABLE forward iifname vmap @forward_by_veth
-  ports=$(echo "$API_PORT $ALLOW_PORTS" | xargs | tr ' ' ',')
-  nets=$(echo "$ALLOW_NETS" | xargs | tr ' ' ',')
-  allow_out=""
-  [ -z "$nets" ] || allow_out="add rule $TABLE fwd_$VETH_HOST ip daddr { $nets } accept"
-  nft -f - <<NFT
+flush chain $TABLE input
+add rule $TABLE input iifname vmap @input_by_veth
+flush chain $TABLE forward
+add rule $TABLE forward iifname vmap @forward_by_veth
 add chain $TABLE in_$VETH_HOST
 flush chain $TABLE in_$VETH_HOST
 add rule $TABLE in_$VETH_HOST ct state established,related accept
@@ -40,11 +41,9 @@ add rule $TABLE fwd_$VETH_HOST ct state established,related accept
 add rule $TABLE fwd_$VETH_HOST oifname "aph*" reject with icmpx type admin-prohibited
 $allow_out
 add rule $TABLE fwd_$VETH_HOST reject with icmpx type admin-prohibited
+add element $TABLE input_by_veth { "$VETH_HOST" : jump in_$VETH_HOST }
+add element $TABLE forward_by_veth { "$VETH_HOST" : jump fwd_$VETH_HOST }
 NFT
-  nft add element $TABLE input_by_veth "{ \"$VETH_HOST\" : jump in_$VETH_HOST }" 2>/dev/null ||
-    nft list map $TABLE input_by_veth | grep -q "\"$VETH_HOST\" : jump in_$VETH_HOST"
-  nft add element $TABLE forward_by_veth "{ \"$VETH_HOST\" : jump fwd_$VETH_HOST }" 2>/dev/null ||
-    nft list map $TABLE forward_by_veth | grep -q "\"$VETH_HOST\" : jump fwd_$VETH_HOST"
   flock -u 9
 }
 

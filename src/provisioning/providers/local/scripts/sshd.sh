@@ -90,10 +90,11 @@ sandbox_args() {
     /usr/sbin/sshd -D -e -f "$d/sshd_config"
 }
 
-# sshd listens on the computer's address, port 22 (/proc/net/tcp: address and port in hex, state 0A).
+# sshd listens on the computer's address, port 22: the sandbox's own view of its network namespace
+# (/proc/PID/net/tcp: address and port in hex, state 0A), read without entering it.
 listening() {
-  hex=$(printf '%02X' $(echo "$HOST" | tr '.' ' ') | sed 's/\(..\)\(..\)\(..\)\(..\)/\4\3\2\1/')
-  ip netns exec "$NS" cat /proc/net/tcp 2>/dev/null | grep -q " $hex:0016 00000000:0000 0A"
+  [ -n "${hex:-}" ] || hex=$(printf '%02X' $(echo "$HOST" | tr '.' ' ') | sed 's/\(..\)\(..\)\(..\)\(..\)/\4\3\2\1/')
+  grep -q " $hex:0016 00000000:0000 0A" "/proc/$1/net/tcp" 2>/dev/null
 }
 
 create() {
@@ -133,12 +134,12 @@ CONFIG
     echo "$pid" >"$d/sandbox.pid"
     # Ready when sshd listens: the control plane connects next.
     tries=0
-    until listening; do
+    until listening "$pid"; do
       # A paused computer's sandbox is frozen as it joins the cgroup: it listens once resumed.
       ! cgroup_frozen || break
       kill -0 "$pid" 2>/dev/null || fail "the computer's sandbox did not start: $(tail -n 5 "$d/sshd.log")"
-      [ "$tries" -lt 200 ] || fail "the computer's sshd did not listen within 10 s: $(tail -n 5 "$d/sshd.log")"
-      sleep 0.05
+      [ "$tries" -lt 1000 ] || fail "the computer's sshd did not listen within 10 s: $(tail -n 5 "$d/sshd.log")"
+      sleep 0.01
       tries=$((tries + 1))
     done
   fi
