@@ -1,9 +1,10 @@
 import { execFile } from 'node:child_process';
-import { access, constants, readFile, readlink } from 'node:fs/promises';
+import { access, constants, readFile } from 'node:fs/promises';
 import { promisify } from 'node:util';
 import path from 'node:path';
 import type { PulumiToolchain } from '../../pulumi/toolchain.ts';
 import { cgroupLayout } from './cgroups.ts';
+import { withLib } from './scripts.ts';
 
 /** Each tool the provider runs, with the Debian package that provides it. */
 const TOOLS: Record<string, string> = {
@@ -74,36 +75,15 @@ const said = (err: unknown) =>
  */
 async function kernelFeatures(): Promise<string[]> {
   const missing: string[] = [];
-  const system: string[] = [];
-  for (const dir of ['bin', 'sbin', 'lib', 'lib64']) {
-    const at = `/${dir}`;
-    const link = await readlink(at).catch(() => undefined);
-    if (link) system.push('--symlink', link, at);
-    else if (
-      await access(at).then(
-        () => true,
-        () => false,
-      )
-    )
-      system.push('--ro-bind', at, at);
-  }
-  const sandbox = [
-    '--unshare-pid',
-    '--unshare-ipc',
-    '--unshare-uts',
-    '--ro-bind',
-    '/usr',
-    '/usr',
-    ...system,
-    '--proc',
-    '/proc',
-    '--dev',
-    '/dev',
-    '/usr/bin/true',
-  ];
   // In a session of its own: bwrap's namespace leaves a process for PID 1 to reap, which some hosts'
   // PID 1 never does; a zombie left in the server's process group would outlive its stop.
-  await run('setsid', ['--wait', 'bwrap', ...sandbox], { timeout: 10_000 }).catch((err) =>
+  // The host's system directories as the sandbox binds them (lib.sh's system_dirs), in a session of
+  // its own: bwrap's namespace leaves a process for PID 1 to reap, which some hosts' PID 1 never
+  // does; a zombie left in the server's process group would outlive its stop.
+  const probe = withLib(
+    'exec setsid --wait bwrap --unshare-pid --unshare-ipc --unshare-uts --ro-bind /usr /usr $(system_dirs) --proc /proc --dev /dev /usr/bin/true',
+  );
+  await run('/bin/sh', ['-c', probe], { timeout: 10_000 }).catch((err) =>
     missing.push(
       `namespaces for bubblewrap's sandbox (mount, PID, IPC, UTS): \`bwrap\` failed (${said(err)}); a kernel built with them, and no policy that forbids them to root (e.g. a container without CAP_SYS_ADMIN)`,
     ),

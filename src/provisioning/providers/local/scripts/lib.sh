@@ -54,3 +54,14 @@ cgroup_frozen() {
     [ "$(cat "$(v1_dir freezer)/freezer.state" 2>/dev/null)" = FROZEN ]
   fi
 }
+
+# Each top-level link or directory of the host's system (merged /usr or not), read-only.
+system_dirs() {
+  for d in bin sbin lib lib32 lib64 libx32; do
+    if [ -L "/$d" ]; then
+      printf -- '--symlink %s /%s ' "$(readlink "/$d")" "$d"
+    elif [ -d "/$d" ]; then
+      printf -- '--ro-bind /%s /%s ' "$d" "$d"
+    fi
+  done
+}

@@ -29,17 +29,6 @@ parent_dirs() {
   done
 }
 
-# Each top-level link or directory of the host's system (merged /usr or not), read-only.
-system_dirs() {
-  for d in bin sbin lib lib32 lib64 libx32; do
-    if [ -L "/$d" ]; then
-      printf -- '--symlink %s /%s ' "$(readlink "/$d")" "$d"
-    elif [ -d "/$d" ]; then
-      printf -- '--ro-bind /%s /%s ' "$d" "$d"
-    fi
-  done
-}
-
 # The sandbox's /etc: a tmpfs of its own holding each entry of the host's /etc, read-only, except
 # the lists of users and their secrets, the host's SSH keys and sudo's rules; the computer's own
 # passwd, group, shadow and hosts stand in their place. (Its own file system, not the host's /etc
