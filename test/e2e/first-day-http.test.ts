@@ -6,7 +6,8 @@ import { appWithoutDatabase } from '../support/route-table.ts';
 describe('a first day over HTTP', () => {
   let api: TestApi;
   beforeAll(async () => {
-    api = await startTestApi('pglite');
+    // Behind a proxy on loopback, as the test's own requests come: its X-Forwarded-* headers count.
+    api = await startTestApi('pglite', { env: { AGENTPLANE_TRUST_PROXY: 'loopback' } });
   });
   afterAll(() => api?.close());
 
@@ -53,5 +54,31 @@ describe('a first day over HTTP', () => {
       body: JSON.stringify({ email: 'charset@acme.test' }),
     });
     expect(charset.status).toBe(200);
+  });
+
+  it('hands out absolute upload URLs on the address the caller used, forwarded by a trusted proxy included', async () => {
+    const as = api.acme.members.owner.apiKey;
+    const run = await api.call('POST', '/api/v0/wiki', {
+      as,
+      body: {
+        repoUrl: 'https://git.example.com/acme/widgets.git',
+        commitHash: 'b'.repeat(40),
+        branch: 'main',
+        hasLocalChanges: false,
+        agentVersion: 'cli 1.4.0',
+        pages: [{ path: 'overview', title: 'Overview', markdown: '# Widgets\n' }],
+      },
+    });
+    expect(run.status, JSON.stringify(run.body)).toBe(200);
+    const ask = (headers: Record<string, string>) =>
+      fetch(`${api.url}/api/v0/wiki/video-upload-url`, {
+        method: 'POST',
+        headers: { authorization: `Bearer ${as}`, 'content-type': 'application/json', ...headers },
+        body: JSON.stringify({ wikiRunId: run.body.wikiRunId, contentType: 'video/mp4', sizeBytes: 1024 }),
+      }).then(async (r) => ((await r.json()) as { uploadUrl: string }).uploadUrl);
+    expect(await ask({})).toMatch(new RegExp(`^${api.url}/api/v0/wiki/${run.body.wikiRunId}/video\\?`));
+    expect(await ask({ 'x-forwarded-proto': 'https', 'x-forwarded-host': 'agents.example.com' })).toMatch(
+      new RegExp(`^https://agents\\.example\\.com/api/v0/wiki/${run.body.wikiRunId}/video\\?`),
+    );
   });
 });
