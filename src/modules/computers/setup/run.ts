@@ -8,7 +8,7 @@ import type { ComputerJobDeps } from '../job-deps.ts';
 import { BYOM, targetFor } from '../machines.ts';
 import { INSTALL_DEADLINE_MS, transition } from '../lifecycle.ts';
 import { SSH_WAIT_MS } from '../managed/settings.ts';
-import { settleProvisioning } from '../settle.ts';
+import { markReachable, settleProvisioning } from '../settle.ts';
 import { setupScriptOf, sourceComputerOf } from '../source.ts';
 import { newUuid } from '../../../lib/ids.ts';
 import { messageOf, runSteps, type Step } from '../steps/runner.ts';
@@ -77,6 +77,8 @@ function setupSteps(deps: ComputerJobDeps, computer: Computer, ctx: Pick<JobCont
         run: async ({ signal }) => {
           const machineHostId = await deps.ssh.machineId(await targetOf(), { signal });
           if (!computer.hostId) await adoptHostId(deps, computer, machineHostId);
+          // Reached through its tunnel: from now on a client acting on `active` reaches it too.
+          return { complete: (tx) => markReachable(tx, computerId, deps.clock.now()) };
         },
       };
 
