@@ -36,11 +36,16 @@ const TIMEOUT_MS = {
  * steps, and cloning into an existing clone fetches instead. Provisioning ends (`active` or
  * `error`) once every step has finished.
  */
-export async function runComputerSetup(deps: ComputerJobDeps, computerId: string, ctx: Pick<JobContext, 'signal' | 'log' | 'send'>): Promise<void> {
+export async function runComputerSetup(
+  deps: ComputerJobDeps,
+  computerId: string,
+  ctx: Pick<JobContext, 'signal' | 'stopping' | 'log' | 'send'>,
+): Promise<void> {
   const computer = await deps.db.computer.findFirst({ where: { id: computerId, deletedAt: null } });
   if (!computer) return;
   await runSteps(provisioningSteps(deps.db, computerId), setupSteps(deps, computer, ctx), {
     signal: ctx.signal,
+    stopping: ctx.stopping,
     now: () => deps.clock.now(),
     warn: (msg, err) => ctx.log.warn({ err, computerId }, msg),
   });
