@@ -15,6 +15,11 @@ type Step = NonNullable<Computer['provisioningSteps']>[number];
 
 const FINISHED = new Set(['completed', 'skipped', 'failed']);
 
+/** A person reads only their own computers, and managers also service accounts' (the API's rule). */
+export function ownerOf(c: Pick<Computer, 'ownerPrincipalKind' | 'ownerId'>, names: Names): string {
+  return c.ownerPrincipalKind === 'service' ? `service account ${names.of('serviceAccounts', c.ownerId)}` : 'you';
+}
+
 /** Where the computer came from, by name: a template or another computer's workspace. */
 function sourceOf(c: Computer, names: Names) {
   const source = c.computerSource;
@@ -26,7 +31,7 @@ function sourceOf(c: Computer, names: Names) {
 /** One computer: its fields, its set-up steps as they happen, its metrics, and what can be done to it. */
 export function ComputerDetail({ id }: { id: string }) {
   const computer = useResource(() => must(api.GET('/api/v0/computers/{computerId}', { params: { path: { computerId: id } } })), [id]);
-  const names = useNames(['people', 'serviceAccounts', 'computers', 'templates']);
+  const names = useNames(['serviceAccounts', 'computers', 'templates']);
   const [mode, setMode] = useState<LiveMode>('connecting');
   const [notice, setNotice] = useState<string>();
   // The poll interval is asked for on each tick: read the latest data, not the first render's.
@@ -115,7 +120,7 @@ export function ComputerDetail({ id }: { id: string }) {
       <dt>Id</dt><dd><code>${c.id}</code></dd>
       <dt>Host id</dt><dd>${c.hostId ?? html`<span class="muted">none: only a machine of your own (byom) reports the id of its host</span>`}</dd>
       <dt>Remote user</dt><dd>${c.remoteUser ?? '—'}</dd>
-      <dt>Owner</dt><dd>${c.ownerPrincipalKind === 'service' ? html`service account ${names.of('serviceAccounts', c.ownerId)}` : names.of('people', c.ownerId)}</dd>
+      <dt>Owner</dt><dd>${ownerOf(c, names)}</dd>
       <dt>Source</dt><dd>${sourceOf(c, names)}</dd>
       <dt>Created</dt><dd>${dateTime(c.createdAt)}</dd>
       <dt>Repositories</dt><dd>${c.clonedRepoDirectories.length ? c.clonedRepoDirectories.join(', ') : '—'}</dd>

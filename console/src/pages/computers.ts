@@ -8,7 +8,7 @@ import { follow, type LiveMode } from '../live.ts';
 import { useNames } from '../names.ts';
 import { href } from '../router.ts';
 import type { PageProps } from '../sections.ts';
-import { ComputerDetail } from './computer-detail.ts';
+import { ComputerDetail, ownerOf } from './computer-detail.ts';
 import { CreateComputer } from './computer-create.ts';
 
 export type Computer = components['schemas']['Computer'];
@@ -26,7 +26,7 @@ function ComputerList() {
   const [creating, setCreating] = useState(false);
   const [data, setData] = useState<Computer[]>();
   const [error, setError] = useState<import('../api.ts').ApiProblem>();
-  const names = useNames(['people', 'serviceAccounts']);
+  const names = useNames(['serviceAccounts']);
 
   const load = async () => {
     try {
@@ -140,7 +140,7 @@ function ComputerList() {
                       <td>${c.deletedAt ? html`<${Badge} value="deleted" />` : html`<${Badge} value=${c.status} />`}</td>
                       <td>${c.providerType}</td>
                       <td>${steps.length ? html`<${Progress} value=${done} max=${steps.length} label=${`Set-up steps of ${c.name}`} />` : '—'}</td>
-                      <td>${c.ownerPrincipalKind === 'service' ? `service account ${names.of('serviceAccounts', c.ownerId)}` : names.of('people', c.ownerId)}</td>
+                      <td>${ownerOf(c, names)}</td>
                       <td>${dateTime(c.createdAt)}</td>
                     </tr>`;
                   })}
