@@ -204,6 +204,16 @@ describe.skipIf(skip).each(BACKENDS)('sessions API on %s', (backend) => {
       }
     });
 
+    it("accepts the name of one of the caller's own computers as computerId and stores the id (#34)", async () => {
+      const byName = await create({ computerId: 'sessions-1' });
+      expect(byName.status, byName.body?.detail).toBe(201);
+      expect(byName.body.computerId).toBe(computerId);
+      // Another member's computer is reached by neither its name nor its id.
+      const other = await create({ computerId: 'sessions-1' }, api.acme.members.manager.apiKey);
+      expect(other.status).toBe(400);
+      expect(other.body.detail).toBe('computerId sessions-1: no such computer in this organization');
+    });
+
     it("answers 429 when the user's concurrent sessions reach the limit", async () => {
       const limit = loadConfig({}).sessions.maxConcurrentSessions;
       const owner = { ownerKind: 'service', ownerId: api.acme.serviceAccount.id };

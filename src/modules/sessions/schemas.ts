@@ -280,7 +280,9 @@ export const MessageListQuery = PageQuerySchema.extend({
 });
 
 export const CreateSessionBody = z.strictObject({
-  computerId: nonBlank('computerId').meta({ description: 'The computer the session runs on' }),
+  computerId: nonBlank('computerId').meta({
+    description: 'The computer the session runs on: its id, or the name of one of your own computers (the session stores the id)',
+  }),
   cwd: z
     .string('cwd must be a string')
     .min(1, 'cwd must not be empty')

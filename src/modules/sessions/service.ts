@@ -107,9 +107,28 @@ function computerIdRefused(computerId: string, err: unknown): unknown {
 export function createSessionsService(deps: SessionsDeps) {
   const { db, clock } = deps;
 
-  /** An active computer the principal may reach, and `cwd` (default: the remote user's home) checked on it. */
+  /**
+   * The computer `ref` names: an id, or else the name of one of the caller's own live computers
+   * (unique per owner, so never ambiguous; another owner's computers are reached by id).
+   */
+  async function computerNamed(principal: Principal, ref: string) {
+    try {
+      return await reachableComputer(db, principal, ref);
+    } catch (err) {
+      if (!(err instanceof NotFound)) throw err;
+      const owner = ownerOf(principal);
+      const named = await db.computer.findFirst({
+        where: { organizationId: principal.organizationId, ownerKind: owner.kind, ownerId: owner.id, liveName: ref, deletedAt: null },
+        select: { id: true },
+      });
+      if (!named) throw new NotFound(`Computer ${ref} not found: neither the id of a computer you can reach nor the name of one of yours`);
+      return reachableComputer(db, principal, named.id);
+    }
+  }
+
+  /** An active computer the principal may reach (by id or its own computer's name), and `cwd` (default: the remote user's home) checked on it. */
   async function checkComputer(principal: Principal, computerId: string, cwd: string | undefined) {
-    const computer = await reachableComputer(db, principal, computerId);
+    const computer = await computerNamed(principal, computerId);
     if (computer.status !== 'active') {
       throw new BadRequest(`Computer ${computerId} is ${computer.status}, not active; wait until it is active or pick another computer`, {
         metadata: { errors: [{ field: 'computerId', message: `computer is ${computer.status}` }] },
@@ -326,8 +345,9 @@ export function createSessionsService(deps: SessionsDeps) {
 
     async postMessage(principal: Principal, sessionId: string, input: PostMessageInput) {
       let session = await reachableSession(db, principal, sessionId);
-      const switchTo = input.computerId !== undefined && input.computerId !== session.computerId ? input.computerId : undefined;
-      if (switchTo) await checkComputer(principal, switchTo, session.cwd);
+      const asked = input.computerId !== undefined && input.computerId !== session.computerId ? input.computerId : undefined;
+      const resolved = asked ? (await checkComputer(principal, asked, session.cwd)).computer.id : undefined;
+      const switchTo = resolved !== session.computerId ? resolved : undefined;
       const content: ContentBlock[] = [
         { type: 'text', text: input.text },
         ...(input.images ?? []).map((source) => ({ type: 'image' as const, source })),
