@@ -199,7 +199,6 @@ async function gateCalls(opts: TurnOptions, byName: Map<string, AgentTool>, call
   return new Map(gated.map((c) => [c.toolUse.id, { refuse: needsApprovalMessage(opts.autonomyLevel, c.tool.name) }]));
 }
 
-
 async function runToolCall(
   opts: TurnOptions,
   byName: Map<string, AgentTool>,

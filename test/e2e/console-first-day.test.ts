@@ -125,7 +125,9 @@ describe.skipIf(skip)('the first day in the console', { timeout: 300_000 }, () =
 
     // The header changes the session's settings: autonomy low now lets the agent write files, still not run commands.
     await header.getByLabel('Autonomy').selectOption('low');
-    await expect.poll(async () => (await api.call('GET', `/api/v0/sessions/${sessionId}`, { as: api.acme.members.user.apiKey })).body.sessionSettings.autonomyLevel).toBe('low');
+    await expect
+      .poll(async () => (await api.call('GET', `/api/v0/sessions/${sessionId}`, { as: api.acme.members.user.apiKey })).body.sessionSettings.autonomyLevel)
+      .toBe('low');
 
     // One left unanswered expires, and the agent says so.
     model.enqueue(
@@ -139,7 +141,9 @@ describe.skipIf(skip)('the first day in the console', { timeout: 300_000 }, () =
     expect(await approval.count()).toBe(0);
     const expired = page.locator('details[data-tool="run_command"]').nth(2);
     await expired.locator('summary').click();
-    await expect.poll(() => expired.locator('.tool-output').textContent()).toMatch(new RegExp(`Nobody answered the approval request .* within ${APPROVAL_SECONDS} seconds`));
+    await expect
+      .poll(() => expired.locator('.tool-output').textContent())
+      .toMatch(new RegExp(`Nobody answered the approval request .* within ${APPROVAL_SECONDS} seconds`));
     await screenshot(page, 'session-approvals-done');
     await page.context().close();
   });

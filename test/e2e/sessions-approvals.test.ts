@@ -86,12 +86,21 @@ describe.skipIf(skipMachineTests || !BACKENDS.includes('postgres'))('approvals o
     });
     expect(hook.status, hook.body?.detail).toBe(201);
     const id = await newSession();
-    model.enqueue({ text: 'Listing it.', toolCalls: [{ id: 'call_ls', name: 'run_command', arguments: { command: 'echo approved-run' } }] }, { text: 'It printed approved-run.' });
+    model.enqueue(
+      { text: 'Listing it.', toolCalls: [{ id: 'call_ls', name: 'run_command', arguments: { command: 'echo approved-run' } }] },
+      { text: 'It printed approved-run.' },
+    );
     expect((await say(id, 'Run echo.')).status).toBe(200);
 
     const session = await paused(id);
     expect(session.pendingApprovals).toEqual([
-      { toolUseId: 'call_ls', toolName: 'run_command', input: { command: 'echo approved-run' }, requestedAt: expect.any(Number), expiresAt: expect.any(Number) },
+      {
+        toolUseId: 'call_ls',
+        toolName: 'run_command',
+        input: { command: 'echo approved-run' },
+        requestedAt: expect.any(Number),
+        expiresAt: expect.any(Number),
+      },
     ]);
     const [pending] = session.pendingApprovals;
     expect(pending.expiresAt - pending.requestedAt).toBe(TIMEOUT_SECONDS * 1000);
@@ -114,7 +123,10 @@ describe.skipIf(skipMachineTests || !BACKENDS.includes('postgres'))('approvals o
     expect(messages[3].content).toEqual([{ type: 'text', text: 'It printed approved-run.' }]);
     expect((await get(id)).pendingApprovals).toEqual([]);
     expect((await decide(id, 'call_ls', { decision: 'deny' })).status).toBe(409);
-    const audit = await api.db.prisma.auditRecord.findFirst({ where: { organizationId: api.acme.id, eventType: 'session_change' }, orderBy: { createdAt: 'desc' } });
+    const audit = await api.db.prisma.auditRecord.findFirst({
+      where: { organizationId: api.acme.id, eventType: 'session_change' },
+      orderBy: { createdAt: 'desc' },
+    });
     expect(audit?.payload).toMatchObject({ action: 'tool_call_approved', toolUseId: 'call_ls', scope: 'once' });
   });
 
@@ -170,9 +182,7 @@ describe.skipIf(skipMachineTests || !BACKENDS.includes('postgres'))('approvals o
     const interrupted = await api.call('POST', `/api/v0/sessions/${id}/interrupt`, { as: key });
     expect(interrupted.body).toEqual({ status: 'idle' });
     const messages = await transcript(id);
-    expect(messages.at(-1).content).toEqual([
-      { type: 'tool_result', toolUseId: 'call_bad', content: APPROVAL_RESULTS.cancelled('write_file'), isError: true },
-    ]);
+    expect(messages.at(-1).content).toEqual([{ type: 'tool_result', toolUseId: 'call_bad', content: APPROVAL_RESULTS.cancelled('write_file'), isError: true }]);
     expect(model.requests).toHaveLength(calls);
     expect(await api.db.prisma.sessionApproval.findFirst({ where: { sessionId: id } })).toMatchObject({ status: 'cancelled' });
     expect((await decide(id, 'call_bad', { decision: 'approve' })).status).toBe(409);

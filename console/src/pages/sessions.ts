@@ -122,7 +122,8 @@ function CreateSession({ computerId }: { computerId: string }) {
           <select required value=${model} onChange=${(e: Event) => setForm({ ...form, model: value(e) })}>
             ${models.data && !models.data.length ? html`<option value="">No model is configured</option>` : null}
             ${(models.data ?? []).map(
-              (m) => html`<option key=${m.id} value=${m.id}>${m.id} (${m.provider}, ${number(m.contextWindow)} tokens)${m.isDefault ? ' — default' : ''}</option>`,
+              (m) =>
+                html`<option key=${m.id} value=${m.id}>${m.id} (${m.provider}, ${number(m.contextWindow)} tokens)${m.isDefault ? ' — default' : ''}</option>`,
             )}
           </select>
         </label>

@@ -34,7 +34,7 @@ function duration(ms: number): string {
   return `${minutes} minutes`;
 }
 
-export function pendingApprovalView(row: SessionApproval): PendingApprovalView {
+function pendingApprovalView(row: SessionApproval): PendingApprovalView {
   return {
     toolUseId: row.toolUseId,
     toolName: row.toolName,
@@ -89,12 +89,7 @@ export function sessionGate(db: Db, sessionId: string, timeoutMs: number) {
  * published (session and organization streams, webhooks) and each approval's expiry queued, in
  * one transaction. False when the session was no longer running (deleted meanwhile).
  */
-export async function pauseTurn(
-  tx: Db,
-  sessionId: string,
-  calls: readonly GatedCall[],
-  opts: { now: Date; timeoutMs: number; send: Send },
-): Promise<boolean> {
+export async function pauseTurn(tx: Db, sessionId: string, calls: readonly GatedCall[], opts: { now: Date; timeoutMs: number; send: Send }): Promise<boolean> {
   const { now } = opts;
   const { count } = await tx.session.updateMany({
     where: { id: sessionId, status: 'running', deletedAt: null },
@@ -184,7 +179,10 @@ export async function cancelPausedTurn(tx: Db, sessionId: string, now: Date): Pr
     await appendMessage(
       tx,
       sessionId,
-      { role: 'tool', content: calls.map((c) => ({ type: 'tool_result' as const, toolUseId: c.id, content: APPROVAL_RESULTS.cancelled(c.name), isError: true })) },
+      {
+        role: 'tool',
+        content: calls.map((c) => ({ type: 'tool_result' as const, toolUseId: c.id, content: APPROVAL_RESULTS.cancelled(c.name), isError: true })),
+      },
       now,
     );
   }

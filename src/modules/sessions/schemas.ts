@@ -109,7 +109,7 @@ const SessionSettingsSchema = z
   })
   .meta({ id: 'SessionSettings' });
 
-export const PendingApprovalSchema = z
+const PendingApprovalSchema = z
   .strictObject({
     toolUseId: z.string().meta({ description: 'The tool call (tool_use block id) waiting for a decision' }),
     toolName: z.string(),
@@ -324,13 +324,10 @@ export const InterruptResponse = z.strictObject({ status: SessionStatusSchema })
 export const ApprovalParams = SessionIdParams.extend({ toolUseId: z.string().min(1).meta({ description: 'The tool call waiting for approval' }) });
 export const ApprovalBody = z.strictObject({
   decision: z.enum(['approve', 'deny'], 'decision must be "approve" or "deny"'),
-  scope: z
-    .enum(['once', 'session'], 'scope must be "once" or "session"')
-    .default('once')
-    .meta({
-      description:
-        'session: also decide every later call like it in this session without asking (the same command line for run_command, the same path for write_file and edit_file, the same input for other tools)',
-    }),
+  scope: z.enum(['once', 'session'], 'scope must be "once" or "session"').default('once').meta({
+    description:
+      'session: also decide every later call like it in this session without asking (the same command line for run_command, the same path for write_file and edit_file, the same input for other tools)',
+  }),
 });
 export const ApprovalResponse = z
   .strictObject({

@@ -231,7 +231,13 @@ export function createSessionsService(deps: SessionsDeps) {
         take: page.take,
       });
       const { items, pagination } = toPage(rows, query);
-      const [children, pending] = await Promise.all([childrenOf(items), pendingApprovals(db, items.map((s) => s.id))]);
+      const [children, pending] = await Promise.all([
+        childrenOf(items),
+        pendingApprovals(
+          db,
+          items.map((s) => s.id),
+        ),
+      ]);
       return { sessions: items.map((s) => sessionView(s, children.get(s.id), pending.get(s.id))), pagination };
     },
 

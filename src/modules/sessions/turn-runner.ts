@@ -67,9 +67,7 @@ export async function runSessionTurn(deps: TurnRunnerDeps, sessionId: string, ct
     if (result === 'shutdown') throw new Error('the control plane stopped during the turn');
     if (result.stopReason === 'awaiting_approval') {
       const timeoutMs = deps.approvalTimeoutMs ?? DEFAULT_APPROVAL_TIMEOUT_MS;
-      await deps.db.$transaction((tx) =>
-        pauseTurn(tx, session.id, result.approvals ?? [], { now: deps.clock.now(), timeoutMs, send: ctx.send }),
-      );
+      await deps.db.$transaction((tx) => pauseTurn(tx, session.id, result.approvals ?? [], { now: deps.clock.now(), timeoutMs, send: ctx.send }));
       return;
     }
     await finishTurn(deps, session, result, begun === 'resumed');
