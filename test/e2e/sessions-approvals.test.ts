@@ -3,11 +3,15 @@ import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { APPROVAL_RESULTS } from '../../src/modules/sessions/approvals.ts';
-import { ALLOW_LOOPBACK, startTestApi, type TestApi } from '../support/api.ts';
+import { compose } from '../../src/compose.ts';
+import { loadConfig } from '../../src/config.ts';
+import { openDatabase } from '../../src/db/client.ts';
+import { migrateDatabase } from '../../src/db/migrations.ts';
+import { createLogger } from '../../src/lib/logger.ts';
+import { ALLOW_LOOPBACK, createOrgFixture, startTestApi, type TestApi } from '../support/api.ts';
 import { skipMachineTests, startMachine, type TestMachine } from '../support/machine.ts';
 import { startModelServer, type ModelServer } from '../support/model-server.ts';
 import { CODER_KEY_ENV, coderModel, writeModelsFile } from '../support/models-file.ts';
-import { startServerProcess, type ServerProcess } from '../support/server-process.ts';
 import { BACKENDS } from '../support/test-db.ts';
 import { waitFor } from '../support/wait.ts';
 
@@ -236,20 +240,42 @@ describe.skipIf(skipMachineTests || !BACKENDS.includes('postgres'))('approvals o
   });
 });
 
-/** The embedded database and a real `agentplane serve` process killed while a turn waits for approval. */
+/**
+ * A control plane on the embedded database stopped while a turn waits for approval, and a new one
+ * started on the same data directory: nothing of the pause lived in the first one's memory.
+ */
 describe.skipIf(skipMachineTests)('approvals across a control-plane restart', () => {
   let machine: TestMachine;
   let model: ModelServer;
   let models: ReturnType<typeof writeModelsFile>;
-  let server: ServerProcess | undefined;
   const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'agentplane-approvals-'));
+  const log = createLogger({ level: 'silent' });
+
+  /** `serve` in this process: open and migrate the data directory's database, compose, work jobs, listen. */
+  async function start() {
+    const opened = await openDatabase({ dataDir });
+    const db = Object.assign(opened, { dispose: () => opened.close() });
+    await migrateDatabase(db, log);
+    const config = loadConfig({ ...ALLOW_LOOPBACK, AGENTPLANE_DATA_DIR: dataDir, AGENTPLANE_HOST: '127.0.0.1', AGENTPLANE_LOCAL_PROVIDER: 'false' });
+    const plane = await compose({ config, db, log, overrides: { work: true, schedules: false, queueTimings: { pollingIntervalSeconds: 0.5 } } });
+    await plane.start();
+    const { url } = await plane.listen(0, '127.0.0.1');
+    return {
+      url,
+      db,
+      stop: async () => {
+        await plane.stop(5_000);
+        await db.dispose();
+      },
+    };
+  }
 
   beforeAll(async () => {
     [machine, model] = await Promise.all([startMachine(), startModelServer()]);
     models = writeModelsFile([coderModel(model)], { [CODER_KEY_ENV]: model.apiKey });
+    Object.assign(process.env, models.env);
   });
   afterAll(async () => {
-    await server?.stop('SIGKILL');
     models?.dispose();
     await model?.close();
     await machine?.stop();
@@ -257,11 +283,11 @@ describe.skipIf(skipMachineTests)('approvals across a control-plane restart', ()
   });
 
   it('keeps the pending call through a restart and resumes when it is approved', { timeout: 120_000 }, async () => {
-    const env = { ...models.env, ...ALLOW_LOOPBACK, AGENTPLANE_DATA_DIR: dataDir, AGENTPLANE_LOCAL_PROVIDER: 'false' };
-    server = await startServerProcess(env);
-    const key = server.firstStartKey!;
+    let server = await start();
+    const org = await createOrgFixture(server.db, 'restart');
+    const key = org.members.user.apiKey;
     const call = async (method: string, p: string, body?: unknown) => {
-      const res = await fetch(`${server!.url}${p}`, {
+      const res = await fetch(`${server.url}${p}`, {
         method,
         headers: { authorization: `Bearer ${key}`, ...(body ? { 'content-type': 'application/json' } : {}) },
         body: body ? JSON.stringify(body) : undefined,
@@ -285,17 +311,20 @@ describe.skipIf(skipMachineTests)('approvals across a control-plane restart', ()
     await call('POST', `/api/v0/sessions/${id}/messages`, { text: 'Run it.' });
     await waitFor('the pause', async () => (await call('GET', `/api/v0/sessions/${id}`)).body.pendingApprovals?.length === 1, 30_000);
 
-    // Killed outright, as a crash or an evicted pod: nothing of the pause lives in the process.
-    expect(await server.stop('SIGKILL')).toBeNull();
-    server = await startServerProcess(env);
-    const session = (await call('GET', `/api/v0/sessions/${id}`)).body;
-    expect(session.status).toBe('pending');
-    expect(session.pendingApprovals.map((a: { toolUseId: string }) => a.toolUseId)).toEqual(['call_r']);
-    expect((await call('POST', `/api/v0/sessions/${id}/approvals/call_r`, { decision: 'approve' })).status).toBe(200);
-    await waitFor('the resumed turn', async () => (await call('GET', `/api/v0/sessions/${id}`)).body.status === 'idle', 30_000, 100);
-    const messages = [...(await call('GET', `/api/v0/sessions/${id}/messages?limit=100`)).body.messages].reverse();
-    expect(messages.map((m: { role: string }) => m.role)).toEqual(['user', 'assistant', 'tool', 'assistant']);
-    expect(messages[2].content[0].content).toContain('after-restart');
-    expect(model.remaining()).toBe(0);
+    await server.stop();
+    server = await start();
+    try {
+      const session = (await call('GET', `/api/v0/sessions/${id}`)).body;
+      expect(session.status).toBe('pending');
+      expect(session.pendingApprovals.map((a: { toolUseId: string }) => a.toolUseId)).toEqual(['call_r']);
+      expect((await call('POST', `/api/v0/sessions/${id}/approvals/call_r`, { decision: 'approve' })).status).toBe(200);
+      await waitFor('the resumed turn', async () => (await call('GET', `/api/v0/sessions/${id}`)).body.status === 'idle', 30_000, 100);
+      const messages = [...(await call('GET', `/api/v0/sessions/${id}/messages?limit=100`)).body.messages].reverse();
+      expect(messages.map((m: { role: string }) => m.role)).toEqual(['user', 'assistant', 'tool', 'assistant']);
+      expect(messages[2].content[0].content).toContain('after-restart');
+      expect(model.remaining()).toBe(0);
+    } finally {
+      await server.stop();
+    }
   });
 });
