@@ -7646,7 +7646,7 @@ export interface operations {
         requestBody?: {
             content: {
                 "application/json": {
-                    /** @description The computer the session runs on */
+                    /** @description The computer the session runs on: its id, or the name of one of your own computers (the session stores the id) */
                     computerId: string;
                     /** @description Working directory on the computer; default: the remote user's home directory */
                     cwd?: string;
