@@ -3,10 +3,10 @@ import type { PrismaClient } from '../../db/client.ts';
 import type { JobQueue } from '../../jobs/queue.ts';
 import type { Clock } from '../../lib/clock.ts';
 import { Conflict, NotFound } from '../../lib/errors.ts';
-import { PUBLIC_API_SOURCE, recordAudit } from '../audit/record.ts';
 import { ownerOf } from '../computers/access.ts';
 import { approvableSession } from './access.ts';
 import { settleApproval } from './approvals.ts';
+import { recordSessionChange } from './session-audit.ts';
 import { sessionTurnJob } from './job-kinds.ts';
 
 export interface DecisionInput {
@@ -43,15 +43,7 @@ export async function decideApproval(
         metadata: { toolUseId, status: state },
       });
     }
-    await recordAudit(tx, {
-      organizationId: principal.organizationId,
-      eventType: 'session_change',
-      source: PUBLIC_API_SOURCE,
-      actor: principal,
-      target: { sessionId: session.id },
-      payload: { action: `tool_call_${status}`, toolUseId, toolName: row.toolName, scope: input.scope },
-      at: now,
-    });
+    await recordSessionChange(tx, principal, session.id, { action: `tool_call_${status}`, toolUseId, toolName: row.toolName, scope: input.scope }, now);
     const current = await tx.session.findUniqueOrThrow({ where: { id: session.id }, select: { status: true } });
     return {
       toolUseId,

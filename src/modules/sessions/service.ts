@@ -9,7 +9,7 @@ import type { Clock } from '../../lib/clock.ts';
 import { BadRequest, GatewayTimeout, NotFound, ServiceUnavailable, TooManyRequests } from '../../lib/errors.ts';
 import { newId } from '../../lib/ids.ts';
 import { recordEvents } from '../analytics/events.ts';
-import { PUBLIC_API_SOURCE, recordAudit } from '../audit/record.ts';
+import { recordSessionChange } from './session-audit.ts';
 import { ownerOf, reachableComputer } from '../computers/access.ts';
 import { machineUnavailable, targetFor, type MachineDeps } from '../computers/machines.ts';
 import { reachableSession } from './access.ts';
@@ -267,15 +267,7 @@ export function createSessionsService(deps: SessionsDeps) {
           // A running turn stops: the runtime treats a deleted session as interrupted.
           data: { deletedAt: now, purgeAfter, ...(session.status !== 'idle' ? { interruptRequestedAt: now } : {}) },
         });
-        await recordAudit(tx, {
-          organizationId: principal.organizationId,
-          eventType: 'session_change',
-          source: PUBLIC_API_SOURCE,
-          actor: principal,
-          target: { sessionId: session.id },
-          payload: { action: 'deleted', purgeAfter: purgeAfter.toISOString() },
-          at: now,
-        });
+        await recordSessionChange(tx, principal, session.id, { action: 'deleted', purgeAfter: purgeAfter.toISOString() }, now);
       });
     },
 
@@ -288,15 +280,7 @@ export function createSessionsService(deps: SessionsDeps) {
       }
       const restored = await db.$transaction(async (tx) => {
         const row = await tx.session.update({ where: { id: session.id }, data: { deletedAt: null, purgeAfter: null, updatedAt: now } });
-        await recordAudit(tx, {
-          organizationId: principal.organizationId,
-          eventType: 'session_change',
-          source: PUBLIC_API_SOURCE,
-          actor: principal,
-          target: { sessionId: session.id },
-          payload: { action: 'restored' },
-          at: now,
-        });
+        await recordSessionChange(tx, principal, session.id, { action: 'restored' }, now);
         return row;
       });
       return view(restored);
