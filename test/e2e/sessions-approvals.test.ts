@@ -170,6 +170,38 @@ describe.skipIf(skipMachineTests || !BACKENDS.includes('postgres'))('approvals o
     expect(await machine.sh(`ls '${machine.scratch}'`)).toMatch(/approved-file-/);
   });
 
+  it('asks about every gated call of a message at once and resumes once both are answered, at the same time on two replicas', async () => {
+    const id = await newSession();
+    model.enqueue(
+      {
+        toolCalls: [
+          { id: 'call_w', name: 'write_file', arguments: { path: 'both.txt', content: 'both' } },
+          { id: 'call_r', name: 'read_file', arguments: { path: 'both.txt' } },
+          { id: 'call_c', name: 'run_command', arguments: { command: 'cat both.txt' } },
+        ],
+      },
+      { text: 'Both ran.' },
+    );
+    await say(id, 'Write, read and cat.');
+    const session = await paused(id);
+    // The read needs no approval, but it waits with the message's other calls, so it still reads after the write.
+    expect(session.pendingApprovals.map((a: { toolUseId: string }) => a.toolUseId)).toEqual(['call_w', 'call_c']);
+    const [onPrimary, onReplica] = await Promise.all([
+      api.call('POST', `/api/v0/sessions/${id}/approvals/call_w`, { as: key, body: { decision: 'approve' } }),
+      decide(id, 'call_c', { decision: 'approve' }),
+    ]);
+    expect([onPrimary.status, onReplica.status]).toEqual([200, 200]);
+    await idle(id);
+    const results = (await transcript(id)).find((m) => m.role === 'tool').content;
+    expect(results.map((r: { toolUseId: string; isError: boolean }) => [r.toolUseId, r.isError])).toEqual([
+      ['call_w', false],
+      ['call_r', false],
+      ['call_c', false],
+    ]);
+    expect(results[1].content).toContain('both');
+    expect(results[2].content).toContain('both');
+  });
+
   it('refuses a bad decision with 400 and changes nothing', async () => {
     const id = await newSession();
     model.enqueue({ toolCalls: [{ id: 'call_bad', name: 'write_file', arguments: { path: 'x.txt', content: 'x' } }] }, { text: 'Left it.' });

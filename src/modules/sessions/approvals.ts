@@ -50,7 +50,7 @@ export async function pendingApprovals(db: Db, sessionIds: string[]): Promise<Ma
   if (sessionIds.length === 0) return out;
   const rows = await db.sessionApproval.findMany({
     where: { sessionId: { in: sessionIds }, status: 'pending' },
-    orderBy: [{ requestedAt: 'asc' }, { toolUseId: 'asc' }],
+    orderBy: [{ requestedAt: 'asc' }, { position: 'asc' }],
   });
   for (const row of rows) out.get(row.sessionId)!.push(pendingApprovalView(row));
   return out;
@@ -97,10 +97,11 @@ export async function pauseTurn(tx: Db, sessionId: string, calls: readonly Gated
   });
   if (count === 0) return false;
   const expiresAt = new Date(now.getTime() + opts.timeoutMs);
-  const rows = calls.map(({ toolUse, tool }) => ({
+  const rows = calls.map(({ toolUse, tool }, position) => ({
     sessionId,
     toolUseId: toolUse.id,
     toolName: tool.name,
+    position,
     input: toolUse.input as Prisma.InputJsonValue,
     likeKey: approvalKey(tool.name, toolUse.input),
     requestedAt: now,
@@ -118,8 +119,9 @@ export async function pauseTurn(tx: Db, sessionId: string, calls: readonly Gated
 }
 
 /**
- * Settles one pending approval (approve, deny, expire) by compare-and-set; sends the turn job to
- * resume when it was the last one pending. Null when the approval was no longer pending.
+ * Settles one pending approval (approve, deny, expire) by compare-and-set, under the session's row
+ * lock; sends the turn job to resume when it was the last one pending. Null when the approval was
+ * no longer pending. Call it in a transaction.
  */
 export async function settleApproval(
   tx: Db,
@@ -127,6 +129,9 @@ export async function settleApproval(
   change: { status: 'approved' | 'denied' | 'expired'; scope?: 'once' | 'session'; decidedBy?: string; now: Date },
   resume: () => Promise<unknown>,
 ): Promise<SessionApproval | null> {
+  // Decisions of one session take turns: two answered at once must not each see the other still
+  // pending, or neither would send the resume.
+  await tx.$queryRaw`SELECT id FROM sessions WHERE id = ${key.sessionId} FOR UPDATE`;
   const { count } = await tx.sessionApproval.updateMany({
     where: { ...key, status: 'pending', ...(change.status === 'expired' ? { expiresAt: { lte: change.now } } : { expiresAt: { gt: change.now } }) },
     data: { status: change.status, scope: change.scope ?? null, decidedBy: change.decidedBy ?? null, decidedAt: change.now },

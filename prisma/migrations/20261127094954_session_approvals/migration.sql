@@ -6,6 +6,7 @@ CREATE TABLE "session_approvals" (
     "session_id" TEXT NOT NULL,
     "tool_use_id" TEXT NOT NULL,
     "tool_name" TEXT NOT NULL,
+    "position" INTEGER NOT NULL DEFAULT 0,
     "input" JSONB NOT NULL,
     "like_key" TEXT NOT NULL,
     "status" TEXT NOT NULL DEFAULT 'pending',
