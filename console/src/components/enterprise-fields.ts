@@ -28,6 +28,15 @@ export function EnterpriseFields({ settings, set }: { settings: Settings; set: (
     set(Object.keys(next).length ? { ...rest, sessionDefaultSettings: next } : rest);
   };
   const models = Array.isArray(settings.customModels) ? (settings.customModels as Settings[]) : [];
+  const policy = objectAt(settings, 'modelPolicy');
+  const setPolicy = (key: string, value: unknown) => {
+    const next = { ...policy };
+    if (value === undefined) delete next[key];
+    else next[key] = value;
+    const { modelPolicy: _, ...rest } = settings;
+    set(Object.keys(next).length ? { ...rest, modelPolicy: next } : rest);
+  };
+  const allowed = Array.isArray(policy.allowedModelIds) ? (policy.allowedModelIds as unknown[]).join(', ') : '';
   return html`<fieldset class="fields-form">
     <legend>What agentplane does with these settings</legend>
     <label class="check">
@@ -54,6 +63,25 @@ export function EnterpriseFields({ settings, set }: { settings: Settings; set: (
         ${AUTONOMY.map(([value, label]) => html`<option value=${value}>${label}</option>`)}
       </select>
       <span class="hint">What a session's agent may do without asking, unless the session sets its own level.</span>
+    </label>
+    <label
+      >Models sessions may use (<code>modelPolicy.allowedModelIds</code>)
+      <input
+        value=${allowed}
+        onChange=${(e: Event) => {
+          const ids = (e.target as HTMLInputElement).value
+            .split(',')
+            .map((id) => id.trim())
+            .filter(Boolean);
+          setPolicy('allowedModelIds', ids.length ? ids : undefined);
+        }}
+      />
+      <span class="hint">Model ids, separated by commas; empty: every model the deployment offers. <code>blockedModelIds</code> (raw view) refuses some.</span>
+    </label>
+    <label class="check">
+      <input type="checkbox" checked=${policy.allowCustomModels !== false} onChange=${(e: Event) => setPolicy('allowCustomModels', (e.target as HTMLInputElement).checked ? undefined : false)} />
+      Custom models allowed (<code>modelPolicy.allowCustomModels</code>)
+      <span class="hint">Off: sessions may not use the organization's custom models below.</span>
     </label>
     <div>
       <strong>Custom models (<code>customModels</code>)</strong>
