@@ -35,8 +35,7 @@ function toRouteConfig(route: RouteSpec): RouteConfig {
       ? { description: r.description, content: { [r.eventStream ? 'text/event-stream' : 'application/json']: { schema: r.schema } } }
       : { description: r.description };
   }
-  // Every route with a JSON body refuses another content type (src/http/route.ts).
-  for (const status of route.body ? [...route.errors, 415] : route.errors) {
+  for (const status of route.errors) {
     responses[status] = {
       description: statusTitle(status),
       content: { 'application/json': { schema: errorSchema } },

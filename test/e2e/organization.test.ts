@@ -147,6 +147,9 @@ describe.each(BACKENDS)('organization management on %s', (backend) => {
         // The authorization tests above signed in with this member's token.
         lastSignInAt: expect.stringMatching(ISO),
         metadata: { team: 'core' },
+        userId: api.acme.members.user.userId,
+        role: 'user',
+        status: 'active',
       });
       expect(res.body.pagination).toEqual({ hasMore: false, nextCursor: null });
     });
