@@ -1,3 +1,4 @@
+import os from 'node:os';
 import path from 'node:path';
 import pg from 'pg';
 import type { TestProject } from 'vitest/node';
@@ -6,6 +7,7 @@ import { fromPgClient } from '../../src/db/sql.ts';
 import { kubeRunDirectory } from './kube-cluster.ts';
 import { startPostgres, type PostgresServer } from './postgres-server.ts';
 import { skipWithout } from './parts.ts';
+import { pgliteTemplate } from './pglite-template.ts';
 
 export const TEMPLATE_DB = 'agentplane_template';
 
@@ -19,8 +21,13 @@ declare module 'vitest' {
 /**
  * Starts one PostgreSQL server for the whole run (or uses DATABASE_URL) and migrates a template
  * database once; each test copies it with CREATE DATABASE ... TEMPLATE instead of migrating again.
+ * Likewise a migrated PGlite directory (kept between runs), which tests copy instead of paying
+ * PGlite's initdb each.
  */
 export default async function setup(project: TestProject) {
+  useCompileCache();
+  // Both templates at once: PostgreSQL's initdb runs in its own processes meanwhile.
+  const pglite = pgliteTemplate();
   let server: PostgresServer | undefined;
   let url = process.env.DATABASE_URL ?? '';
   if (!url) {
@@ -30,6 +37,7 @@ export default async function setup(project: TestProject) {
   }
   if (url) await prepareTemplate(url);
   project.provide('postgresUrl', url);
+  project.provide('pgliteTemplate', await pglite);
   // The Kubernetes test cluster starts only when a test file asks for it (kube-cluster.ts).
   const kube = kubeRunDirectory();
   project.provide('kubeRunDir', kube.dir);
@@ -37,6 +45,14 @@ export default async function setup(project: TestProject) {
     kube.teardown();
     await server?.stop();
   };
+}
+
+/**
+ * Node's compile cache for every test worker and every process the tests start (the CLI, servers,
+ * agents): the app's modules are compiled and their types stripped once, not in each of them.
+ */
+function useCompileCache(): void {
+  process.env.NODE_COMPILE_CACHE ??= path.join(os.tmpdir(), 'agentplane-node-compile-cache');
 }
 
 async function prepareTemplate(adminUrl: string): Promise<void> {
