@@ -2,12 +2,11 @@ import os from 'node:os';
 import path from 'node:path';
 import pg from 'pg';
 import type { TestProject } from 'vitest/node';
-import { applyMigrations } from '../../src/db/migrate.ts';
-import { fromPgClient } from '../../src/db/sql.ts';
+import { openDatabase } from '../../src/db/client.ts';
 import { kubeRunDirectory } from './kube-cluster.ts';
 import { startPostgres, type PostgresServer } from './postgres-server.ts';
 import { skipWithout } from './parts.ts';
-import { pgliteTemplate } from './pglite-template.ts';
+import { pgliteTemplate, prepareTemplate } from './pglite-template.ts';
 
 export const TEMPLATE_DB = 'agentplane_template';
 
@@ -19,10 +18,10 @@ declare module 'vitest' {
 }
 
 /**
- * Starts one PostgreSQL server for the whole run (or uses DATABASE_URL) and migrates a template
- * database once; each test copies it with CREATE DATABASE ... TEMPLATE instead of migrating again.
- * Likewise a migrated PGlite directory (kept between runs), which tests copy instead of paying
- * PGlite's initdb each.
+ * Starts one PostgreSQL server for the whole run (or uses DATABASE_URL) and prepares a template
+ * database once (migrations and the job queue's tables, see prepareTemplate); each test copies it
+ * with CREATE DATABASE ... TEMPLATE instead of doing that again. Likewise a prepared PGlite
+ * directory (kept between runs), which tests copy instead of paying PGlite's initdb each.
  */
 export default async function setup(project: TestProject) {
   useCompileCache();
@@ -35,7 +34,7 @@ export default async function setup(project: TestProject) {
     if (!server) skipWithout('the tests on PostgreSQL', 'PostgreSQL is not installed (apt-get install postgresql)');
     url = server?.url ?? '';
   }
-  if (url) await prepareTemplate(url);
+  if (url) await preparePostgresTemplate(url);
   project.provide('postgresUrl', url);
   project.provide('pgliteTemplate', await pglite);
   // The Kubernetes test cluster starts only when a test file asks for it (kube-cluster.ts).
@@ -55,7 +54,7 @@ function useCompileCache(): void {
   process.env.NODE_COMPILE_CACHE ??= path.join(os.tmpdir(), 'agentplane-node-compile-cache');
 }
 
-async function prepareTemplate(adminUrl: string): Promise<void> {
+async function preparePostgresTemplate(adminUrl: string): Promise<void> {
   const admin = new pg.Client({ connectionString: adminUrl });
   await admin.connect();
   try {
@@ -64,12 +63,11 @@ async function prepareTemplate(adminUrl: string): Promise<void> {
   } finally {
     await admin.end();
   }
-  const tpl = new pg.Client({ connectionString: withDatabase(adminUrl, TEMPLATE_DB) });
-  await tpl.connect();
+  const db = await openDatabase({ databaseUrl: withDatabase(adminUrl, TEMPLATE_DB), dataDir: os.tmpdir() });
   try {
-    await applyMigrations(fromPgClient(tpl), { migrationsDir: path.resolve('prisma/migrations') });
+    await prepareTemplate(db);
   } finally {
-    await tpl.end();
+    await db.close();
   }
 }
 

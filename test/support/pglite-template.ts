@@ -3,8 +3,9 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { inject } from 'vitest';
-import { openDatabase } from '../../src/db/client.ts';
+import { openDatabase, type Database } from '../../src/db/client.ts';
 import { MIGRATIONS_DIR, migrateDatabase } from '../../src/db/migrations.ts';
+import { createJobQueue } from '../../src/jobs/queue.ts';
 import { createLogger } from '../../src/lib/logger.ts';
 
 declare module 'vitest' {
@@ -20,8 +21,8 @@ const PGDATA = 'pgdata';
 /**
  * For global setup: a migrated, empty PGlite database directory. A fresh PGlite directory costs its
  * initdb (5-15 s of WASM work); a copy of this one opens in under a second. It is kept in the
- * temporary directory between runs under a name that is a hash of PGlite's version and every
- * migration, so it is made again exactly when either changes.
+ * temporary directory between runs under a name that is a hash of PGlite's and pg-boss's versions
+ * and every migration, so it is made again exactly when one of them changes.
  */
 export async function pgliteTemplate(): Promise<string> {
   const dir = path.join(os.tmpdir(), `${PREFIX}${templateKey()}`);
@@ -33,7 +34,7 @@ export async function pgliteTemplate(): Promise<string> {
   const building = fs.mkdtempSync(path.join(os.tmpdir(), 'agentplane-pglite-building-'));
   const db = await openDatabase({ dataDir: building });
   try {
-    await migrateDatabase(db, createLogger({ level: 'silent' }));
+    await prepareTemplate(db);
   } finally {
     await db.close();
   }
@@ -49,11 +50,25 @@ export async function pgliteTemplate(): Promise<string> {
 
 const PREFIX = 'agentplane-pglite-template-';
 
+/**
+ * What every test database starts with: the migrations, and the job queue's own tables (pg-boss
+ * installs them at its first start, a few seconds on PGlite). The queues themselves are left to
+ * each server's start, which makes them from the job catalog of the code under test.
+ */
+export async function prepareTemplate(db: Database): Promise<void> {
+  const log = createLogger({ level: 'silent' });
+  await migrateDatabase(db, log);
+  const queue = createJobQueue(db, { log, jobs: [] });
+  await queue.start();
+  await queue.stop();
+}
+
 function templateKey(): string {
   const hash = createHash('sha256');
-  const manifest = path.resolve(import.meta.dirname, '../../node_modules/@electric-sql/pglite/package.json');
-  const pglite = JSON.parse(fs.readFileSync(manifest, 'utf8')) as { version: string };
-  hash.update(pglite.version);
+  for (const pkg of ['@electric-sql/pglite', 'pg-boss']) {
+    const manifest = path.resolve(import.meta.dirname, '../../node_modules', pkg, 'package.json');
+    hash.update((JSON.parse(fs.readFileSync(manifest, 'utf8')) as { version: string }).version);
+  }
   const files = fs
     .readdirSync(MIGRATIONS_DIR, { recursive: true, withFileTypes: true })
     .filter((e) => e.isFile())
