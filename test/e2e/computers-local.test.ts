@@ -99,6 +99,9 @@ describe.skipIf(skip)('managed computers on the local provider, through HTTP wit
         AGENTPLANE_COMPUTER_CPUS: '0.5',
         AGENTPLANE_COMPUTER_MEMORY_MIB: '256',
         AGENTPLANE_LOCAL_ALLOW: String(git.port),
+        // A paused computer's connection is dropped after 3 missed keepalives: after 18-24 s, not the
+        // default 30-40 s; still longer than the 15 s a pause or a resume may take here.
+        AGENTPLANE_SSH_KEEPALIVE_SECONDS: '6',
       },
     });
     as = api.acme.members.user.apiKey;
