@@ -11,7 +11,7 @@ import type { Provisioner } from './provisioning/provisioner.ts';
 
 export interface BackgroundOptions {
   db: Database;
-  config: Pick<Config, 'dataDir' | 'managed' | 'events' | 'webhooks' | 'wiki'>;
+  config: Pick<Config, 'dataDir' | 'managed' | 'events' | 'webhooks' | 'wiki' | 'sessions'>;
   log: Logger;
   clock: Clock;
   machines: Pick<MachineAccess, 'ssh' | 'secrets' | 'gateway'>;
@@ -55,6 +55,7 @@ export function createBackground(opts: BackgroundOptions): Background {
     events: config.events,
     webhooks: config.webhooks,
     wiki: config.wiki,
+    approvalTimeoutMs: config.sessions.approvalTimeoutMs,
   });
   const queue = createJobQueue(db, { log, ...opts.queue, jobs });
   let dispatcher: { stop(): Promise<void> } | undefined;

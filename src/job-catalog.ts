@@ -38,6 +38,8 @@ export interface JobDeps {
   webhooks: WebhookSettings;
   /** Wiki generation's size bounds and deadline (configuration; defaults where a caller has none). */
   wiki?: WikiJobSettings;
+  /** How long a session's tool call waits for approval (configuration; the turn runner's default where a caller has none). */
+  approvalTimeoutMs?: number;
 }
 
 /**
@@ -70,7 +72,13 @@ export function jobsFor(deps: JobDeps): JobDefinition[] {
       computers,
       settings: deps.wiki ?? DEFAULT_WIKI_JOB_SETTINGS,
     }),
-    ...sessionJobs({ db: deps.prisma, clock: deps.clock, machines: { ssh: deps.ssh, secrets: deps.secrets, gateway: deps.gateway }, egress: deps.egress }),
+    ...sessionJobs({
+      db: deps.prisma,
+      clock: deps.clock,
+      machines: { ssh: deps.ssh, secrets: deps.secrets, gateway: deps.gateway },
+      egress: deps.egress,
+      approvalTimeoutMs: deps.approvalTimeoutMs,
+    }),
   ];
 }
 
