@@ -1,22 +1,17 @@
 import { Command } from 'commander';
-import { z } from 'zod';
-import { compose } from './compose.ts';
-import { loadConfig, type Config } from './config.ts';
-import { makeDataDirPrivate } from './lib/private-data-dir.ts';
-import { openDatabase, type Database } from './db/client.ts';
-import { migrateDatabase } from './db/migrations.ts';
-import { runAgentCommand, type AgentCommandOptions } from './on-machine/machine-agent/command.ts';
-import { systemClock } from './lib/clock.ts';
-import { createLogger, type Logger } from './lib/logger.ts';
-import { onStopRequest } from './lib/stop-request.ts';
-import { seedCommand } from './modules/analytics/seed-command.ts';
-import { bootstrapOrganization } from './modules/organization/bootstrap.ts';
+import type { Config } from './config.ts';
+import type { Database } from './db/client.ts';
+import type { Logger } from './lib/logger.ts';
+import type { AgentCommandOptions } from './on-machine/machine-agent/command.ts';
+import type { CiRunOptions } from './on-machine/ci-run/run.ts';
 import { registerRelayCommands } from './on-machine/relay-client/commands.ts';
-import { startServer } from './server.ts';
-import { runCi, type CiRunOptions } from './on-machine/ci-run/run.ts';
+
+// Every command loads its own code when it runs (`await import`): a command that talks to a
+// control plane over HTTP (ssh, port-forward, ci run) must not pay for loading the server.
 
 /** Runs until asked to stop (see onStopRequest), then stops gracefully and exits 0. */
-function untilStopRequested(log: Logger, stop: () => Promise<void>): void {
+async function untilStopRequested(log: Logger, stop: () => Promise<void>): Promise<void> {
+  const { onStopRequest } = await import('./lib/stop-request.ts');
   onStopRequest((reason) => {
     log.info({ reason }, 'stopping');
     stop().then(
@@ -33,15 +28,17 @@ function untilStopRequested(log: Logger, stop: () => Promise<void>): void {
  * Configuration and a logger. Long-running commands log to stdout; one-shot commands log to
  * stderr, so their stdout holds only their answer (`bootstrap --json | jq` works).
  */
-function setup(logTo: 'stdout' | 'stderr' = 'stdout'): { config: Config; log: Logger } {
+async function setup(logTo: 'stdout' | 'stderr' = 'stdout'): Promise<{ config: Config; log: Logger }> {
+  const [{ loadConfig }, { createLogger }] = await Promise.all([import('./config.ts'), import('./lib/logger.ts')]);
   const config = loadConfig();
   return { config, log: createLogger({ level: config.logLevel, format: config.logFormat, fd: logTo === 'stdout' ? 1 : 2 }) };
 }
 
 /** Opens the configured database for one command and closes it afterwards. */
 async function withDatabase<T>(fn: (db: Database, log: Logger) => Promise<T>): Promise<T> {
-  const { config, log } = setup('stderr');
-  privateDataDir(config, log);
+  const { config, log } = await setup('stderr');
+  await privateDataDir(config, log);
+  const { openDatabase } = await import('./db/client.ts');
   const db = await openDatabase(config);
   try {
     return await fn(db, log);
@@ -51,7 +48,8 @@ async function withDatabase<T>(fn: (db: Database, log: Logger) => Promise<T>): P
 }
 
 /** The data directory is the control plane's alone (code on a `local` computer must not read it). */
-function privateDataDir(config: Config, log: Logger): void {
+async function privateDataDir(config: Config, log: Logger): Promise<void> {
+  const { makeDataDirPrivate } = await import('./lib/private-data-dir.ts');
   const changed = makeDataDirPrivate(config.dataDir);
   if (changed > 0) log.info({ dataDir: config.dataDir, changed }, 'data directory made private to this user (folders 0700, files 0600)');
 }
@@ -62,11 +60,12 @@ program
   .command('serve')
   .description('serve the API (embedded PGlite unless DATABASE_URL is set); migrates on start')
   .action(async () => {
-    const { config, log } = setup();
-    privateDataDir(config, log);
+    const { config, log } = await setup();
+    await privateDataDir(config, log);
+    const { startServer } = await import('./server.ts');
     // Listening for a stop before starting: a signal during migrations waits for the start, then stops.
     const starting = startServer(config, log);
-    untilStopRequested(log, async () => (await starting).stop());
+    await untilStopRequested(log, async () => (await starting).stop());
     await starting;
   });
 
@@ -75,6 +74,7 @@ program
   .description('apply pending database migrations and exit')
   .action(() =>
     withDatabase(async (db, log) => {
+      const { migrateDatabase } = await import('./db/migrations.ts');
       const applied = await migrateDatabase(db, log);
       process.stdout.write(applied.length ? `applied: ${applied.join(', ')}\n` : 'database is up to date\n');
     }),
@@ -87,9 +87,15 @@ program
   .requiredOption('--email <email>', "owner's email")
   .option('--json', 'print one JSON line {"organizationId","userId","apiKey"}')
   .option('--new-key', 'issue another API key even if one was issued before')
-  .action((opts: { org: string; email: string; json?: boolean; newKey?: boolean }) => {
+  .action(async (opts: { org: string; email: string; json?: boolean; newKey?: boolean }) => {
+    const { z } = await import('zod');
     if (!z.email().safeParse(opts.email).success) throw new Error(`--email ${opts.email} is not an email address`);
     return withDatabase(async (db, log) => {
+      const [{ migrateDatabase }, { bootstrapOrganization }, { systemClock }] = await Promise.all([
+        import('./db/migrations.ts'),
+        import('./modules/organization/bootstrap.ts'),
+        import('./lib/clock.ts'),
+      ]);
       await migrateDatabase(db, log);
       const r = await bootstrapOrganization(db.prisma, opts, systemClock);
       if (opts.json) {
@@ -107,14 +113,19 @@ program
   .command('worker')
   .description('run background jobs only (scale-out; needs DATABASE_URL shared with the servers)')
   .action(async () => {
-    const { config, log } = setup();
-    privateDataDir(config, log);
+    const { config, log } = await setup();
+    await privateDataDir(config, log);
+    const [{ openDatabase }, { migrateDatabase }, { compose }] = await Promise.all([
+      import('./db/client.ts'),
+      import('./db/migrations.ts'),
+      import('./compose.ts'),
+    ]);
     const db = await openDatabase(config);
     await migrateDatabase(db, log);
     const worker = await compose({ role: 'worker', config, db, log });
     await worker.start();
     log.info({ database: db.kind }, 'worker running');
-    untilStopRequested(log, async () => {
+    await untilStopRequested(log, async () => {
       await worker.stop();
       await db.close();
     });
@@ -132,6 +143,11 @@ program
   .option('--end <date>', 'last day to seed, YYYY-MM-DD (UTC); default yesterday')
   .action((opts: { org: string; users: string; days: string; seed: string; end?: string }) =>
     withDatabase(async (db, log) => {
+      const [{ migrateDatabase }, { seedCommand }, { systemClock }] = await Promise.all([
+        import('./db/migrations.ts'),
+        import('./modules/analytics/seed-command.ts'),
+        import('./lib/clock.ts'),
+      ]);
       await migrateDatabase(db, log);
       await seedCommand(db.prisma, opts, systemClock, (line) => process.stdout.write(`${line}\n`));
     }),
@@ -146,7 +162,7 @@ program
   .option('--state-dir <dir>', 'keys and registration (default: ~/.config/agentplane/agent/<name>/)')
   .option('--gateway-host-key <fingerprint>', "pin the gateway's host key (SHA256:...) instead of trusting the first one seen")
   .option('--gateway <ssh_url>', 'ssh://host:port of the SSH gateway instead of the registered relayAgentUrl')
-  .action((opts: AgentCommandOptions) => runAgentCommand(opts));
+  .action(async (opts: AgentCommandOptions) => (await import('./on-machine/machine-agent/command.ts')).runAgentCommand(opts));
 
 program
   .command('ci')
@@ -164,6 +180,7 @@ program
   .option('--timeout-minutes <n>', 'how long to wait for the agent (default: $AGENTPLANE_TIMEOUT_MINUTES, else 30)')
   .action(async (opts: CiRunOptions) => {
     // The runner's agent tunnel may leave sockets closing; the job is done either way.
+    const { runCi } = await import('./on-machine/ci-run/run.ts');
     process.exit(await runCi(opts));
   });
 

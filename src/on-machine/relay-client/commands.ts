@@ -1,6 +1,6 @@
 import type { Command } from 'commander';
-import { runPortForward, type PortForwardOptions } from './port-forward-command.ts';
-import { runSshCommand, type SshCommandOptions } from './ssh-command.ts';
+import type { PortForwardOptions } from './port-forward-command.ts';
+import type { SshCommandOptions } from './ssh-command.ts';
 
 /** `agentplane ssh` and `agentplane port-forward`: people's way to their computers through the relay. */
 export function registerRelayCommands(program: Command): void {
@@ -12,7 +12,10 @@ export function registerRelayCommands(program: Command): void {
     .option('--url <base_url>', "the control plane's base URL (default: $AGENTPLANE_URL)")
     .option('--api-key <key>', 'your API key (default: $AGENTPLANE_API_KEY)')
     .option('--stdio', 'carry the SSH connection on stdin/stdout: ssh -o ProxyCommand="npx agentplane ssh --stdio %n" <computer>')
-    .action(async (computer: string, command: string[], opts: SshCommandOptions) => process.exit(await runSshCommand(computer, command, opts).catch(failed)));
+    .action(async (computer: string, command: string[], opts: SshCommandOptions) => {
+      const { runSshCommand } = await import('./ssh-command.ts');
+      process.exit(await runSshCommand(computer, command, opts).catch(failed));
+    });
 
   program
     .command('port-forward')
@@ -22,7 +25,10 @@ export function registerRelayCommands(program: Command): void {
     .option('--url <base_url>', "the control plane's base URL (default: $AGENTPLANE_URL)")
     .option('--api-key <key>', 'your API key (default: $AGENTPLANE_API_KEY)')
     .option('--address <address>', 'local address to listen on', '127.0.0.1')
-    .action(async (computer: string, ports: string, opts: PortForwardOptions) => process.exit(await runPortForward(computer, ports, opts).catch(failed)));
+    .action(async (computer: string, ports: string, opts: PortForwardOptions) => {
+      const { runPortForward } = await import('./port-forward-command.ts');
+      process.exit(await runPortForward(computer, ports, opts).catch(failed));
+    });
 }
 
 /** As `ssh` does, 255 says the connection failed (refused, unreachable, lost), never the remote command. */
