@@ -48,6 +48,7 @@ const EnvSchema = z.object({
   AGENTPLANE_K8S_CONTEXT: z.string().min(1).optional(),
   AGENTPLANE_ENCRYPTION_KEY: z.string().optional(),
   AGENTPLANE_SSH_GATEWAY_PORT: z.coerce.number().int().min(0).max(65535).optional(),
+  AGENTPLANE_SSH_KEEPALIVE_SECONDS: z.coerce.number().positive().max(300).default(10),
   AGENTPLANE_PUBLIC_URL: z
     .url()
     .regex(/^https?:\/\//, 'must be an http:// or https:// URL')
@@ -225,6 +226,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env) {
     encryptionKey: e.AGENTPLANE_ENCRYPTION_KEY,
     // Unset: agents reach the relay only through the API port (WebSocket); set, also on this SSH port.
     sshGateway: e.AGENTPLANE_SSH_GATEWAY_PORT === undefined ? undefined : { port: e.AGENTPLANE_SSH_GATEWAY_PORT },
+    // The control plane's SSH connections to machines: one whose machine misses 3 keepalives in a row is dropped.
+    sshKeepaliveMs: e.AGENTPLANE_SSH_KEEPALIVE_SECONDS * 1000,
     relay: {
       // Unset: the server's own listening address, right for one machine; behind a proxy, set it.
       publicUrl: e.AGENTPLANE_PUBLIC_URL,
