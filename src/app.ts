@@ -45,6 +45,8 @@ import { createWebhooksService } from './modules/webhooks/service.ts';
 import { createReadinessService } from './modules/readiness/service.ts';
 import { wikiRoutes } from './modules/wiki/routes.ts';
 import { createWikiService } from './modules/wiki/service.ts';
+import { configRoutes } from './modules/config/routes.ts';
+import { createConfigService } from './modules/config/service.ts';
 import { dataDirectoryVideoStorage } from './modules/wiki/video/data-directory.ts';
 import { s3VideoStorage } from './modules/wiki/video/s3.ts';
 import type { ProviderRegistry } from './provisioning/providers/registry.ts';
@@ -107,31 +109,36 @@ export function createApp(deps: AppDeps) {
     video: dataDirectoryVideos ?? s3VideoStorage(s3!),
     videoMaxBytes: deps.config.wiki.videoMaxBytes,
   });
+  // The services config applies through are built on a given client: the app's, or an apply's transaction.
+  const computersOn = (db: PrismaClient) =>
+    createComputersService({
+      db,
+      clock: deps.clock,
+      providers: deps.providers,
+      queue: deps.queue,
+      managed: deps.config.managed,
+      relayUrls: deps.relayUrls,
+      ...deps.machines,
+    });
+  const serviceAccountsOn = (db: PrismaClient) =>
+    createServiceAccountsService({
+      db,
+      clock: deps.clock,
+      reads: deps.reads,
+      computers: { queue: deps.queue, managed: deps.config.managed },
+      machines: deps.machines,
+      log: deps.log,
+    });
+  const templatesOn = (db: PrismaClient) => createTemplatesService({ db, clock: deps.clock, queue: deps.queue });
+  const organizationOn = (db: PrismaClient) => createOrganizationService({ db, clock: deps.clock, secrets: deps.machines.secrets, egress: deps.egress });
+  const integrationsOn = (db: PrismaClient) => createIntegrationsService({ db, clock: deps.clock, secrets: deps.machines.secrets, egress: deps.egress });
+  const webhooksOn = (db: PrismaClient) => createWebhooksService({ db, clock: deps.clock, secrets: deps.machines.secrets, egress: deps.egress });
   routes.push(
     ...systemRoutes(createSystemService({ db: deps.prisma, pendingMigrations: deps.pendingMigrations }), openApiDocument),
-    ...computerRoutes(
-      createComputersService({
-        db: deps.prisma,
-        clock: deps.clock,
-        providers: deps.providers,
-        queue: deps.queue,
-        managed: deps.config.managed,
-        relayUrls: deps.relayUrls,
-        ...deps.machines,
-      }),
-    ),
-    ...serviceAccountRoutes(
-      createServiceAccountsService({
-        db: deps.prisma,
-        clock: deps.clock,
-        reads: deps.reads,
-        computers: { queue: deps.queue, managed: deps.config.managed },
-        machines: deps.machines,
-        log: deps.log,
-      }),
-    ),
-    ...templateRoutes(createTemplatesService({ db: deps.prisma, clock: deps.clock, queue: deps.queue })),
-    ...organizationRoutes(createOrganizationService({ db: deps.prisma, clock: deps.clock, secrets: deps.machines.secrets, egress: deps.egress })),
+    ...computerRoutes(computersOn(deps.prisma)),
+    ...serviceAccountRoutes(serviceAccountsOn(deps.prisma)),
+    ...templateRoutes(templatesOn(deps.prisma)),
+    ...organizationRoutes(organizationOn(deps.prisma)),
     ...analyticsRoutes(createAnalyticsService({ db: deps.prisma, clock: deps.clock })),
     ...readinessRoutes(
       createReadinessService({
@@ -143,7 +150,7 @@ export function createApp(deps: AppDeps) {
       }),
       { appUrl: deps.config.appUrl },
     ),
-    ...integrationRoutes(createIntegrationsService({ db: deps.prisma, clock: deps.clock, secrets: deps.machines.secrets, egress: deps.egress })),
+    ...integrationRoutes(integrationsOn(deps.prisma)),
     ...automationRoutes(
       createAutomationsService({ db: deps.prisma, clock: deps.clock, secrets: deps.machines.secrets, egress: deps.egress, wiki: { createRun: wiki.create } }),
     ),
@@ -158,7 +165,23 @@ export function createApp(deps: AppDeps) {
       }),
       { sessionsOrgs: deps.config.sessionsOrgs },
     ),
-    ...webhookRoutes(createWebhooksService({ db: deps.prisma, clock: deps.clock, secrets: deps.machines.secrets, egress: deps.egress })),
+    ...webhookRoutes(webhooksOn(deps.prisma)),
+    ...configRoutes(
+      createConfigService({
+        db: deps.prisma,
+        clock: deps.clock,
+        secrets: deps.machines.secrets,
+        providers: deps.providers,
+        operations: (db) => ({
+          templates: templatesOn(db),
+          pools: computersOn(db),
+          serviceAccounts: serviceAccountsOn(db),
+          organization: organizationOn(db),
+          integrations: integrationsOn(db),
+          webhooks: webhooksOn(db),
+        }),
+      }),
+    ),
     ...eventRoutes(createEventsService({ db: deps.prisma, hub: deps.eventHub, settings: deps.config.events }), {
       sessionsOrgs: deps.config.sessionsOrgs,
     }),
