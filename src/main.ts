@@ -1,19 +1,18 @@
 import { Command } from 'commander';
 import { z } from 'zod';
-import { compose } from './compose.ts';
 import { loadConfig, type Config } from './config.ts';
 import { makeDataDirPrivate } from './lib/private-data-dir.ts';
-import { openDatabase, type Database } from './db/client.ts';
-import { migrateDatabase } from './db/migrations.ts';
-import { runAgentCommand, type AgentCommandOptions } from './on-machine/machine-agent/command.ts';
+import type { Database } from './db/client.ts';
+import type { AgentCommandOptions } from './on-machine/machine-agent/command.ts';
 import { systemClock } from './lib/clock.ts';
 import { createLogger, type Logger } from './lib/logger.ts';
 import { onStopRequest } from './lib/stop-request.ts';
-import { seedCommand } from './modules/analytics/seed-command.ts';
-import { bootstrapOrganization } from './modules/organization/bootstrap.ts';
 import { registerRelayCommands } from './on-machine/relay-client/commands.ts';
-import { startServer } from './server.ts';
-import { runCi, type CiRunOptions } from './on-machine/ci-run/run.ts';
+import { registerConfigCommands } from './on-machine/config-cli/commands.ts';
+import type { CiRunOptions } from './on-machine/ci-run/run.ts';
+
+// The control plane's modules load when a command that needs them runs (`await import`), so the
+// commands people run from a laptop or a pipeline (`config diff`, `ssh`) start quickly.
 
 /** Runs until asked to stop (see onStopRequest), then stops gracefully and exits 0. */
 function untilStopRequested(log: Logger, stop: () => Promise<void>): void {
@@ -42,6 +41,7 @@ function setup(logTo: 'stdout' | 'stderr' = 'stdout'): { config: Config; log: Lo
 async function withDatabase<T>(fn: (db: Database, log: Logger) => Promise<T>): Promise<T> {
   const { config, log } = setup('stderr');
   privateDataDir(config, log);
+  const { openDatabase } = await import('./db/client.ts');
   const db = await openDatabase(config);
   try {
     return await fn(db, log);
@@ -64,6 +64,7 @@ program
   .action(async () => {
     const { config, log } = setup();
     privateDataDir(config, log);
+    const { startServer } = await import('./server.ts');
     // Listening for a stop before starting: a signal during migrations waits for the start, then stops.
     const starting = startServer(config, log);
     untilStopRequested(log, async () => (await starting).stop());
@@ -75,6 +76,7 @@ program
   .description('apply pending database migrations and exit')
   .action(() =>
     withDatabase(async (db, log) => {
+      const { migrateDatabase } = await import('./db/migrations.ts');
       const applied = await migrateDatabase(db, log);
       process.stdout.write(applied.length ? `applied: ${applied.join(', ')}\n` : 'database is up to date\n');
     }),
@@ -90,6 +92,8 @@ program
   .action((opts: { org: string; email: string; json?: boolean; newKey?: boolean }) => {
     if (!z.email().safeParse(opts.email).success) throw new Error(`--email ${opts.email} is not an email address`);
     return withDatabase(async (db, log) => {
+      const { migrateDatabase } = await import('./db/migrations.ts');
+      const { bootstrapOrganization } = await import('./modules/organization/bootstrap.ts');
       await migrateDatabase(db, log);
       const r = await bootstrapOrganization(db.prisma, opts, systemClock);
       if (opts.json) {
@@ -109,6 +113,11 @@ program
   .action(async () => {
     const { config, log } = setup();
     privateDataDir(config, log);
+    const [{ openDatabase }, { migrateDatabase }, { compose }] = await Promise.all([
+      import('./db/client.ts'),
+      import('./db/migrations.ts'),
+      import('./compose.ts'),
+    ]);
     const db = await openDatabase(config);
     await migrateDatabase(db, log);
     const worker = await compose({ role: 'worker', config, db, log });
@@ -132,6 +141,7 @@ program
   .option('--end <date>', 'last day to seed, YYYY-MM-DD (UTC); default yesterday')
   .action((opts: { org: string; users: string; days: string; seed: string; end?: string }) =>
     withDatabase(async (db, log) => {
+      const [{ migrateDatabase }, { seedCommand }] = await Promise.all([import('./db/migrations.ts'), import('./modules/analytics/seed-command.ts')]);
       await migrateDatabase(db, log);
       await seedCommand(db.prisma, opts, systemClock, (line) => process.stdout.write(`${line}\n`));
     }),
@@ -146,7 +156,7 @@ program
   .option('--state-dir <dir>', 'keys and registration (default: ~/.config/agentplane/agent/<name>/)')
   .option('--gateway-host-key <fingerprint>', "pin the gateway's host key (SHA256:...) instead of trusting the first one seen")
   .option('--gateway <ssh_url>', 'ssh://host:port of the SSH gateway instead of the registered relayAgentUrl')
-  .action((opts: AgentCommandOptions) => runAgentCommand(opts));
+  .action(async (opts: AgentCommandOptions) => (await import('./on-machine/machine-agent/command.ts')).runAgentCommand(opts));
 
 program
   .command('ci')
@@ -164,10 +174,12 @@ program
   .option('--timeout-minutes <n>', 'how long to wait for the agent (default: $AGENTPLANE_TIMEOUT_MINUTES, else 30)')
   .action(async (opts: CiRunOptions) => {
     // The runner's agent tunnel may leave sockets closing; the job is done either way.
+    const { runCi } = await import('./on-machine/ci-run/run.ts');
     process.exit(await runCi(opts));
   });
 
 registerRelayCommands(program);
+registerConfigCommands(program);
 
 program.parseAsync(process.argv).catch((err: unknown) => {
   process.stderr.write(`agentplane: ${err instanceof Error ? err.message : String(err)}\n`);

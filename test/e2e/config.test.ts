@@ -1,5 +1,11 @@
+import { execFile } from 'node:child_process';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestApi, type TestApi } from '../support/api.ts';
+import { CLI } from '../support/server-process.ts';
 import { BACKENDS } from '../support/test-db.ts';
 
 const doc = (kind: string, name: string, spec: string) =>
@@ -197,7 +203,7 @@ describe.each(BACKENDS)('platform as code on %s', (backend) => {
         const res = await api.call('POST', `/api/v0/config/${op}`, { as: owner, body: { files: files([file]) } });
         expect(res.status, `${file.path} ${JSON.stringify(res.body)}`).toBe(400);
         expect(res.body.detail).toMatch(detail);
-        expect(res.body.metadata.problems[0]).toMatchObject(problem);
+        expect(res.body.metadata.problems).toContainEqual(expect.objectContaining(problem));
       }
     }
     expect(await revisions()).toEqual(before);
@@ -275,4 +281,42 @@ describe.each(BACKENDS)('platform as code on %s', (backend) => {
     }
     expect(kinds).toContain('warmPoolSize');
   });
+
+  // The command line talks HTTP only: one database is enough.
+  it.runIf(backend === 'pglite')(
+    'agentplane config export, diff and apply: diff exits 0 without changes, 2 with, 1 on error',
+    { timeout: 60_000 },
+    async () => {
+      const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'agentplane-config-'));
+      try {
+        // A pipeline's script: the exit status of each step, as a shell sees it.
+        const script = `
+        set -u
+        cli() { "${process.execPath}" "${CLI}" "$@"; }
+        cli config export --out exported >/dev/null 2>&1; echo "export=$?"
+        cli config diff -f exported >/dev/null; echo "diff-exported=$?"
+        sed -i 's/warmPoolSize: 3/warmPoolSize: 4/' exported/computer-template.yaml
+        cli config diff -f exported > plan.txt; echo "diff-changed=$?"
+        cli config apply -f exported > applied.txt; echo "apply=$?"
+        cli config diff -f exported >/dev/null; echo "diff-applied=$?"
+        printf 'apiVersion: agentplane.dev/v1\nkind: ComputerTemplate\nmetadata: {name: broken\n' > exported/broken.yaml
+        cli config diff -f exported 2> error.txt; echo "diff-broken=$?"
+      `;
+        const { stdout } = await promisify(execFile)('bash', ['-c', script], {
+          cwd: dir,
+          env: { ...process.env, AGENTPLANE_URL: api.url, AGENTPLANE_API_KEY: owner },
+        });
+        expect(stdout.trim().split('\n')).toEqual(['export=0', 'diff-exported=0', 'diff-changed=2', 'apply=0', 'diff-applied=0', 'diff-broken=1']);
+        const plan = fs.readFileSync(path.join(dir, 'plan.txt'), 'utf8');
+        expect(plan).toContain('~ ComputerTemplate/web  exported/computer-template.yaml');
+        expect(plan).toContain('    warmPoolSize: 3 -> 4');
+        expect(plan).toMatch(/Plan: 0 to create, 1 to update, 0 to delete, \d+ unchanged\./);
+        expect(fs.readFileSync(path.join(dir, 'applied.txt'), 'utf8')).toMatch(/Applied: revision \d+\./);
+        expect(fs.readFileSync(path.join(dir, 'error.txt'), 'utf8')).toMatch(/exported\/broken\.yaml:\d+:\d+: YAML syntax error/);
+        expect((await templates()).find((t) => t.name === 'web')?.warmPoolSize).toBe(4);
+      } finally {
+        fs.rmSync(dir, { recursive: true, force: true });
+      }
+    },
+  );
 });
