@@ -55,6 +55,7 @@ export function createBackground(opts: BackgroundOptions): Background {
     events: config.events,
     webhooks: config.webhooks,
     wiki: config.wiki,
+    reads: db.reads,
   });
   const queue = createJobQueue(db, { log, ...opts.queue, jobs });
   let dispatcher: { stop(): Promise<void> } | undefined;

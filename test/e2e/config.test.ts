@@ -103,6 +103,9 @@ describe.each(BACKENDS)('platform as code on %s', (backend) => {
     });
     const limits = await api.call('GET', '/api/v0/organization/usage/limits/users', { as: owner });
     expect(limits.body).toEqual({ globalLimit: 5_000_000, userLimits: [{ email: 'alice@acme.test', limit: 2_000_000 }] });
+    // Side effects follow as through the API: the warm pools' convergence was sent with the change.
+    const converge = await api.db.prisma.$queryRaw<{ n: bigint }[]>`SELECT count(*) AS n FROM pgboss.job WHERE name = 'computers.pool-converge'`;
+    expect(Number(converge[0]!.n)).toBeGreaterThan(0);
     const pools = await api.call('GET', '/api/v0/computers/pool', { as: owner });
     expect(pools.body.pools).toContainEqual(expect.objectContaining({ provider: 'local', size: 1 }));
     const hooks = await api.call('GET', '/api/v0/webhooks', { as: owner });

@@ -18,14 +18,17 @@ export interface ApplyRequest {
   /** "api", or the source applying its repository. */
   managedBy: string;
   commit?: string;
+  /** A source in drift `warn` mode leaves drifted objects as they are (plan.ts). */
+  keepDrift?: boolean;
 }
 
 /** Applies of one organization run one at a time (their revision numbers and prune decisions depend on it). */
 const lockConfig = (tx: Db, organizationId: string) => tx.$executeRaw`SELECT pg_advisory_xact_lock(hashtext(${`agentplane config ${organizationId}`}))`;
 
-const planOptions = (deps: Pick<ConfigDeps, 'providers'>, managedBy: string, prune: boolean): PlanOptions => ({
-  managedBy,
-  prune,
+const planOptions = (deps: Pick<ConfigDeps, 'providers'>, req: Omit<ApplyRequest, 'files' | 'commit'>): PlanOptions => ({
+  managedBy: req.managedBy,
+  prune: req.prune,
+  keepDrift: req.keepDrift,
   isProvider: (name) => name !== 'byom' && deps.providers.get(name) !== undefined,
 });
 
@@ -34,7 +37,7 @@ export async function planConfig(deps: ConfigDeps, db: Db, principal: Principal,
   const { documents, problems } = parseDocuments(req.files);
   if (problems.length > 0) throw invalidDocuments(problems);
   const state = await readState(db, principal.organizationId);
-  const opts = planOptions(deps, req.managedBy, req.prune);
+  const opts = planOptions(deps, req);
   const referenceProblems = checkReferences(documents, state, opts);
   if (referenceProblems.length > 0) throw invalidDocuments(referenceProblems);
   return { documents, state, ...computePlan(documents, state, opts) };

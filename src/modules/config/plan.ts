@@ -19,6 +19,11 @@ export interface PlanOptions {
   /** Who manages what this plan creates or adopts: "api" or a source's id. Prune only touches its own. */
   managedBy: string;
   prune: boolean;
+  /**
+   * Drift `warn`: an object this source manages whose document is unchanged since it was applied
+   * is left as it is, however it was changed outside config (`fix` puts the declared values back).
+   */
+  keepDrift?: boolean;
   /** Is this a managed provider of the deployment? */
   isProvider(name: string): boolean;
 }
@@ -48,7 +53,7 @@ export async function readState(db: Db, organizationId: string): Promise<State> 
 }
 
 /** Fields whose declared value differs from the object's (a field the declaration leaves undefined is not compared). */
-function changedFields(declared: Record<string, unknown>, actual: Record<string, unknown> | undefined) {
+export function changedFields(declared: Record<string, unknown>, actual: Record<string, unknown> | undefined) {
   return Object.keys(declared)
     .filter((f) => declared[f] !== undefined && !isDeepStrictEqual(declared[f], actual?.[f] ?? null))
     .map((f) => ({ field: f, old: actual?.[f] ?? null, new: declared[f] }));
@@ -122,8 +127,13 @@ export function computePlan(documents: ConfigDocument[], state: State, opts: Pla
       declared.add(key);
       const actual = actuals.get(key);
       const managed = state.managed.get(managedKey(handler.kind, key));
-      const fields = changedFields(handler.normalize(doc.spec), actual?.spec);
-      const action = !actual ? 'create' : fields.length > 0 ? 'update' : 'unchanged';
+      const normalized = handler.normalize(doc.spec);
+      const drifted =
+        !!managed &&
+        managed.managedBy === opts.managedBy &&
+        isDeepStrictEqual((managed.declared as { spec?: unknown }).spec, JSON.parse(JSON.stringify(normalized)));
+      const fields = opts.keepDrift && drifted ? [] : changedFields(normalized, actual?.spec);
+      const action = !actual ? (opts.keepDrift && drifted ? 'unchanged' : 'create') : fields.length > 0 ? 'update' : 'unchanged';
       const changed = fields.map((f) => f.field);
       steps.push({
         change: {
@@ -133,6 +143,7 @@ export function computePlan(documents: ConfigDocument[], state: State, opts: Pla
           file: doc.file,
           action,
           adopt: !!actual && !managed,
+          ...(drifted && action !== 'unchanged' ? { reverts: true } : {}),
           fields: action === 'create' ? fields.map(({ field, new: value }) => ({ field, new: value })) : fields,
           pending: action === 'unchanged' ? [] : (handler.pending?.(doc.spec, changed) ?? []),
         },

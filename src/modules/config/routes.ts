@@ -4,6 +4,8 @@ import { defineRoute, type RouteSpec } from '../../http/route.ts';
 import { documentJsonSchema } from './json-schema.ts';
 import {
   ApplyResponse,
+  CreatedSourceSchema,
+  CreateSourceBody,
   ExportResponse,
   PageQuerySchema,
   PlanBody,
@@ -14,6 +16,9 @@ import {
   SecretListResponse,
   SecretParams,
   SecretResponse,
+  SourceIdParams,
+  SourceListResponse,
+  SourceSchema,
 } from './schemas.ts';
 import type { ConfigService } from './service.ts';
 
@@ -125,6 +130,86 @@ export function configRoutes(service: ConfigService): RouteSpec[] {
         const { secret, created } = await service.secrets.put(principal, params.name, body.value);
         return { status: created ? 201 : 200, body: secret };
       },
+    }),
+    defineRoute({
+      tags,
+      guards,
+      method: 'post',
+      path: `${BASE}/sources`,
+      operationId: 'createConfigSource',
+      summary: 'Reconcile the organization from a git repository: on its interval and at once on a push webhook',
+      body: CreateSourceBody,
+      responses: { 201: { description: 'The source, with its webhook secret (shown once)', schema: CreatedSourceSchema } },
+      errors: [400, 401, 403, 500],
+      handler: async ({ principal, body }) => ({ status: 201, body: await service.sources.create(principal, body) }),
+    }),
+    defineRoute({
+      tags,
+      guards,
+      method: 'get',
+      path: `${BASE}/sources`,
+      operationId: 'listConfigSources',
+      summary: 'Config sources with their status',
+      responses: { 200: { description: 'Sources', schema: SourceListResponse } },
+      errors: [401, 403, 500],
+      handler: async ({ principal }) => ({ status: 200, body: await service.sources.list(principal) }),
+    }),
+    defineRoute({
+      tags,
+      guards,
+      method: 'get',
+      path: `${BASE}/sources/{sourceId}`,
+      operationId: 'getConfigSource',
+      summary: 'A config source: the commit applied, the last attempt and its result, the drift found',
+      params: SourceIdParams,
+      responses: { 200: { description: 'The source', schema: SourceSchema } },
+      errors: [401, 403, 404, 500],
+      handler: async ({ principal, params }) => ({ status: 200, body: await service.sources.get(principal, params.sourceId) }),
+    }),
+    defineRoute({
+      tags,
+      guards,
+      method: 'delete',
+      path: `${BASE}/sources/{sourceId}`,
+      operationId: 'deleteConfigSource',
+      summary: 'Stop reconciling from a source; what it manages stays, unmanaged',
+      params: SourceIdParams,
+      responses: { 204: { description: 'Deleted' } },
+      errors: [401, 403, 404, 500],
+      handler: async ({ principal, params }) => {
+        await service.sources.remove(principal, params.sourceId);
+        return { status: 204 };
+      },
+    }),
+    defineRoute({
+      tags,
+      guards,
+      method: 'post',
+      path: `${BASE}/sources/{sourceId}/reconcile`,
+      operationId: 'reconcileConfigSource',
+      summary: 'Reconcile a source now',
+      params: SourceIdParams,
+      responses: { 202: { description: 'Queued', schema: SourceSchema } },
+      errors: [401, 403, 404, 500],
+      handler: async ({ principal, params }) => ({ status: 202, body: await service.sources.reconcile(principal, params.sourceId) }),
+    }),
+    defineRoute({
+      tags,
+      auth: false,
+      rawBody: true,
+      method: 'post',
+      path: `${BASE}/sources/{sourceId}/webhook`,
+      operationId: 'configSourcePush',
+      summary: "The forge's push webhook: verified with the source's secret, then a reconcile at once",
+      params: SourceIdParams,
+      responses: {
+        202: {
+          description: 'Verified; queued, or ignored (a push to another branch)',
+          schema: z.strictObject({ queued: z.boolean(), reason: z.string().optional() }),
+        },
+      },
+      errors: [401, 500],
+      handler: async ({ params, header, rawBody }) => ({ status: 202, body: await service.push(params.sourceId, header, rawBody) }),
     }),
   ];
 }

@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import { PageQuerySchema, PaginationSchema } from '../../http/pagination.ts';
 import { CreateTemplateBody } from '../computer-templates/schemas.ts';
+import { RepoUrl } from '../computers/schemas.ts';
 import { ProviderPoolBody } from '../computers/pool/schemas.ts';
 import { CreateIntegrationBody } from '../integrations/schemas.ts';
 import { EnterpriseControlsBodySchema, GlobalLimitBodySchema, InviteBodySchema, UserLimitEntrySchema } from '../organization/schemas.ts';
@@ -109,6 +110,7 @@ const ChangeSchema = z
     file: z.string().nullable(),
     action: z.enum(['create', 'update', 'delete', 'unchanged']),
     adopt: z.boolean().meta({ description: 'An existing object config does not manage yet; applying marks it managed' }),
+    reverts: z.boolean().optional().meta({ description: 'The document is unchanged: the change puts back values changed outside config (drift fix)' }),
     fields: z.array(FieldChange),
     pending: z.array(z.string()).meta({ description: 'Effects that follow the apply in the background, e.g. a warm pool filling' }),
   })
@@ -145,3 +147,68 @@ export const RevisionListResponse = z.strictObject({ revisions: z.array(Revision
 export const ExportResponse = z
   .strictObject({ files: z.array(ConfigFile) })
   .meta({ id: 'ConfigExport', description: "The organization's configuration as documents, one file per kind" });
+
+// ---- sources ----
+
+const RepoPath = z
+  .string()
+  .max(1024)
+  .refine((p) => !p.split('/').includes('..') && !p.startsWith('/'), 'path must be a directory inside the repository, without ".." or a leading "/"')
+  .meta({ description: 'Directory of the documents inside the repository ("." or "" for the root)' });
+
+export const CreateSourceBody = z
+  .strictObject({
+    repository: RepoUrl.meta({ description: 'A public URL, or one the organization reaches through its source-control integration' }),
+    branch: z.string().min(1).max(255).default('main'),
+    path: RepoPath.default('.'),
+    intervalSeconds: z
+      .int()
+      .min(60, 'intervalSeconds must be at least 60 (due sources are looked for every minute)')
+      .max(86_400, 'intervalSeconds must be at most 86400')
+      .default(180),
+    prune: z.boolean().default(false).meta({ description: 'Delete objects this source manages once no document declares them' }),
+    drift: z.enum(['warn', 'fix']).default('warn').meta({ description: 'warn: report changes made outside config; fix: put the declared values back' }),
+    integrationId: z.string().min(1).optional().meta({ description: 'The source-control integration the repository is cloned through' }),
+  })
+  .meta({ id: 'CreateConfigSourceRequest' });
+export type CreateSourceBody = z.infer<typeof CreateSourceBody>;
+
+export const SourceIdParams = z.object({ sourceId: z.string().min(1) });
+
+const DriftSchema = z.strictObject({ kind: z.string(), name: z.string(), key: z.string(), field: z.string(), declared: z.unknown(), actual: z.unknown() });
+export type Drift = z.infer<typeof DriftSchema>;
+
+export const SourceSchema = z
+  .strictObject({
+    id: z.string(),
+    repository: z.string(),
+    branch: z.string(),
+    path: z.string(),
+    intervalSeconds: z.number().int(),
+    prune: z.boolean(),
+    drift: z.enum(['warn', 'fix']),
+    integrationId: z.string().nullable(),
+    webhookUrl: z.string().meta({ description: "Where the forge's push webhook goes (Gitea: X-Gitea-Signature; GitHub: X-Hub-Signature-256)" }),
+    status: z.strictObject({
+      lastAppliedCommit: z.string().nullable().meta({ description: 'The commit whose documents are in force' }),
+      lastCommit: z.string().nullable().meta({ description: 'The commit the last attempt read' }),
+      lastAttemptAt: z.number().int().nullable(),
+      lastResult: z
+        .strictObject({
+          ok: z.boolean(),
+          message: z.string(),
+          revision: z.number().int().nullable(),
+          problems: z.array(z.unknown()).optional(),
+        })
+        .nullable(),
+      drift: z.array(DriftSchema).meta({ description: 'Managed objects changed outside config: the field, its declared and its actual value' }),
+    }),
+    createdAt: z.number().int(),
+  })
+  .meta({ id: 'ConfigSource' });
+export type SourceView = z.infer<typeof SourceSchema>;
+
+export const CreatedSourceSchema = SourceSchema.extend({
+  webhookSecret: z.string().meta({ description: "The push webhook's secret, shown only in this response: set it on the forge's webhook" }),
+}).meta({ id: 'CreatedConfigSource' });
+export const SourceListResponse = z.strictObject({ sources: z.array(SourceSchema) }).meta({ id: 'ConfigSourceList' });

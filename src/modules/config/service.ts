@@ -6,7 +6,9 @@ import type { ConfigDeps } from './deps.ts';
 import { exportConfig } from './export.ts';
 import { listRevisions, revisionView } from './revisions.ts';
 import type { PlanBody } from './schemas.ts';
+import { receivePush } from './push.ts';
 import { secretOperations } from './secrets.ts';
+import { sourceOperations } from './sources.ts';
 
 /** Requests' plans and applies manage what they create as "api" (sources manage theirs by their id). */
 const API_SOURCE = 'api';
@@ -26,6 +28,8 @@ export function createConfigService(deps: ConfigDeps) {
     },
     export: (principal: Principal) => exportConfig(deps.db, principal),
     secrets: secretOperations(deps),
+    sources: sourceOperations(deps),
+    push: (sourceId: string, header: (name: string) => string | undefined, body: Buffer) => receivePush(deps, sourceId, header, body),
   };
 }
 export type ConfigService = ReturnType<typeof createConfigService>;
