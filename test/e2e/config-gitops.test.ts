@@ -2,6 +2,8 @@ import { createHmac } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { configReconcileJob } from '../../src/modules/config/job-kinds.ts';
 import { ALLOW_LOOPBACK, startTestApi, type TestApi } from '../support/api.ts';
+import { chromiumMissing, launchChromium } from '../support/browser.ts';
+import { expectAccessible, signInConsole } from '../support/console-page.ts';
 import { giteaBinDir, giteaMissing, startGitea, type Gitea, type GiteaUser } from '../support/gitea.ts';
 import { skipWithout } from '../support/parts.ts';
 import { BACKENDS } from '../support/test-db.ts';
@@ -204,4 +206,34 @@ describe.skipIf(skip)(`GitOps sources against a real Gitea on ${backend}`, () =>
     });
     expect(await api.db.prisma.configRevision.count({ where: { organizationId: api.acme.id, commit } })).toBe(1);
   });
+
+  it.skipIf(skipWithout("the console's Configuration page", chromiumMissing()))(
+    'the console shows sources with their commit and drift, the latest plan and the revisions',
+    { timeout: 180_000 },
+    async () => {
+      const [live] = (await api.call('GET', '/api/v0/config/sources', { as: owner })).body.sources as Source[];
+      const browser = await launchChromium();
+      try {
+        const page = await signInConsole(browser, api.url, owner, '#/configuration');
+        await page.getByRole('heading', { level: 1, name: 'Configuration' }).waitFor();
+        const sources = page.getByRole('region', { name: 'Sources' });
+        await sources.getByText(repoUrl).waitFor();
+        await sources.getByRole('code').getByText(live!.status.lastAppliedCommit!.slice(0, 12)).waitFor();
+        const revisions = page.getByRole('region', { name: 'Revisions' });
+        const count = await api.db.prisma.configRevision.count({ where: { organizationId: api.acme.id } });
+        await revisions.getByRole('button', { name: `#${count}` }).click();
+        await revisions.getByText('setupScript').waitFor();
+        await expectAccessible(page, 'the Configuration page');
+        // Reconcile now, from the page.
+        const before = (await api.db.prisma.configSource.findUniqueOrThrow({ where: { id: live!.id } })).lastAttemptAt!.getTime();
+        await sources.getByRole('button', { name: 'Reconcile now' }).click();
+        await waitFor(
+          'the reconcile the page asked for',
+          async () => (await api.db.prisma.configSource.findUniqueOrThrow({ where: { id: live!.id } })).lastAttemptAt!.getTime() > before,
+        );
+      } finally {
+        await browser.close();
+      }
+    },
+  );
 });
