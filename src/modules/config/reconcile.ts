@@ -58,6 +58,8 @@ export async function reconcileSource(deps: ReconcileDeps, sourceId: string, ctx
   const attemptAt = deps.clock.now();
   let commit: string | null = null;
   let result: Result;
+  // The drift found before reading the repository stands when nothing is applied.
+  let drift: Drift[] | undefined;
   try {
     const principal = await sourcePrincipal(deps, source);
     const before = await findDrift(deps.db, organizationId, source.id);
@@ -71,6 +73,7 @@ export async function reconcileSource(deps: ReconcileDeps, sourceId: string, ctx
     }
     commit = read.commit;
     if (!read.files) {
+      drift = before;
       result = { ok: true, message: `commit ${commit.slice(0, 12)} is applied; nothing new`, revision: null };
     } else {
       const applied = await applyConfig(deps, principal, {
@@ -89,7 +92,7 @@ export async function reconcileSource(deps: ReconcileDeps, sourceId: string, ctx
     const problems = err instanceof AppError ? (err.metadata?.problems as unknown[] | undefined) : undefined;
     result = { ok: false, message: err.message, revision: null, ...(problems ? { problems } : {}) };
   }
-  const drift = await findDrift(deps.db, organizationId, source.id);
+  drift ??= await findDrift(deps.db, organizationId, source.id);
   const previous = source.lastResult as Result | null;
   await deps.db.$transaction(async (tx) => {
     await tx.configSource.update({

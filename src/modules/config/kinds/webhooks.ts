@@ -1,5 +1,6 @@
 import type { z } from 'zod';
 import { managerOrHigher } from '../../../auth/guards.ts';
+import { BadRequest } from '../../../lib/errors.ts';
 import { WebhookSpec } from '../schemas.ts';
 import { defineKind } from './types.ts';
 
@@ -29,7 +30,12 @@ export const webhookKind = defineKind<Spec>({
   },
   async create({ ops, principal, secret }, _name, spec) {
     const { secretFrom, enabled, ...body } = spec;
-    const created = await ops.webhooks.create(principal, body, secretFrom ? { secret: await secret(secretFrom.secret) } : {});
+    const value = secretFrom ? await secret(secretFrom.secret) : undefined;
+    // Deliveries are signed the Standard Webhooks way, which reads the secret as whsec_<base64>.
+    if (value !== undefined && !/^whsec_[A-Za-z0-9+/]+={0,2}$/.test(value)) {
+      throw new BadRequest(`spec.secretFrom names secret "${secretFrom!.secret}", which is not a signing secret: set it to whsec_ and base64 bytes`);
+    }
+    const created = await ops.webhooks.create(principal, body, value !== undefined ? { secret: value } : {});
     if (enabled === false) await ops.webhooks.update(principal, created.id, { enabled: false });
     return created.id;
   },
