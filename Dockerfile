@@ -10,11 +10,11 @@ FROM ${GO_IMAGE} AS pulumi
 ENV AGENTPLANE_PULUMI_HOME=/opt/pulumi
 WORKDIR /src
 COPY package.json ./
-COPY scripts/pulumi-toolchain.sh scripts/pulumi-deploy-tools.sh scripts/
+COPY scripts/pulumi-toolchain.sh scripts/pulumi-deploy-tools.sh scripts/pulumi-kubernetes-embed.go scripts/
 COPY scripts/pulumi-resource-command scripts/pulumi-resource-command
-COPY scripts/pulumi-resource-kubernetes scripts/pulumi-resource-kubernetes
 # The same scripts developers run, from the Go module proxy only: the CLI at the @pulumi/pulumi
-# version, pulumi-resource-command, and the kubernetes plugin at the @pulumi/kubernetes version.
+# version, Pulumi YAML's language host, pulumi-resource-command, and upstream's kubernetes plugin at
+# the @pulumi/kubernetes version.
 RUN --mount=type=cache,target=/root/go/pkg/mod --mount=type=cache,target=/root/.cache/go-build \
     bash scripts/pulumi-deploy-tools.sh \
  && rm -rf /opt/pulumi/*/home/*.lock /opt/pulumi/*/home/plugins/*.lock

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Provides, offline, the Pulumi CLI at the version of the @pulumi/pulumi dependency and the
-# pulumi-resource-command plugin that @pulumi/command asks for. Only the Go module proxy is used.
+# Provides, offline, the Pulumi CLI at the version of the @pulumi/pulumi dependency, Pulumi YAML's
+# language host, upstream's pulumi-resource-kubernetes at the version @pulumi/kubernetes asks for,
+# and agentplane's pulumi-resource-command at @pulumi/command's. Only the Go module proxy is used.
 #
 #   ${AGENTPLANE_PULUMI_HOME:-~/.cache/agentplane/pulumi}/<version>/bin/pulumi   (put bin on PATH)
 #   ${AGENTPLANE_PULUMI_HOME:-~/.cache/agentplane/pulumi}/<version>/home         (use as PULUMI_HOME)
@@ -93,13 +94,14 @@ else
 fi
 
 # The upstream provider module (github.com/pulumi/pulumi-command/provider) has no release tags and
-# the Go module proxy refuses its commit pseudo-versions, so a stand-in for command:local:Command is built from
-# scripts/pulumi-resource-command/main.go against the pulumi SDK the CLI already pulled in. It is installed into PULUMI_HOME under the
-# version @pulumi/command asks for; on PATH the engine would warn on every run.
+# the Go module proxy refuses its commit pseudo-versions, so agentplane builds its own from
+# scripts/pulumi-resource-command/ (command:local:Command and command:remote:Command, with a schema
+# for Pulumi YAML programs) against the pulumi SDK the CLI already pulled in. It is installed into
+# PULUMI_HOME under the version @pulumi/command asks for; on PATH the engine would warn on every run.
 mkdir "$work/command"
-cp "$root/scripts/pulumi-resource-command/main.go" "$work/command/main.go"
+cp "$root"/scripts/pulumi-resource-command/*.go "$root/scripts/pulumi-resource-command/schema.json" "$work/command/"
 stamp="$PULUMI_HOME/.pulumi-resource-command.stamp"
-want="$command_version $(sha256sum "$work/command/main.go" | cut -d' ' -f1)"
+want="$command_version $(cat "$work"/command/* | sha256sum | cut -d' ' -f1)"
 if [[ "$(cat "$stamp" 2>/dev/null)" != "$want" ]]; then
   log "building pulumi-resource-command $command_version"
   (
@@ -112,27 +114,60 @@ if [[ "$(cat "$stamp" 2>/dev/null)" != "$want" ]]; then
   echo "$want" >"$stamp"
 fi
 
-# The same for @pulumi/kubernetes: the proxy refuses every version of
-# github.com/pulumi/pulumi-kubernetes/provider/v4, so scripts/pulumi-resource-kubernetes/main.go
-# stands in for it, serving the kinds agentplane's programs declare (docs/api-decisions.md).
-mkdir "$work/kubernetes"
-cp "$root/scripts/pulumi-resource-kubernetes/main.go" "$work/kubernetes/main.go"
-stamp="$PULUMI_HOME/.pulumi-resource-kubernetes.stamp"
-want="$kubernetes_version $(sha256sum "$work/kubernetes/main.go" | cut -d' ' -f1)"
-# Where scripts/pulumi-deploy-tools.sh could build the upstream provider (a machine whose proxy serves
-# it), that one stays.
-if [[ "$(cat "$PULUMI_HOME/.pulumi-resource-kubernetes.upstream" 2>/dev/null)" == "$kubernetes_version" ]]; then
-  log "pulumi-resource-kubernetes $kubernetes_version is upstream's"
-elif [[ "$(cat "$stamp" 2>/dev/null)" != "$want" ]]; then
-  log "building pulumi-resource-kubernetes $kubernetes_version (agentplane's stand-in)"
-  (
-    cd "$work/kubernetes"
-    go mod init agentplane.local/pulumi-resource-kubernetes
-    go get "github.com/pulumi/pulumi/sdk/v3@v$version" gopkg.in/yaml.v3@v3.0.1
-    go build -mod=mod -ldflags "-X main.version=$kubernetes_version" -o pulumi-resource-kubernetes .
-    "$bin/pulumi" plugin install resource kubernetes "$kubernetes_version" --file pulumi-resource-kubernetes --reinstall
-  ) >&2
+# Upstream's Kubernetes provider. The proxy serves one version of its module, a pseudo-version of
+# the v4 line; its cmd/pulumi-resource-kubernetes/main.go embeds two files upstream's generate.go
+# writes from the module's schema.json and terraform-mapping.json, so a wrapper module copies
+# main.go and writes them (the schema's version set to what @pulumi/kubernetes asks for). About 15
+# minutes of CPU on 2 cores the first time; the Go build cache makes a rebuild a minute.
+kubernetes_module=github.com/pulumi/pulumi-kubernetes/provider/v4
+kubernetes_pseudo=v4.0.0-20260115033456-f47bc2d6f199
+build_kubernetes() {
+  cd "$work/kubernetes"
+  go mod init agentplane.local/pulumi-resource-kubernetes
+  go get "$kubernetes_module@$kubernetes_pseudo"
+  local src
+  src="$(go list -m -f '{{.Dir}}' "$kubernetes_module")/cmd/pulumi-resource-kubernetes"
+  cp "$src/main.go" . && chmod u+w main.go
+  # What upstream's generate.go does: the schema with its version set, both files compacted.
+  cp "$root/scripts/pulumi-kubernetes-embed.go" generate.go
+  go run generate.go "$src" "$kubernetes_version"
+  go build -mod=mod -ldflags "-s -w -X $kubernetes_module/pkg/version.Version=$kubernetes_version" -o pulumi-resource-kubernetes .
+  "$bin/pulumi" plugin install resource kubernetes "$kubernetes_version" --file pulumi-resource-kubernetes --reinstall
+}
+plugin="$PULUMI_HOME/plugins/resource-kubernetes-v$kubernetes_version/pulumi-resource-kubernetes"
+stamp="$PULUMI_HOME/.pulumi-resource-kubernetes.upstream"
+want="$kubernetes_version $kubernetes_pseudo $( (declare -f build_kubernetes; cat "$root/scripts/pulumi-kubernetes-embed.go") | sha256sum | cut -c1-16)"
+# A plugin that neither this script nor the retired stand-in's put there (`pulumi plugin install`
+# on a machine with internet) is upstream's at the right version already.
+retired="$PULUMI_HOME/.pulumi-resource-kubernetes.stamp"
+if [[ -x "$plugin" && "$(cat "$stamp" 2>/dev/null)" == "$want" ]]; then
+  log "pulumi-resource-kubernetes $kubernetes_version (upstream, $kubernetes_pseudo) is in PULUMI_HOME"
+elif [[ -x "$plugin" && ! -e "$stamp" && ! -e "$retired" ]]; then
+  log "using the pulumi-resource-kubernetes $kubernetes_version already installed in PULUMI_HOME"
+else
+  log "building upstream's pulumi-resource-kubernetes $kubernetes_version ($kubernetes_module@$kubernetes_pseudo; about 15 minutes the first time)"
+  mkdir "$work/kubernetes"
+  (build_kubernetes) >&2
+  rm -f "$retired"
   echo "$want" >"$stamp"
+fi
+
+# Pulumi YAML's language host, beside the CLI (the engine finds language hosts there and on PATH).
+yaml_version=v1.25.0
+if [[ "$(cat "$bin/.pulumi-language-yaml.version" 2>/dev/null)" == "$yaml_version" && -x "$bin/pulumi-language-yaml" ]]; then
+  log "pulumi-language-yaml $yaml_version is in $bin"
+else
+  log "building pulumi-language-yaml $yaml_version (about 2 minutes the first time)"
+  mkdir "$work/yaml"
+  (
+    cd "$work/yaml"
+    go mod init agentplane.local/pulumi-language-yaml
+    go get "github.com/pulumi/pulumi-yaml@$yaml_version"
+    go build -mod=mod -ldflags "-s -w -X github.com/pulumi/pulumi-yaml/pkg/version.Version=$yaml_version" \
+      -o "$bin/pulumi-language-yaml.partial" github.com/pulumi/pulumi-yaml/cmd/pulumi-language-yaml
+  ) >&2
+  mv -f "$bin/pulumi-language-yaml.partial" "$bin/pulumi-language-yaml"
+  echo "$yaml_version" >"$bin/.pulumi-language-yaml.version"
 fi
 
 log "pulumi v$version in $bin; PULUMI_HOME $PULUMI_HOME"

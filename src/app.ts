@@ -26,6 +26,8 @@ import { createSystemService } from './modules/system/service.ts';
 import type { JobQueue } from './jobs/queue.ts';
 import type { SecretBox } from './lib/secret-box.ts';
 import { computerTargets, type AgentDialer } from './modules/computers/machines.ts';
+import { modelRoutes } from './modules/models/routes.ts';
+import { createModelsService } from './modules/models/service.ts';
 import { sessionRoutes } from './modules/sessions/routes.ts';
 import { createSessionsService } from './modules/sessions/service.ts';
 import { automationRoutes } from './modules/automations/routes.ts';
@@ -145,9 +147,11 @@ export function createApp(deps: AppDeps) {
         queue: deps.queue,
         machines: { db: deps.prisma, ...deps.machines },
         limits: deps.config.sessions,
+        defaultModel: deps.config.sessions.defaultModel,
       }),
       { sessionsOrgs: deps.config.sessionsOrgs },
     ),
+    ...modelRoutes(createModelsService({ db: deps.prisma, defaultModel: deps.config.sessions.defaultModel })),
     ...webhookRoutes(on.webhooks(deps.prisma)),
     ...configRoutes(
       createConfigService({

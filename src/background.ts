@@ -11,7 +11,7 @@ import type { Provisioner } from './provisioning/provisioner.ts';
 
 export interface BackgroundOptions {
   db: Database;
-  config: Pick<Config, 'dataDir' | 'managed' | 'events' | 'webhooks' | 'wiki'>;
+  config: Pick<Config, 'dataDir' | 'managed' | 'events' | 'webhooks' | 'wiki' | 'sessions'>;
   log: Logger;
   clock: Clock;
   machines: Pick<MachineAccess, 'ssh' | 'secrets' | 'gateway'>;
@@ -56,6 +56,7 @@ export function createBackground(opts: BackgroundOptions): Background {
     webhooks: config.webhooks,
     wiki: config.wiki,
     reads: db.reads,
+    approvalTimeoutMs: config.sessions.approvalTimeoutMs,
   });
   const queue = createJobQueue(db, { log, ...opts.queue, jobs });
   let dispatcher: { stop(): Promise<void> } | undefined;

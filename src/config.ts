@@ -58,6 +58,8 @@ const EnvSchema = z.object({
   AGENTPLANE_APP_URL: z.url().optional(),
   AGENTPLANE_MAX_CONCURRENT_SESSIONS: z.coerce.number().int().min(1).default(10),
   AGENTPLANE_SESSION_RETENTION_DAYS: z.coerce.number().int().min(0).default(30),
+  AGENTPLANE_APPROVAL_TIMEOUT_SECONDS: z.coerce.number().int().min(1).default(3600),
+  AGENTPLANE_DEFAULT_MODEL: z.string().trim().min(1).optional(),
   AGENTPLANE_PULUMI_BACKEND_URL: z
     .string()
     .regex(/^[a-z][a-z0-9+.-]*:\/\//, 'must be a URL Pulumi accepts as a backend, e.g. file:///var/lib/agentplane/pulumi or s3://bucket/prefix')
@@ -256,6 +258,10 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env) {
       maxConcurrentSessions: e.AGENTPLANE_MAX_CONCURRENT_SESSIONS,
       // Days a deleted session stays restorable before the purge job removes it.
       retentionDays: e.AGENTPLANE_SESSION_RETENTION_DAYS,
+      // A tool call waiting for approval this long expires: the model is told nobody answered.
+      approvalTimeoutMs: e.AGENTPLANE_APPROVAL_TIMEOUT_SECONDS * 1000,
+      // The model a session that names none uses; unset: the first model of the models file.
+      defaultModel: e.AGENTPLANE_DEFAULT_MODEL,
     },
     events: {
       // Stored events older than this are purged; a resume from before it is told so.

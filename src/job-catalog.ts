@@ -44,6 +44,8 @@ export interface JobDeps {
   wiki?: WikiJobSettings;
   /** The database's prepared reads (services config applies through take them). */
   reads: ReadRows;
+  /** How long a session's tool call waits for approval (configuration; the turn runner's default where a caller has none). */
+  approvalTimeoutMs?: number;
 }
 
 /**
@@ -95,7 +97,13 @@ export function jobsFor(deps: JobDeps): JobDefinition[] {
           log: ctx.log,
         }).configOperations,
     }),
-    ...sessionJobs({ db: deps.prisma, clock: deps.clock, machines: { ssh: deps.ssh, secrets: deps.secrets, gateway: deps.gateway }, egress: deps.egress }),
+    ...sessionJobs({
+      db: deps.prisma,
+      clock: deps.clock,
+      machines: { ssh: deps.ssh, secrets: deps.secrets, gateway: deps.gateway },
+      egress: deps.egress,
+      approvalTimeoutMs: deps.approvalTimeoutMs,
+    }),
   ];
 }
 

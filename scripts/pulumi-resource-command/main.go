@@ -1,17 +1,20 @@
-// Command pulumi-resource-command serves command:local:Command; remote.*, assetPaths and archivePaths
-// are not supported.
+// Command pulumi-resource-command is agentplane's build of the command provider, for the Go module
+// proxy refuses upstream's (github.com/pulumi/pulumi-command/provider). It serves
+// command:local:Command and command:remote:Command with upstream's inputs and outputs, and its
+// schema (schema.json) through GetSchema, so Pulumi YAML programs can declare both. Not served:
+// local assetPaths/archivePaths, remote CopyToRemote and CopyFile.
 package main
 
 import (
-	"bytes"
 	"context"
 	"crypto/rand"
+	_ "embed"
 	"encoding/hex"
+	"encoding/json"
 	"fmt"
 	"os"
-	"os/exec"
+	"regexp"
 	"sort"
-	"strings"
 
 	"github.com/pulumi/pulumi/sdk/v3/go/common/resource"
 	"github.com/pulumi/pulumi/sdk/v3/go/common/resource/plugin"
@@ -23,9 +26,17 @@ import (
 
 var version = "0.0.0-dev"
 
-const localCommand = "command:local:Command"
+//go:embed schema.json
+var schemaJSON []byte
 
-var opts = plugin.MarshalOptions{KeepUnknowns: true, SkipNulls: true}
+const (
+	localCommand  = "command:local:Command"
+	remoteCommand = "command:remote:Command"
+)
+
+var opts = plugin.MarshalOptions{KeepUnknowns: true, KeepSecrets: true, SkipNulls: true}
+
+var envName = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
 
 type server struct {
 	pulumirpc.UnimplementedResourceProviderServer
@@ -45,8 +56,15 @@ func (*server) GetPluginInfo(context.Context, *emptypb.Empty) (*pulumirpc.Plugin
 	return &pulumirpc.PluginInfo{Version: version}, nil
 }
 
+// GetSchema answers schema.json with this build's version in it.
 func (*server) GetSchema(context.Context, *pulumirpc.GetSchemaRequest) (*pulumirpc.GetSchemaResponse, error) {
-	return &pulumirpc.GetSchemaResponse{Schema: fmt.Sprintf(`{"name":"command","version":%q}`, version)}, nil
+	var schema map[string]any
+	if err := json.Unmarshal(schemaJSON, &schema); err != nil {
+		return nil, err
+	}
+	schema["version"] = version
+	out, err := json.Marshal(schema)
+	return &pulumirpc.GetSchemaResponse{Schema: string(out)}, err
 }
 
 func (*server) CheckConfig(_ context.Context, req *pulumirpc.CheckRequest) (*pulumirpc.CheckResponse, error) {
@@ -58,21 +76,43 @@ func (*server) DiffConfig(context.Context, *pulumirpc.DiffRequest) (*pulumirpc.D
 }
 
 func (*server) Configure(context.Context, *pulumirpc.ConfigureRequest) (*pulumirpc.ConfigureResponse, error) {
-	return &pulumirpc.ConfigureResponse{SupportsPreview: true}, nil
+	return &pulumirpc.ConfigureResponse{SupportsPreview: true, AcceptSecrets: true}, nil
 }
 
 func (*server) Check(_ context.Context, req *pulumirpc.CheckRequest) (*pulumirpc.CheckResponse, error) {
-	if t := resource.URN(req.GetUrn()).Type(); t != localCommand {
-		return nil, fmt.Errorf("%s is not supported by this pulumi-resource-command build", t)
+	kind := resource.URN(req.GetUrn()).Type()
+	if kind != localCommand && kind != remoteCommand {
+		return nil, fmt.Errorf("%s is not served by agentplane's pulumi-resource-command (it serves %s and %s)", kind, localCommand, remoteCommand)
 	}
 	news, err := plugin.UnmarshalProperties(req.GetNews(), opts)
 	if err != nil {
 		return nil, err
 	}
 	var failures []*pulumirpc.CheckFailure
-	for _, k := range []resource.PropertyKey{"assetPaths", "archivePaths"} {
-		if v, ok := news[k]; ok && !v.IsNull() {
-			failures = append(failures, &pulumirpc.CheckFailure{Property: string(k), Reason: "not supported by this build"})
+	fail := func(property, reason string) {
+		failures = append(failures, &pulumirpc.CheckFailure{Property: property, Reason: reason})
+	}
+	if kind == localCommand {
+		for _, k := range []resource.PropertyKey{"assetPaths", "archivePaths"} {
+			if v, ok := news[k]; ok && !v.IsNull() {
+				fail(string(k), "not served by agentplane's pulumi-resource-command")
+			}
+		}
+	} else {
+		conn, ok := news["connection"]
+		if !ok || conn.IsNull() {
+			fail("connection", "missing required property 'connection'")
+		} else if c := plain(conn); c.IsObject() {
+			if h := c.ObjectValue()["host"]; !h.IsComputed() && !(h.IsString() && h.StringValue() != "") {
+				fail("connection.host", "missing required property 'host'")
+			}
+		}
+	}
+	if env := plain(news["environment"]); env.IsObject() {
+		for k := range env.ObjectValue() {
+			if !envName.MatchString(string(k)) {
+				fail("environment."+string(k), "not a valid environment variable name")
+			}
 		}
 	}
 	return &pulumirpc.CheckResponse{Inputs: req.GetNews(), Failures: failures}, nil
@@ -126,7 +166,7 @@ func (*server) Create(ctx context.Context, req *pulumirpc.CreateRequest) (*pulum
 		props, err := withOutputs(news, nil)
 		return &pulumirpc.CreateResponse{Properties: props}, err
 	}
-	out, err := run(ctx, news, "create", nil)
+	out, err := run(ctx, req.GetUrn(), news, "create", nil)
 	if err != nil {
 		return nil, err
 	}
@@ -159,7 +199,7 @@ func (*server) Update(ctx context.Context, req *pulumirpc.UpdateRequest) (*pulum
 	if str(news, script) == "" {
 		script = "create"
 	}
-	out, err := run(ctx, news, script, olds)
+	out, err := run(ctx, req.GetUrn(), news, script, olds)
 	if err != nil {
 		return nil, err
 	}
@@ -172,7 +212,7 @@ func (*server) Delete(ctx context.Context, req *pulumirpc.DeleteRequest) (*empty
 	if err != nil {
 		return nil, err
 	}
-	_, err = run(ctx, olds, "delete", olds)
+	_, err = run(ctx, req.GetUrn(), olds, "delete", olds)
 	return &emptypb.Empty{}, err
 }
 
@@ -191,47 +231,60 @@ func withOutputs(in resource.PropertyMap, out *output) (*structpb.Struct, error)
 	return plugin.MarshalProperties(state, opts)
 }
 
+// plain is a value without its secret wrapping.
+func plain(v resource.PropertyValue) resource.PropertyValue {
+	for v.IsSecret() {
+		v = v.SecretValue().Element
+	}
+	return v
+}
+
 func str(m resource.PropertyMap, k resource.PropertyKey) string {
-	if v, ok := m[k]; ok && v.IsString() {
+	if v := plain(m[k]); v.IsString() {
 		return v.StringValue()
 	}
 	return ""
 }
 
-// run executes the script under key (create, update or delete); prev's outputs reach it as
-// PULUMI_COMMAND_STDOUT/STDERR, as upstream does.
-func run(ctx context.Context, in resource.PropertyMap, key resource.PropertyKey, prev resource.PropertyMap) (*output, error) {
+func num(m resource.PropertyMap, k resource.PropertyKey, otherwise int) int {
+	if v := plain(m[k]); v.IsNumber() {
+		return int(v.NumberValue())
+	}
+	return otherwise
+}
+
+// environment is the command's extra variables, previous outputs included when asked (as upstream).
+func environment(in resource.PropertyMap, prev resource.PropertyMap) []string {
+	var env []string
+	if v := plain(in["environment"]); v.IsObject() {
+		for k, e := range v.ObjectValue() {
+			if e = plain(e); e.IsString() {
+				env = append(env, string(k)+"="+e.StringValue())
+			}
+		}
+	}
+	if v := plain(in["addPreviousOutputInEnv"]); prev != nil && !(v.IsBool() && !v.BoolValue()) {
+		env = append(env, "PULUMI_COMMAND_STDOUT="+str(prev, "stdout"), "PULUMI_COMMAND_STDERR="+str(prev, "stderr"))
+	}
+	sort.Strings(env)
+	return env
+}
+
+// run executes the script under key (create, update or delete) where the resource's type says.
+func run(ctx context.Context, urn string, in resource.PropertyMap, key resource.PropertyKey, prev resource.PropertyMap) (*output, error) {
 	script := str(in, key)
 	if script == "" {
 		return &output{}, nil
 	}
-	interpreter := []string{"/bin/sh", "-c"}
-	if v := in["interpreter"]; v.IsArray() && len(v.ArrayValue()) > 0 {
-		interpreter = nil
-		for _, e := range v.ArrayValue() {
-			interpreter = append(interpreter, e.StringValue())
-		}
+	var out *output
+	var err error
+	if resource.URN(urn).Type() == remoteCommand {
+		out, err = runRemote(ctx, plain(in["connection"]), script, environment(in, prev), str(in, "stdin"))
+	} else {
+		out, err = runLocal(ctx, in, script, environment(in, prev))
 	}
-	cmd := exec.CommandContext(ctx, interpreter[0], append(interpreter[1:], script)...)
-	cmd.Dir = str(in, "dir")
-	cmd.Env = os.Environ()
-	if v := in["environment"]; v.IsObject() {
-		for k, e := range v.ObjectValue() {
-			if e.IsString() {
-				cmd.Env = append(cmd.Env, string(k)+"="+e.StringValue())
-			}
-		}
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", key, err)
 	}
-	if v := in["addPreviousOutputInEnv"]; prev != nil && !(v.IsBool() && !v.BoolValue()) {
-		cmd.Env = append(cmd.Env, "PULUMI_COMMAND_STDOUT="+str(prev, "stdout"), "PULUMI_COMMAND_STDERR="+str(prev, "stderr"))
-	}
-	if s := str(in, "stdin"); s != "" {
-		cmd.Stdin = strings.NewReader(s)
-	}
-	var stdout, stderr bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	if err := cmd.Run(); err != nil {
-		return nil, fmt.Errorf("%s: %w: %s", key, err, stderr.String())
-	}
-	return &output{strings.TrimSuffix(stdout.String(), "\n"), strings.TrimSuffix(stderr.String(), "\n")}, nil
+	return out, nil
 }

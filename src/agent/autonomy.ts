@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { stableStringify } from './stable-json.ts';
 import type { ToolKind } from './tool-definition.ts';
 
 /** `autonomyLevel` of the wire reference (section 1.3). */
@@ -25,7 +26,20 @@ export function runsWithoutApproval(level: AutonomyLevel, kind: ToolKind): boole
   return ALLOWED[level].has(kind);
 }
 
-/** The tool result the model gets while approval is not implemented: it should ask the user instead. */
+/** The tool result the model gets where nobody can be asked (a subagent's calls): it should ask the user instead. */
 export function needsApprovalMessage(level: AutonomyLevel, toolName: string): string {
   return `${toolName} needs approval at autonomy level ${level}; it was not run. Ask the user to run it or to raise the session's autonomy level.`;
+}
+
+/**
+ * What "a call like it" means for an approval (or denial) given for the rest of a session: the
+ * same tool acting on the same subject. For `run_command` the subject is the command line
+ * (trimmed; `npm test` approved does not approve `npm test && rm -rf ~`); for the file tools the
+ * path as the model wrote it; for any other tool its whole input (keys in any order).
+ */
+export function approvalKey(toolName: string, input: unknown): string {
+  const fields = input && typeof input === 'object' ? (input as Record<string, unknown>) : {};
+  if (toolName === 'run_command' && typeof fields.command === 'string') return `run_command:${fields.command.trim()}`;
+  if ((toolName === 'write_file' || toolName === 'edit_file') && typeof fields.path === 'string') return `${toolName}:${fields.path}`;
+  return `${toolName}:${stableStringify(input ?? null)}`;
 }

@@ -82,7 +82,8 @@ export function fileModels(file: string | undefined = process.env.AGENTPLANE_MOD
   return parsed.data.models;
 }
 
-function customModels(enterpriseSettings: unknown): z.infer<typeof CustomModelSchema>[] {
+/** The organization's custom models (`customModels` of its enterprise controls), the malformed ones left out. */
+export function customModels(enterpriseSettings: unknown): z.infer<typeof CustomModelSchema>[] {
   if (!enterpriseSettings || typeof enterpriseSettings !== 'object') return [];
   const list = (enterpriseSettings as { customModels?: unknown }).customModels;
   if (!Array.isArray(list)) return [];

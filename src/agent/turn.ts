@@ -46,9 +46,23 @@ export interface TurnOptions {
   onToolOutput?(toolUseId: string, stream: OutputStream, text: string): void;
   /** Each tool call after it ran (or was refused), for analytics. */
   onToolCall?(call: { toolUse: ToolUseBlock; result: ToolResultBlock; effects?: ToolEffects; durationMs: number }): Promise<void> | void;
+  /**
+   * Decides the calls the autonomy level does not allow (all of one assistant message at once):
+   * run, refuse with a result for the model, or ask, which pauses the turn (`awaiting_approval`)
+   * before any call of that message runs. Without it such calls are refused (needsApprovalMessage).
+   */
+  gate?(calls: readonly GatedCall[]): Promise<ReadonlyMap<string, GateDecision>>;
 }
 
-type TurnStopReason = 'end_turn' | 'interrupted' | 'max_steps' | 'error';
+/** A tool call that needs more autonomy than the turn has. */
+export interface GatedCall {
+  toolUse: ToolUseBlock;
+  tool: AgentTool;
+}
+
+export type GateDecision = { run: true } | { refuse: string } | { ask: true };
+
+type TurnStopReason = 'end_turn' | 'interrupted' | 'max_steps' | 'error' | 'awaiting_approval';
 
 export interface TurnResult {
   stopReason: TurnStopReason;
@@ -58,6 +72,8 @@ export interface TurnResult {
   usage: Usage;
   /** Model calls made. */
   steps: number;
+  /** With `awaiting_approval`: the calls to ask about; the history ends with their assistant message. */
+  approvals?: GatedCall[];
 }
 
 const INTERRUPTED_TOOL = 'Interrupted before this tool call ran.';
@@ -98,39 +114,50 @@ export async function runTurn(opts: TurnOptions): Promise<TurnResult> {
     onCompactionFailed: opts.onCompactionFailed,
   });
 
-  while (steps < maxSteps) {
-    if (opts.signal.aborted) return done('interrupted');
-    steps++;
-    let completion;
-    // A provider's refusal of the prompt as too large means the estimate fell short of its count
-    // (text unlike what it learned from): learn the count, fit again, and call once more.
-    for (let attempt = 0; completion === undefined; attempt++) {
-      let fitted;
-      try {
-        fitted = await context.fit(messages);
-      } catch (err) {
-        // Anything else escaping fit is the caller's storage failing: it propagates, as from onMessage.
-        if (err instanceof ContextOverflow) return done('error', err.message);
-        throw err;
+  // A turn resumed after approvals starts with the tool calls its last assistant message made.
+  let calls = trailingToolCalls(messages);
+  for (;;) {
+    if (!calls) {
+      if (steps >= maxSteps) return done('max_steps');
+      if (opts.signal.aborted) return done('interrupted');
+      steps++;
+      let completion;
+      // A provider's refusal of the prompt as too large means the estimate fell short of its count
+      // (text unlike what it learned from): learn the count, fit again, and call once more.
+      for (let attempt = 0; completion === undefined; attempt++) {
+        let fitted;
+        try {
+          fitted = await context.fit(messages);
+        } catch (err) {
+          // Anything else escaping fit is the caller's storage failing: it propagates, as from onMessage.
+          if (err instanceof ContextOverflow) return done('error', err.message);
+          throw err;
+        }
+        messages = fitted.messages;
+        try {
+          completion = await opts.model.complete({ system: opts.system, messages, tools: specs, signal: opts.signal, onDelta: opts.onDelta });
+        } catch (err) {
+          if (opts.signal.aborted) return done('interrupted');
+          const reported = attempt === 0 ? overflowedPromptTokens(err, estimator.tokens(fitted.size)) : undefined;
+          if (reported === undefined) return done('error', err instanceof Error ? err.message : String(err));
+          estimator.observe(fitted.size, { ...zeroUsage(), inputTokens: reported });
+          continue;
+        }
+        estimator.observe(fitted.size, completion.usage);
       }
-      messages = fitted.messages;
-      try {
-        completion = await opts.model.complete({ system: opts.system, messages, tools: specs, signal: opts.signal, onDelta: opts.onDelta });
-      } catch (err) {
-        if (opts.signal.aborted) return done('interrupted');
-        const reported = attempt === 0 ? overflowedPromptTokens(err, estimator.tokens(fitted.size)) : undefined;
-        if (reported === undefined) return done('error', err instanceof Error ? err.message : String(err));
-        estimator.observe(fitted.size, { ...zeroUsage(), inputTokens: reported });
-        continue;
-      }
-      estimator.observe(fitted.size, completion.usage);
+      await countUsage(completion.usage, opts.model.model);
+      if (completion.content.length > 0) await emit({ role: 'assistant', content: completion.content });
+      if (completion.interrupted) return done('interrupted');
+      calls = completion.content.filter((b): b is ToolUseBlock => b.type === 'tool_use');
+      if (calls.length === 0) return done('end_turn');
     }
-    await countUsage(completion.usage, opts.model.model);
-    if (completion.content.length > 0) await emit({ role: 'assistant', content: completion.content });
-    if (completion.interrupted) return done('interrupted');
 
-    const calls = completion.content.filter((b): b is ToolUseBlock => b.type === 'tool_use');
-    if (calls.length === 0) return done('end_turn');
+    const decisions = await gateCalls(opts, byName, calls);
+    const asked = [...decisions.entries()].filter(([, d]) => 'ask' in d).map(([id]) => id);
+    if (asked.length > 0) {
+      const approvals = calls.filter((c) => asked.includes(c.id)).map((toolUse) => ({ toolUse, tool: byName.get(toolUse.name)! }));
+      return { ...done('awaiting_approval'), approvals };
+    }
 
     // Every tool_use gets its tool_result, even when interrupted: providers reject a history where one is missing.
     const results: ToolResultBlock[] = [];
@@ -138,7 +165,7 @@ export async function runTurn(opts: TurnOptions): Promise<TurnResult> {
       const ran = await Promise.all(
         batch.map(async (call) => {
           const started = Date.now();
-          const out = await runToolCall(opts, byName, call);
+          const out = await runToolCall(opts, byName, call, decisions.get(call.id));
           return { call, ...out, durationMs: Date.now() - started };
         }),
       );
@@ -149,11 +176,35 @@ export async function runTurn(opts: TurnOptions): Promise<TurnResult> {
     }
     await emit({ role: 'tool', content: results });
     if (opts.signal.aborted) return done('interrupted');
+    calls = undefined;
   }
-  return done('max_steps');
 }
 
-async function runToolCall(opts: TurnOptions, byName: Map<string, AgentTool>, call: ToolUseBlock): Promise<{ block: ToolResultBlock; effects?: ToolEffects }> {
+/** The tool calls of the history's last message when it is an assistant message that made some. */
+function trailingToolCalls(messages: readonly RuntimeMessage[]): ToolUseBlock[] | undefined {
+  const last = messages.at(-1);
+  if (last?.role !== 'assistant') return undefined;
+  const calls = last.content.filter((b): b is ToolUseBlock => b.type === 'tool_use');
+  return calls.length > 0 ? calls : undefined;
+}
+
+/** Decisions for the calls the autonomy level does not allow; calls it allows are absent. */
+async function gateCalls(opts: TurnOptions, byName: Map<string, AgentTool>, calls: readonly ToolUseBlock[]): Promise<ReadonlyMap<string, GateDecision>> {
+  const gated = calls.flatMap((toolUse) => {
+    const tool = byName.get(toolUse.name);
+    return tool && !runsWithoutApproval(opts.autonomyLevel, tool.kind) ? [{ toolUse, tool }] : [];
+  });
+  if (gated.length === 0) return new Map();
+  if (opts.gate) return opts.gate(gated);
+  return new Map(gated.map((c) => [c.toolUse.id, { refuse: needsApprovalMessage(opts.autonomyLevel, c.tool.name) }]));
+}
+
+async function runToolCall(
+  opts: TurnOptions,
+  byName: Map<string, AgentTool>,
+  call: ToolUseBlock,
+  decision: GateDecision | undefined,
+): Promise<{ block: ToolResultBlock; effects?: ToolEffects }> {
   const result = (output: string, isError: boolean, effects?: ToolEffects) => ({
     block: { type: 'tool_result' as const, toolUseId: call.id, content: output, isError },
     ...(effects ? { effects } : {}),
@@ -161,7 +212,7 @@ async function runToolCall(opts: TurnOptions, byName: Map<string, AgentTool>, ca
   if (opts.signal.aborted) return result(INTERRUPTED_TOOL, true);
   const tool = byName.get(call.name);
   if (!tool) return result(`Unknown tool "${call.name}". Available tools: ${[...byName.keys()].join(', ')}.`, true);
-  if (!runsWithoutApproval(opts.autonomyLevel, tool.kind)) return result(needsApprovalMessage(opts.autonomyLevel, tool.name), true);
+  if (decision && 'refuse' in decision) return result(decision.refuse, true);
   const onOutput = opts.onToolOutput && ((stream: OutputStream, text: string) => opts.onToolOutput!(call.id, stream, text));
   const out = await tool.run(opts.host, call.input, opts.signal, onOutput);
   return result(out.output, out.isError, out.effects);

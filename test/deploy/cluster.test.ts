@@ -7,6 +7,7 @@ import type { EngineEvent } from '@pulumi/pulumi/automation/index.js';
 import { kubernetesPluginPath } from '../../src/provisioning/providers/kubernetes/availability.ts';
 import { locatePulumiToolchain } from '../../src/provisioning/pulumi/toolchain.ts';
 import { kubeBinDir, sharedKubeCluster, type KubeCluster } from '../support/kube-cluster.ts';
+import { publishIngresses, type IngressPublisher } from '../support/kube-ingress.ts';
 import { devStack } from './dev-stack.ts';
 import { skipWithout } from '../support/parts.ts';
 
@@ -32,14 +33,18 @@ const NS = `ap-deploy-${suffix}`;
 describe.skipIf(skip)('pulumi up of the dev stack on a Kubernetes API server with kwok nodes', { timeout: 300_000 }, () => {
   let cluster: KubeCluster;
   let dir: string;
+  let ingressController: IngressPublisher;
 
   beforeAll(async () => {
     cluster = await sharedKubeCluster(kube.bin!);
     dir = await mkdtemp(path.join(os.tmpdir(), 'agentplane-deploy-cluster-'));
     // The program's provider takes KUBECONFIG, as `pulumi up` from a shell does.
     process.env.KUBECONFIG = cluster.kubeconfig;
+    // Upstream's provider waits for an Ingress's load-balancer address, as on a cluster with a controller.
+    ingressController = publishIngresses(cluster, NS, '192.0.2.10');
   });
   afterAll(async () => {
+    await ingressController?.stop();
     delete process.env.KUBECONFIG;
     if (dir) await rm(dir, { recursive: true, force: true });
   });

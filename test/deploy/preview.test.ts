@@ -15,7 +15,7 @@ const skip = skipWithout(
   'the deploy preview',
   toolchain.available && existsSync(plugin)
     ? undefined
-    : `pulumi-resource-kubernetes is not in ${path.dirname(plugin)} (bash scripts/pulumi-toolchain.sh builds agentplane's stand-in)`,
+    : `pulumi-resource-kubernetes is not in ${path.dirname(plugin)} (bash scripts/pulumi-toolchain.sh builds upstream's)`,
 );
 
 describe.skipIf(skip)('pulumi preview of the dev stack, rendered to a directory', () => {

@@ -178,7 +178,7 @@ describe.skipIf(skip)('the web console in Chromium', { timeout: 180_000, retry: 
     await screenshot(page, 'sessions-empty');
     await page.getByRole('button', { name: 'New session' }).click();
     await page.getByLabel('Computer').selectOption({ label: 'console-byom' });
-    await page.getByLabel('Model').fill('coder');
+    await page.getByLabel('Model').selectOption('coder');
     await page.getByRole('button', { name: 'Start session' }).click();
     await page.getByLabel('Message').waitFor();
     await page.getByLabel('Message').fill('How does the repository look?');
@@ -196,7 +196,7 @@ describe.skipIf(skip)('the web console in Chromium', { timeout: 180_000, retry: 
     await page.goto(`${api.url}/#/sessions`);
     await page.getByRole('button', { name: 'New session' }).click();
     await page.getByLabel('Computer').selectOption({ label: 'console-byom' });
-    await page.getByLabel('Model').fill('coder');
+    await page.getByLabel('Model').selectOption('coder');
     await page.getByLabel(/^Autonomy/).selectOption('high');
     await page.getByRole('button', { name: 'Start session' }).click();
     await page.getByLabel('Message').waitFor();

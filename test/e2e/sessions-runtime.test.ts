@@ -1,7 +1,7 @@
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { recordEvents } from '../../src/modules/analytics/events.ts';
 import { systemClock } from '../../src/lib/clock.ts';
-import { sessionTurnJob } from '../../src/modules/sessions/jobs.ts';
+import { sessionTurnJob } from '../../src/modules/sessions/job-kinds.ts';
 import { reapStuckTurns, STOPPED_TURN, STUCK_AFTER_MS } from '../../src/modules/sessions/reaper.ts';
 import { appendMessage } from '../../src/modules/sessions/store.ts';
 import { CRASHED_TOOL } from '../../src/modules/sessions/turn-runner.ts';

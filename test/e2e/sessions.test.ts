@@ -145,13 +145,13 @@ describe.skipIf(skip).each(BACKENDS)('sessions API on %s', (backend) => {
       expect(await api.db.prisma.session.count()).toBe(before);
     });
 
-    it('answers 400 for an unknown or missing model, 400 for bad settings', async () => {
+    it('answers 400 for an unknown model and bad settings; a session naming no model gets the default (#34)', async () => {
       const unknown = await create({ sessionSettings: { model: 'gpt-nope' } });
       expect(unknown.status).toBe(400);
       expect(unknown.body.detail).toMatch(/"gpt-nope" is not a known model/);
       const none = await create({ sessionSettings: {} });
-      expect(none.status).toBe(400);
-      expect(none.body.detail).toMatch(/sessionSettings.model is required/);
+      expect(none.status).toBe(201);
+      expect(none.body.sessionSettings.model).toBe('test-model');
       const bad = await create({ sessionSettings: { model: 'test-model', reasoningEffort: 'extreme' } });
       expect(bad.status).toBe(400);
       expect(bad.body.detail).toMatch(/sessionSettings.reasoningEffort/);
@@ -202,6 +202,16 @@ describe.skipIf(skip).each(BACKENDS)('sessions API on %s', (backend) => {
       } finally {
         await api.db.prisma.computer.update({ where: { id: computerId }, data: { status: 'active' } });
       }
+    });
+
+    it("accepts the name of one of the caller's own computers as computerId and stores the id (#34)", async () => {
+      const byName = await create({ computerId: 'sessions-1' });
+      expect(byName.status, byName.body?.detail).toBe(201);
+      expect(byName.body.computerId).toBe(computerId);
+      // Another member's computer is reached by neither its name nor its id.
+      const other = await create({ computerId: 'sessions-1' }, api.acme.members.manager.apiKey);
+      expect(other.status).toBe(400);
+      expect(other.body.detail).toBe('computerId sessions-1: no such computer in this organization');
     });
 
     it("answers 429 when the user's concurrent sessions reach the limit", async () => {

@@ -1031,6 +1031,23 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v0/sessions/{sessionId}/approvals/{toolUseId}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Approves or denies a tool call the session's paused turn waits on (pendingApprovals); the turn resumes once none is pending. The session's owner, or a manager or owner for a service account's session. This feature is enabled for selected organizations only. */
+        post: operations["decideApproval"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/v0/sessions/{sessionId}/messages": {
         parameters: {
             query?: never;
@@ -1077,6 +1094,23 @@ export interface paths {
         put?: never;
         /** Stores git-ai checkpoints of a commit made in the session; their line stats feed productivity analytics. This feature is enabled for selected organizations only. */
         post: operations["createGitAiCheckpoints"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v0/models": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** The models this organization's sessions may use: the deployment's models file and the organization's custom models, as its model policy allows; isDefault marks the one a session that names no model gets. */
+        get: operations["listModels"];
+        put?: never;
+        post?: never;
         delete?: never;
         options?: never;
         head?: never;
@@ -2466,6 +2500,8 @@ export interface components {
             serviceCredits: number;
             /** @description Set for subagent sessions */
             parent_session_id?: string;
+            /** @description Tool calls the paused turn waits on (status pending); answer each with POST .../approvals/{toolUseId} */
+            pendingApprovals?: components["schemas"]["PendingApproval"][];
         };
         SessionSettings: {
             model?: string;
@@ -2513,6 +2549,19 @@ export interface components {
             thinkingTokens: number;
             serviceCredits?: number;
         };
+        PendingApproval: {
+            /** @description The tool call (tool_use block id) waiting for a decision */
+            toolUseId: string;
+            toolName: string;
+            /** @description The tool call input as the model wrote it */
+            input: {
+                [key: string]: unknown;
+            };
+            /** @description Unix ms */
+            requestedAt: number;
+            /** @description Unix ms: unanswered by then, the call is not run and the model is told so */
+            expiresAt: number;
+        };
         SessionSettingsInput: {
             model?: string;
             /** @enum {string} */
@@ -2549,6 +2598,21 @@ export interface components {
              * @description Presence archives the session; null unarchives it
              */
             archivedAt?: string | null;
+        };
+        ApprovalDecision: {
+            toolUseId: string;
+            toolName: string;
+            /** @enum {string} */
+            status: "approved" | "denied";
+            /** @enum {string} */
+            scope: "once" | "session";
+            /** @description Unix ms */
+            decidedAt: number;
+            /**
+             * @description The session status right after the decision (the resumed turn starts on a worker shortly after)
+             * @enum {string}
+             */
+            sessionStatus: "idle" | "pending" | "running";
         };
         Message: {
             id: string;
@@ -2733,6 +2797,19 @@ export interface components {
             tokensBefore: number;
             /** @description Estimated input tokens of the context after it */
             tokensAfter: number;
+        };
+        Model: {
+            /** @description What sessionSettings.model names: a models-file id, or custom:<name> for the organization’s custom models */
+            id: string;
+            /**
+             * @description The wire the control plane speaks to it
+             * @enum {string}
+             */
+            provider: "anthropic" | "openai-compatible";
+            /** @description Tokens one call may read and write together */
+            contextWindow: number;
+            /** @description The model a session that names none uses (exactly one when the list is not empty) */
+            isDefault: boolean;
         };
         CreatedWebhook: {
             id: string;
@@ -7972,7 +8049,7 @@ export interface operations {
         requestBody?: {
             content: {
                 "application/json": {
-                    /** @description The computer the session runs on */
+                    /** @description The computer the session runs on: its id, or the name of one of your own computers (the session stores the id) */
                     computerId: string;
                     /** @description Working directory on the computer; default: the remote user's home directory */
                     cwd?: string;
@@ -8484,6 +8561,98 @@ export interface operations {
             };
         };
     };
+    decideApproval: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Session ID */
+                sessionId: string;
+                /** @description The tool call waiting for approval */
+                toolUseId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: {
+            content: {
+                "application/json": {
+                    /** @enum {string} */
+                    decision: "approve" | "deny";
+                    /**
+                     * @description session: also decide every later call like it in this session without asking (the same command line for run_command, the same path for write_file and edit_file, the same input for other tools)
+                     * @default once
+                     * @enum {string}
+                     */
+                    scope?: "once" | "session";
+                };
+            };
+        };
+        responses: {
+            /** @description The decision */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApprovalDecision"];
+                };
+            };
+            /** @description Bad Request */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Unauthorized */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Forbidden */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not Found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Conflict */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Internal Server Error */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
     listMessages: {
         parameters: {
             query?: {
@@ -8924,6 +9093,46 @@ export interface operations {
             };
         };
     };
+    listModels: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Models */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        models: components["schemas"]["Model"][];
+                    };
+                };
+            };
+            /** @description Unauthorized */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Internal Server Error */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
     listWebhooks: {
         parameters: {
             query?: never;
@@ -8988,8 +9197,8 @@ export interface operations {
                      * @description Where deliveries are POSTed; checked by the egress policy (AGENTPLANE_EGRESS_ALLOW)
                      */
                     url: string;
-                    /** @description Event types to deliver: session.idle, session.failed, session.interrupted, computer.active, computer.error, computer.deleted, apikey.revoked, webhook.disabled, config.applied, config.failed, config.drift */
-                    eventTypes: ("session.idle" | "session.failed" | "session.interrupted" | "computer.active" | "computer.error" | "computer.deleted" | "apikey.revoked" | "webhook.disabled" | "config.applied" | "config.failed" | "config.drift")[];
+                    /** @description Event types to deliver: session.idle, session.failed, session.interrupted, session.approval_requested, computer.active, computer.error, computer.deleted, apikey.revoked, webhook.disabled, config.applied, config.failed, config.drift */
+                    eventTypes: ("session.idle" | "session.failed" | "session.interrupted" | "session.approval_requested" | "computer.active" | "computer.error" | "computer.deleted" | "apikey.revoked" | "webhook.disabled" | "config.applied" | "config.failed" | "config.drift")[];
                     description?: string;
                 };
             };
@@ -9176,8 +9385,8 @@ export interface operations {
                      * @description Where deliveries are POSTed; checked by the egress policy (AGENTPLANE_EGRESS_ALLOW)
                      */
                     url?: string;
-                    /** @description Event types to deliver: session.idle, session.failed, session.interrupted, computer.active, computer.error, computer.deleted, apikey.revoked, webhook.disabled, config.applied, config.failed, config.drift */
-                    eventTypes?: ("session.idle" | "session.failed" | "session.interrupted" | "computer.active" | "computer.error" | "computer.deleted" | "apikey.revoked" | "webhook.disabled" | "config.applied" | "config.failed" | "config.drift")[];
+                    /** @description Event types to deliver: session.idle, session.failed, session.interrupted, session.approval_requested, computer.active, computer.error, computer.deleted, apikey.revoked, webhook.disabled, config.applied, config.failed, config.drift */
+                    eventTypes?: ("session.idle" | "session.failed" | "session.interrupted" | "session.approval_requested" | "computer.active" | "computer.error" | "computer.deleted" | "apikey.revoked" | "webhook.disabled" | "config.applied" | "config.failed" | "config.drift")[];
                     description?: string | null;
                     /** @description false disables deliveries; true re-enables an endpoint, also one the control plane disabled */
                     enabled?: boolean;
@@ -10383,7 +10592,7 @@ export interface operations {
             query?: {
                 /** @description Resume after this event id, as the Last-Event-ID header does (for clients that cannot set headers; the header wins). 0 replays every retained event. */
                 lastEventId?: string;
-                /** @description Comma-separated event types to receive (default all): session.idle, session.failed, session.interrupted, computer.active, computer.error, computer.deleted, apikey.revoked, webhook.disabled, config.applied, config.failed, config.drift */
+                /** @description Comma-separated event types to receive (default all): session.idle, session.failed, session.interrupted, session.approval_requested, computer.active, computer.error, computer.deleted, apikey.revoked, webhook.disabled, config.applied, config.failed, config.drift */
                 types?: string;
             };
             header?: never;

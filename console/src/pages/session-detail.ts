@@ -9,6 +9,18 @@ import { href } from '../router.ts';
 import { useAction, useResource } from '../resource.ts';
 
 type Message = components['schemas']['Message'];
+type Session = components['schemas']['Session'];
+type Pending = components['schemas']['PendingApproval'];
+type Autonomy = NonNullable<components['schemas']['SessionSettingsInput']['autonomyLevel']>;
+
+/** Autonomy levels as people read them: what runs without asking (the rest asks in the transcript). */
+export const AUTONOMY_CHOICES: [Autonomy, string][] = [
+  ['off', 'off — reads only; asks before writing or running'],
+  ['low', 'low — also edits files; asks before commands'],
+  ['medium', 'medium — also runs commands'],
+  ['high', 'high — runs everything'],
+];
+
 type Block = components['schemas']['ContentBlock'];
 type ToolResult = Extract<Block, { type: 'tool_result' }>;
 
@@ -130,9 +142,9 @@ export function SessionDetail({ id }: { id: string }) {
     <//>
     <${ErrorBox} error=${session.error} />
     <${ErrorBox} error=${interrupt.error} what="Not interrupted" />
+    <${SessionSettingsForm} session=${s} onChange=${(next: Session) => session.set(() => next)} />
     <dl class="fields compact">
       <dt>Computer</dt><dd>${s.computerId ? html`<a href=${href('computers', s.computerId)}>${s.computerId}</a>` : '—'}</dd>
-      <dt>Model</dt><dd>${s.sessionSettings?.model ?? '—'}</dd>
       <dt>Credits</dt><dd data-testid="credits">${number(s.serviceCredits)}</dd>
       <dt>Tokens in / out</dt><dd>${number(usage?.inputTokens)} / ${number(usage?.outputTokens)}</dd>
       <dt>Cache read / written</dt><dd>${number(usage?.cacheReadTokens)} / ${number(usage?.cacheCreationTokens)}</dd>
@@ -141,7 +153,13 @@ export function SessionDetail({ id }: { id: string }) {
     <section aria-labelledby="transcript-title">
       <h2 id="transcript-title">Transcript</h2>
       <${ErrorBox} error=${messages.error} />
-      <${Transcript} messages=${messages.data ?? []} streaming=${streaming} outputs=${outputs} running=${busy} />
+      <${Transcript}
+        messages=${messages.data ?? []}
+        streaming=${streaming}
+        outputs=${outputs}
+        running=${busy && !s.pendingApprovals?.length}
+        approvals=${approvalsOf(id, s.pendingApprovals ?? [], () => Promise.all([session.reload(), messages.reload()]))}
+      />
     </section>
     <form
       class="composer"
@@ -167,16 +185,81 @@ export function SessionDetail({ id }: { id: string }) {
   `;
 }
 
+/** The session's model and autonomy, each changed at once with PATCH (the next turn uses them). */
+function SessionSettingsForm({ session, onChange }: { session: Session; onChange: (s: Session) => void }) {
+  const models = useResource(async () => (await must(api.GET('/api/v0/models'))).models, []);
+  const save = useAction(async (change: { model?: string; autonomyLevel?: Autonomy }) => {
+    onChange(await must(api.PATCH('/api/v0/sessions/{sessionId}', { params: { path: { sessionId: session.sessionId } }, body: { sessionSettings: change } })));
+  });
+  const settings = session.sessionSettings ?? {};
+  const current = settings.model ?? '';
+  const listed = (models.data ?? []).map((m) => m.id);
+  const value = (e: Event) => (e.target as HTMLSelectElement).value;
+  return html`<form class="session-settings" aria-label="Session settings" onSubmit=${(e: Event) => e.preventDefault()}>
+    <label
+      >Model
+      <select value=${current} disabled=${save.busy} onChange=${(e: Event) => save.run({ model: value(e) })}>
+        ${current && !listed.includes(current) ? html`<option value=${current}>${current}</option>` : null}
+        ${listed.map((m) => html`<option key=${m} value=${m}>${m}</option>`)}
+      </select>
+    </label>
+    <label
+      >Autonomy
+      <select value=${settings.autonomyLevel ?? 'off'} disabled=${save.busy} onChange=${(e: Event) => save.run({ autonomyLevel: value(e) as Autonomy })}>
+        ${AUTONOMY_CHOICES.map(([v, label]) => html`<option key=${v} value=${v}>${label}</option>`)}
+      </select>
+    </label>
+    <${ErrorBox} error=${save.error ?? models.error} what="Not changed" />
+  </form>`;
+}
+
+/** What the transcript needs to show a pending call's Approve / Deny. */
+interface Approvals {
+  pending: Map<string, Pending>;
+  decide(toolUseId: string, decision: 'approve' | 'deny', scope: 'once' | 'session'): Promise<void>;
+}
+
+function approvalsOf(sessionId: string, pending: Pending[], reload: () => Promise<unknown>): Approvals {
+  return {
+    pending: new Map(pending.map((p) => [p.toolUseId, p])),
+    async decide(toolUseId, decision, scope) {
+      await must(api.POST('/api/v0/sessions/{sessionId}/approvals/{toolUseId}', { params: { path: { sessionId, toolUseId } }, body: { decision, scope } }));
+      await reload();
+    },
+  };
+}
+
+/** A tool call waiting for a decision, inline in the transcript: Approve / Deny, once or for calls like it. */
+function ApprovalRequest({ request, approvals }: { request: Pending; approvals: Approvals }) {
+  const [always, setAlways] = useState(false);
+  const decide = useAction((decision: 'approve' | 'deny') => approvals.decide(request.toolUseId, decision, always ? 'session' : 'once'));
+  const like = request.toolName === 'run_command' ? 'this exact command' : request.toolName.endsWith('_file') ? 'this file' : 'this exact call';
+  return html`<div class="approval" role="group" aria-label=${`Approval for ${request.toolName}`} data-testid="approval">
+    <p><strong>The agent asks to run ${request.toolName}.</strong> <span class="muted">Unanswered, it expires at ${dateTime(request.expiresAt)}.</span></p>
+    <label class="inline"
+      ><input type="checkbox" checked=${always} onChange=${(e: Event) => setAlways((e.target as HTMLInputElement).checked)} /> For the rest of the session
+      (${like})</label
+    >
+    <div class="actions">
+      <button type="button" class="primary" disabled=${decide.busy} onClick=${() => decide.run('approve')}>Approve</button>
+      <button type="button" class="danger" disabled=${decide.busy} onClick=${() => decide.run('deny')}>Deny</button>
+    </div>
+    <${ErrorBox} error=${decide.error} what="Not answered" />
+  </div>`;
+}
+
 function Transcript({
   messages,
   streaming,
   outputs,
   running,
+  approvals,
 }: {
   messages: Message[];
   streaming: { text: string; thinking: string };
   outputs: LiveOutputs;
   running: boolean;
+  approvals: Approvals;
 }) {
   const results = new Map<string, ToolResult>();
   for (const m of messages) for (const b of m.content) if (b.type === 'tool_result') results.set(b.toolUseId, b);
@@ -189,7 +272,7 @@ function Transcript({
       (m) => html`<li key=${m.id} class=${`message message-${m.role}${m.isError ? ' message-error' : ''}`} data-role=${m.role}>
         <div class="message-meta"><span>${m.role === 'user' ? 'You' : m.role === 'assistant' ? 'Agent' : m.role}</span> <time>${dateTime(m.createdAt)}</time></div>
         ${m.compaction ? html`<p class="muted">Earlier messages were summarised to fit the model's context.</p>` : null}
-        ${m.content.map((b, i) => html`<${BlockView} key=${i} block=${b} results=${results} outputs=${outputs} />`)}
+        ${m.content.map((b, i) => html`<${BlockView} key=${i} block=${b} results=${results} outputs=${outputs} approvals=${approvals} />`)}
       </li>`,
     )}
     ${
@@ -211,7 +294,7 @@ function resultText(r: ToolResult): string {
   return (r.content ?? []).map((c) => (c.type === 'text' ? c.text : `[${c.type}]`)).join('\n');
 }
 
-function BlockView({ block, results, outputs }: { block: Block; results: Map<string, ToolResult>; outputs: LiveOutputs }) {
+function BlockView({ block, results, outputs, approvals }: { block: Block; results: Map<string, ToolResult>; outputs: LiveOutputs; approvals: Approvals }) {
   switch (block.type) {
     case 'text':
       return html`<div class="text">${block.text}</div>`;
@@ -222,13 +305,16 @@ function BlockView({ block, results, outputs }: { block: Block; results: Map<str
     case 'tool_use': {
       const result = results.get(block.id);
       const live = result ? undefined : outputs[block.id];
-      return html`<details class=${`tool${result?.isError ? ' tool-error' : ''}`} data-tool=${block.name} open=${live ? true : undefined}>
+      const request = result ? undefined : approvals.pending.get(block.id);
+      const badge = result ? (result.isError ? 'failed' : 'completed') : request ? 'needs approval' : 'running';
+      return html`<details class=${`tool${result?.isError ? ' tool-error' : ''}`} data-tool=${block.name} open=${live || request ? true : undefined}>
         <summary>
           <span class="tool-name">${block.name}</span>
-          ${result ? (result.isError ? html`<${Badge} value="failed" />` : html`<${Badge} value="completed" />`) : html`<${Badge} value="running" />`}
+          <${Badge} value=${badge} />
         </summary>
         <h3 class="sr-only">Input</h3>
         <pre>${JSON.stringify(block.input, null, 2)}</pre>
+        ${request ? html`<${ApprovalRequest} request=${request} approvals=${approvals} />` : null}
         ${
           result
             ? html`<h3 class="sr-only">Output</h3><pre class="tool-output">${resultText(result)}</pre>`

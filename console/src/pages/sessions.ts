@@ -7,7 +7,7 @@ import { html } from '../html.ts';
 import { href, navigate } from '../router.ts';
 import { useAction, useResource } from '../resource.ts';
 import type { PageProps } from '../sections.ts';
-import { SessionDetail } from './session-detail.ts';
+import { AUTONOMY_CHOICES, SessionDetail } from './session-detail.ts';
 
 type Session = components['schemas']['Session'];
 type Autonomy = NonNullable<components['schemas']['SessionSettingsInput']['autonomyLevel']>;
@@ -83,7 +83,10 @@ function SessionList({ computerId }: { computerId: string }) {
 
 function CreateSession({ computerId }: { computerId: string }) {
   const computers = useResource(async () => (await must(api.GET('/api/v0/computers'))).computers.filter((c) => c.status === 'active'), []);
+  const models = useResource(async () => (await must(api.GET('/api/v0/models'))).models, []);
   const [form, setForm] = useState({ computerId, cwd: '', model: '', autonomyLevel: '' });
+  // The deployment's default is preselected once the list arrives.
+  const model = form.model || models.data?.find((m) => m.isDefault)?.id || '';
   const create = useAction(async () => {
     const session = await must(
       api.POST('/api/v0/sessions', {
@@ -91,7 +94,7 @@ function CreateSession({ computerId }: { computerId: string }) {
           computerId: form.computerId,
           ...(form.cwd ? { cwd: form.cwd } : {}),
           sessionSettings: {
-            ...(form.model ? { model: form.model } : {}),
+            ...(model ? { model } : {}),
             ...(form.autonomyLevel ? { autonomyLevel: form.autonomyLevel as Autonomy } : {}),
           },
         },
@@ -114,15 +117,21 @@ function CreateSession({ computerId }: { computerId: string }) {
           </select>
         </label>
         <label>Working directory <input value=${form.cwd} placeholder="the remote user's home" onInput=${(e: Event) => setForm({ ...form, cwd: value(e) })} /></label>
-        <label>Model <input value=${form.model} placeholder="the deployment's default" onInput=${(e: Event) => setForm({ ...form, model: value(e) })} /></label>
+        <label
+          >Model
+          <select required value=${model} onChange=${(e: Event) => setForm({ ...form, model: value(e) })}>
+            ${models.data && !models.data.length ? html`<option value="">No model is configured</option>` : null}
+            ${(models.data ?? []).map(
+              (m) =>
+                html`<option key=${m.id} value=${m.id}>${m.id} (${m.provider}, ${number(m.contextWindow)} tokens)${m.isDefault ? ' — default' : ''}</option>`,
+            )}
+          </select>
+        </label>
         <label
           >Autonomy (what the agent runs without asking)
           <select value=${form.autonomyLevel} onChange=${(e: Event) => setForm({ ...form, autonomyLevel: value(e) })}>
-            <option value="">the default</option>
-            <option value="off">off — read only</option>
-            <option value="low">low</option>
-            <option value="medium">medium</option>
-            <option value="high">high — commands too</option>
+            <option value="">the organization's default (off unless set)</option>
+            ${AUTONOMY_CHOICES.map(([v, label]) => html`<option key=${v} value=${v}>${label}</option>`)}
           </select>
         </label>
       </div>
@@ -131,7 +140,13 @@ function CreateSession({ computerId }: { computerId: string }) {
           ? html`<p class="hint">No active computer yet: <a href=${href('computers')}>create or register one</a> first.</p>`
           : null
       }
+      ${
+        models.data && !models.data.length
+          ? html`<p class="hint">This deployment offers no model yet: an operator points <code>AGENTPLANE_MODELS_FILE</code> at a models file (README, “Agent sessions”).</p>`
+          : null
+      }
       <${ErrorBox} error=${computers.error} />
+      <${ErrorBox} error=${models.error} />
       <${ErrorBox} error=${create.error} what="Not started" />
       <button type="submit" class="primary" disabled=${create.busy}>${create.busy ? 'Starting…' : 'Start session'}</button>
     </form>

@@ -6,6 +6,7 @@ export const ORGANIZATION_EVENT_TYPES = {
   'session.idle': 'A session finished its turn and waits for a message',
   'session.failed': 'A turn ended with an error (model, computer, credits, or a stuck turn stopped by the control plane)',
   'session.interrupted': 'A turn stopped because it was interrupted',
+  'session.approval_requested': "A turn paused: tool calls need more autonomy than the session has and wait for its owner's or a manager's decision",
   'computer.active': 'A computer became active (provisioned, or registered)',
   'computer.error': 'Provisioning failed or timed out',
   'computer.deleted': 'A computer was deleted',
@@ -27,6 +28,7 @@ type ResourceEventType =
   | 'session.message.updated'
   | 'session.usage'
   | 'session.interrupt_requested'
+  | 'session.approval_resolved'
   | 'computer.status'
   | 'computer.step'
   | 'computer.power'

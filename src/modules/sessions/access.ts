@@ -1,7 +1,7 @@
 import { roleAtLeast, type Principal } from '../../auth/principal.ts';
 import type { Db } from '../../db/client.ts';
 import type { Session } from '../../generated/prisma/client.ts';
-import { BadRequest, NotFound } from '../../lib/errors.ts';
+import { BadRequest, Forbidden, NotFound } from '../../lib/errors.ts';
 import { ownerOf } from '../computers/access.ts';
 
 /**
@@ -31,4 +31,21 @@ export async function reachableSession(
     );
   }
   return session;
+}
+
+/**
+ * A session whose approvals the principal may answer: its owner's, and a service account's
+ * session for human managers and owners (as reachableSession). A plain member answering a service
+ * account's session gets 403, as for its computers (members see the organization's service
+ * accounts); another member's session and another organization's answer 404.
+ */
+export async function approvableSession(db: Db, principal: Principal, sessionId: string): Promise<Session> {
+  const session = await db.session.findFirst({ where: { id: sessionId, organizationId: principal.organizationId, deletedAt: null } });
+  const me = ownerOf(principal);
+  if (session && session.ownerKind === 'service' && !(session.ownerKind === me.kind && session.ownerId === me.id)) {
+    if (principal.kind !== 'user' || !roleAtLeast(principal.role, 'manager')) {
+      throw new Forbidden("A service account's session has its approvals answered by the service account or by a manager or owner of the organization");
+    }
+  }
+  return reachableSession(db, principal, sessionId);
 }

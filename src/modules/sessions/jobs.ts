@@ -2,25 +2,10 @@ import { z } from 'zod';
 import type { Db, PrismaClient } from '../../db/client.ts';
 import { defineJobKind, type JobDefinition, type JobSchedule } from '../../jobs/job.ts';
 import type { Clock } from '../../lib/clock.ts';
+import { expireApproval, expireOverdueApprovals } from './approval-expire.ts';
+import { sessionApprovalExpireJob, sessionTurnJob } from './job-kinds.ts';
 import { reapStuckTurns } from './reaper.ts';
 import { runSessionTurn, type TurnRunnerDeps } from './turn-runner.ts';
-
-/**
- * One agent turn of a session. Serialized per session: turns of one session never overlap. Every
- * added message sends one; a run that finds no queued message has nothing to do. A worker that
- * dies mid-turn stops heartbeating; after `heartbeatSeconds` the job runs again and continues
- * the turn.
- */
-export const sessionTurnJob = defineJobKind({
-  name: 'sessions.turn',
-  payload: z.object({ sessionId: z.string().min(1) }),
-  retryLimit: 2,
-  retryDelaySeconds: 1,
-  expireInSeconds: 3 * 3600,
-  heartbeatSeconds: 10,
-  concurrency: 8,
-  serializeBy: (p) => p.sessionId,
-});
 
 /** Removes deleted sessions past their retention. */
 const sessionPurgeJob = defineJobKind({
@@ -57,6 +42,7 @@ export async function purgeExpiredSessions(deps: { db: Db; clock: Clock }): Prom
 export function sessionJobs(deps: TurnRunnerDeps & { db: PrismaClient }): JobDefinition[] {
   return [
     sessionTurnJob.handledBy((p, ctx) => runSessionTurn(deps, p.sessionId, ctx)),
+    sessionApprovalExpireJob.handledBy((p, ctx) => expireApproval(deps, p, ctx.send)),
     sessionPurgeJob.handledBy(async (_payload, ctx) => {
       const purged = await purgeExpiredSessions(deps);
       ctx.log.info({ purged }, 'purged deleted sessions past their retention');
@@ -64,6 +50,8 @@ export function sessionJobs(deps: TurnRunnerDeps & { db: PrismaClient }): JobDef
     sessionReapJob.handledBy(async (_payload, ctx) => {
       const reaped = await reapStuckTurns(deps, (sessionId) => ctx.send(sessionTurnJob, { sessionId }));
       if (reaped.ended + reaped.resent > 0) ctx.log.warn(reaped, 'reaped agent turns whose worker stopped');
+      const expired = await expireOverdueApprovals(deps, ctx.send);
+      if (expired > 0) ctx.log.warn({ expired }, 'expired approvals whose expiry job was lost');
     }),
   ];
 }

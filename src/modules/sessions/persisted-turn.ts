@@ -12,6 +12,7 @@ import {
   type ModelPricing,
   type RuntimeMessage,
   type ToolHost,
+  type TurnOptions,
   type TurnResult,
 } from '../../agent/index.ts';
 import type { StoredSettings } from './settings.ts';
@@ -48,7 +49,8 @@ export async function runPersistedTurn(
   env: TurnEnvironment,
   session: Pick<Session, 'id' | 'organizationId' | 'ownerId'>,
   settings: StoredSettings,
-  opts: { history: RuntimeMessage[]; tools: readonly AgentTool[]; signal: AbortSignal },
+  /** `gate`: how calls the autonomy level does not allow are decided (a top-level session asks its owner; a subagent refuses them). */
+  opts: { history: RuntimeMessage[]; tools: readonly AgentTool[]; signal: AbortSignal; gate?: TurnOptions['gate'] },
 ): Promise<TurnResult & { emitted: RuntimeMessage[] }> {
   const events = turnEvents(session, settings);
   const emitted: RuntimeMessage[] = [];
@@ -66,6 +68,7 @@ export async function runPersistedTurn(
     history: opts.history,
     system: env.system,
     signal: opts.signal,
+    gate: opts.gate,
     compaction: env.compaction === 'off' ? 'off' : env.compaction?.model,
     onDelta: (delta) => deltas.push(delta),
     onToolOutput: (toolUseId, stream, text) => toolOutput.push(toolUseId, stream, text),

@@ -14,7 +14,8 @@ export const STOPPED_TURN =
 /**
  * Ends turns no worker runs any more (status running, heartbeat stale: subagent sessions, whose
  * parent died, included) with an error note, and re-sends the turn job of sessions pending for
- * as long (their job was lost), so no session stays running or pending for good.
+ * as long (their job was lost; a turn paused for approvals waits for its decisions instead), so
+ * no session stays running or pending for good.
  */
 export async function reapStuckTurns(
   deps: { db: PrismaClient; clock: Clock },
@@ -30,7 +31,10 @@ export async function reapStuckTurns(
     const done = await deps.db.$transaction((tx) => endTurn(tx, s.id, now, { note: STOPPED_TURN, heartbeat: s.turnHeartbeatAt }));
     if (done) ended++;
   }
-  const pending = await deps.db.session.findMany({ where: { status: 'pending', deletedAt: null, updatedAt: { lt: cutoff } }, select: { id: true } });
+  const pending = await deps.db.session.findMany({
+    where: { status: 'pending', turnPausedAt: null, deletedAt: null, updatedAt: { lt: cutoff } },
+    select: { id: true },
+  });
   for (const s of pending) {
     await deps.db.session.update({ where: { id: s.id }, data: { updatedAt: now } });
     await resend(s.id);

@@ -1,6 +1,9 @@
 import { sessionsEnabled } from '../../auth/guards.ts';
 import { defineRoute, type RouteSpec } from '../../http/route.ts';
 import {
+  ApprovalBody,
+  ApprovalParams,
+  ApprovalResponse,
   CheckpointsBody,
   CheckpointsResponse,
   ComputerQuery,
@@ -114,6 +117,23 @@ export function sessionRoutes(service: SessionsService, opts: { sessionsOrgs: '*
       responses: { 200: { description: 'Current session status', schema: InterruptResponse } },
       errors: [400, 401, 403, 404, 500, 503],
       handler: async ({ principal, params }) => ({ status: 200, body: await service.interrupt(principal, params.sessionId) }),
+    }),
+    defineRoute({
+      ...common,
+      method: 'post',
+      path: '/api/v0/sessions/{sessionId}/approvals/{toolUseId}',
+      operationId: 'decideApproval',
+      summary:
+        `Approves or denies a tool call the session's paused turn waits on (pendingApprovals); the turn resumes once none is pending. ` +
+        `The session's owner, or a manager or owner for a service account's session.${NOTE}`,
+      params: ApprovalParams,
+      body: ApprovalBody,
+      responses: { 200: { description: 'The decision', schema: ApprovalResponse } },
+      errors: [400, 401, 403, 404, 409, 500],
+      handler: async ({ principal, params, body }) => ({
+        status: 200,
+        body: await service.decideApproval(principal, params.sessionId, params.toolUseId, body),
+      }),
     }),
     defineRoute({
       ...common,

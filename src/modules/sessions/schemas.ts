@@ -109,6 +109,17 @@ const SessionSettingsSchema = z
   })
   .meta({ id: 'SessionSettings' });
 
+const PendingApprovalSchema = z
+  .strictObject({
+    toolUseId: z.string().meta({ description: 'The tool call (tool_use block id) waiting for a decision' }),
+    toolName: z.string(),
+    input: z.record(z.string(), z.unknown()).meta({ description: 'The tool call input as the model wrote it' }),
+    requestedAt: z.number().int().meta({ description: 'Unix ms' }),
+    expiresAt: z.number().int().meta({ description: 'Unix ms: unanswered by then, the call is not run and the model is told so' }),
+  })
+  .meta({ id: 'PendingApproval' });
+export type PendingApprovalView = z.infer<typeof PendingApprovalSchema>;
+
 export const SessionSchema = z
   .strictObject({
     sessionId: z.string(),
@@ -123,6 +134,10 @@ export const SessionSchema = z
     sessionSettings: SessionSettingsSchema.optional(),
     serviceCredits: z.number().meta({ description: 'Credits consumed by the session and its subagents' }),
     parent_session_id: z.string().optional().meta({ description: 'Set for subagent sessions' }),
+    pendingApprovals: z
+      .array(PendingApprovalSchema)
+      .optional()
+      .meta({ description: 'Tool calls the paused turn waits on (status pending); answer each with POST .../approvals/{toolUseId}' }),
   })
   .meta({ id: 'Session' });
 export type SessionView = z.infer<typeof SessionSchema>;
@@ -265,7 +280,9 @@ export const MessageListQuery = PageQuerySchema.extend({
 });
 
 export const CreateSessionBody = z.strictObject({
-  computerId: nonBlank('computerId').meta({ description: 'The computer the session runs on' }),
+  computerId: nonBlank('computerId').meta({
+    description: 'The computer the session runs on: its id, or the name of one of your own computers (the session stores the id)',
+  }),
   cwd: z
     .string('cwd must be a string')
     .min(1, 'cwd must not be empty')
@@ -303,6 +320,25 @@ export const PostMessageResponse = z.strictObject({
   status: SessionStatusSchema.meta({ description: 'Agent status after message submission' }),
 });
 export const InterruptResponse = z.strictObject({ status: SessionStatusSchema });
+
+export const ApprovalParams = SessionIdParams.extend({ toolUseId: z.string().min(1).meta({ description: 'The tool call waiting for approval' }) });
+export const ApprovalBody = z.strictObject({
+  decision: z.enum(['approve', 'deny'], 'decision must be "approve" or "deny"'),
+  scope: z.enum(['once', 'session'], 'scope must be "once" or "session"').default('once').meta({
+    description:
+      'session: also decide every later call like it in this session without asking (the same command line for run_command, the same path for write_file and edit_file, the same input for other tools)',
+  }),
+});
+export const ApprovalResponse = z
+  .strictObject({
+    toolUseId: z.string(),
+    toolName: z.string(),
+    status: z.enum(['approved', 'denied']),
+    scope: z.enum(['once', 'session']),
+    decidedAt: z.number().int().meta({ description: 'Unix ms' }),
+    sessionStatus: SessionStatusSchema.meta({ description: 'The session status right after the decision (the resumed turn starts on a worker shortly after)' }),
+  })
+  .meta({ id: 'ApprovalDecision' });
 
 const nonNegInt = (what: string) => z.int(`${what} must be an integer`).nonnegative(`${what} must not be negative`);
 const CheckpointEntrySchema = z.object({

@@ -9,13 +9,14 @@ import type { Clock } from '../../lib/clock.ts';
 import { BadRequest, GatewayTimeout, NotFound, ServiceUnavailable, TooManyRequests } from '../../lib/errors.ts';
 import { newId } from '../../lib/ids.ts';
 import { recordEvents } from '../analytics/events.ts';
-import { PUBLIC_API_SOURCE, recordAudit } from '../audit/record.ts';
+import { recordSessionChange } from './session-audit.ts';
 import { ownerOf, reachableComputer } from '../computers/access.ts';
 import { machineUnavailable, targetFor, type MachineDeps } from '../computers/machines.ts';
 import { reachableSession } from './access.ts';
 import { recordCheckpoints } from './checkpoints.ts';
-import { sessionTurnJob } from './jobs.ts';
+import { sessionTurnJob } from './job-kinds.ts';
 import { knownModel } from '../../agent/models.ts';
+import { defaultModelFor, modelAllowed } from '../../agent/model-catalog.ts';
 import {
   DEFAULT_WAIT_MS,
   SessionSettingsInputSchema,
@@ -29,6 +30,8 @@ import { mergeSettings, organizationDefaults, type StoredSettings } from './sett
 import { enterpriseSettingsOf } from '../organization/enterprise-settings.ts';
 import { sessionEvents } from './session-events.ts';
 import { appendMessage } from './store.ts';
+import { cancelPausedTurn, pendingApprovals } from './approvals.ts';
+import { decideApproval, type DecisionInput } from './decide-approval.ts';
 import { messageView, sessionView, storedSettings } from './views.ts';
 
 export interface SessionsDeps {
@@ -37,6 +40,8 @@ export interface SessionsDeps {
   queue: Pick<JobQueue, 'send'>;
   machines: MachineDeps;
   limits: { maxConcurrentSessions: number; retentionDays: number };
+  /** AGENTPLANE_DEFAULT_MODEL: the model of sessions that name none (else the first the organization may use). */
+  defaultModel?: string;
   /** How often a waiting add-message call looks at the session; default 100 ms. */
   waitPollMs?: number;
 }
@@ -66,8 +71,14 @@ function checkModels(settings: StoredSettings, enterpriseSettings: unknown): voi
     const id = settings[field];
     if (id !== undefined && !knownModel(id, { enterpriseSettings })) {
       throw new BadRequest(
-        `sessionSettings.${field} ${JSON.stringify(id)} is not a known model; use a model of the models file or a custom:<name> model of the organization`,
+        `sessionSettings.${field} ${JSON.stringify(id)} is not a known model; GET /api/v0/models lists the models this organization may use`,
         { metadata: { errors: [{ field: `sessionSettings.${field}`, message: 'unknown model' }] } },
+      );
+    }
+    if (id !== undefined && !modelAllowed(id, enterpriseSettings)) {
+      throw new BadRequest(
+        `sessionSettings.${field} ${JSON.stringify(id)} is not allowed by the organization's model policy; GET /api/v0/models lists the models it may use`,
+        { metadata: { errors: [{ field: `sessionSettings.${field}`, message: 'not allowed by the model policy' }] } },
       );
     }
   }
@@ -96,9 +107,28 @@ function computerIdRefused(computerId: string, err: unknown): unknown {
 export function createSessionsService(deps: SessionsDeps) {
   const { db, clock } = deps;
 
-  /** An active computer the principal may reach, and `cwd` (default: the remote user's home) checked on it. */
+  /**
+   * The computer `ref` names: an id, or else the name of one of the caller's own live computers
+   * (unique per owner, so never ambiguous; another owner's computers are reached by id).
+   */
+  async function computerNamed(principal: Principal, ref: string) {
+    try {
+      return await reachableComputer(db, principal, ref);
+    } catch (err) {
+      if (!(err instanceof NotFound)) throw err;
+      const owner = ownerOf(principal);
+      const named = await db.computer.findFirst({
+        where: { organizationId: principal.organizationId, ownerKind: owner.kind, ownerId: owner.id, liveName: ref, deletedAt: null },
+        select: { id: true },
+      });
+      if (!named) throw new NotFound(`Computer ${ref} not found: neither the id of a computer you can reach nor the name of one of yours`);
+      return reachableComputer(db, principal, named.id);
+    }
+  }
+
+  /** An active computer the principal may reach (by id or its own computer's name), and `cwd` (default: the remote user's home) checked on it. */
   async function checkComputer(principal: Principal, computerId: string, cwd: string | undefined) {
-    const computer = await reachableComputer(db, principal, computerId);
+    const computer = await computerNamed(principal, computerId);
     if (computer.status !== 'active') {
       throw new BadRequest(`Computer ${computerId} is ${computer.status}, not active; wait until it is active or pick another computer`, {
         metadata: { errors: [{ field: 'computerId', message: `computer is ${computer.status}` }] },
@@ -130,7 +160,8 @@ export function createSessionsService(deps: SessionsDeps) {
   }
 
   async function view(session: Session) {
-    return sessionView(session, (await childrenOf([session])).get(session.id));
+    const [children, pending] = await Promise.all([childrenOf([session]), pendingApprovals(db, [session.id])]);
+    return sessionView(session, children.get(session.id), pending.get(session.id));
   }
 
   return {
@@ -138,10 +169,12 @@ export function createSessionsService(deps: SessionsDeps) {
       const owner = ownerOf(principal);
       const enterprise = await enterpriseSettingsOf(db, principal.organizationId);
       const settings = mergeSettings(validDefaults(enterprise), input.sessionSettings ?? {});
+      settings.model ??= defaultModelFor(enterprise, deps.defaultModel);
       if (!settings.model) {
-        throw new BadRequest('sessionSettings.model is required (the organization sets no default model)', {
-          metadata: { errors: [{ field: 'sessionSettings.model', message: 'required' }] },
-        });
+        throw new BadRequest(
+          'sessionSettings.model is required: this deployment offers this organization no model (an operator sets AGENTPLANE_MODELS_FILE, or an owner adds custom models)',
+          { metadata: { errors: [{ field: 'sessionSettings.model', message: 'required' }] } },
+        );
       }
       checkModels(settings, enterprise);
       const busy = await db.session.count({
@@ -198,8 +231,14 @@ export function createSessionsService(deps: SessionsDeps) {
         take: page.take,
       });
       const { items, pagination } = toPage(rows, query);
-      const children = await childrenOf(items);
-      return { sessions: items.map((s) => sessionView(s, children.get(s.id))), pagination };
+      const [children, pending] = await Promise.all([
+        childrenOf(items),
+        pendingApprovals(
+          db,
+          items.map((s) => s.id),
+        ),
+      ]);
+      return { sessions: items.map((s) => sessionView(s, children.get(s.id), pending.get(s.id))), pagination };
     },
 
     async get(principal: Principal, sessionId: string, computerId?: string) {
@@ -228,15 +267,7 @@ export function createSessionsService(deps: SessionsDeps) {
           // A running turn stops: the runtime treats a deleted session as interrupted.
           data: { deletedAt: now, purgeAfter, ...(session.status !== 'idle' ? { interruptRequestedAt: now } : {}) },
         });
-        await recordAudit(tx, {
-          organizationId: principal.organizationId,
-          eventType: 'session_change',
-          source: PUBLIC_API_SOURCE,
-          actor: principal,
-          target: { sessionId: session.id },
-          payload: { action: 'deleted', purgeAfter: purgeAfter.toISOString() },
-          at: now,
-        });
+        await recordSessionChange(tx, principal, session.id, { action: 'deleted', purgeAfter: purgeAfter.toISOString() }, now);
       });
     },
 
@@ -249,15 +280,7 @@ export function createSessionsService(deps: SessionsDeps) {
       }
       const restored = await db.$transaction(async (tx) => {
         const row = await tx.session.update({ where: { id: session.id }, data: { deletedAt: null, purgeAfter: null, updatedAt: now } });
-        await recordAudit(tx, {
-          organizationId: principal.organizationId,
-          eventType: 'session_change',
-          source: PUBLIC_API_SOURCE,
-          actor: principal,
-          target: { sessionId: session.id },
-          payload: { action: 'restored' },
-          at: now,
-        });
+        await recordSessionChange(tx, principal, session.id, { action: 'restored' }, now);
         return row;
       });
       return view(restored);
@@ -266,6 +289,15 @@ export function createSessionsService(deps: SessionsDeps) {
     async interrupt(principal: Principal, sessionId: string) {
       const session = await reachableSession(db, principal, sessionId);
       if (session.status === 'idle') return { status: session.status };
+      if (session.turnPausedAt) {
+        // A turn paused for approvals has no worker to tell: it is cancelled here.
+        const ended = await db.$transaction(async (tx) => {
+          const status = await cancelPausedTurn(tx, session.id, clock.now());
+          if (status === 'pending') await deps.queue.send(sessionTurnJob, { sessionId: session.id }, { tx });
+          return status;
+        });
+        if (ended) return { status: ended };
+      }
       await db.$transaction(async (tx) => {
         const { count } = await tx.session.updateMany({
           where: { id: session.id, status: { not: 'idle' }, interruptRequestedAt: null },
@@ -303,8 +335,9 @@ export function createSessionsService(deps: SessionsDeps) {
 
     async postMessage(principal: Principal, sessionId: string, input: PostMessageInput) {
       let session = await reachableSession(db, principal, sessionId);
-      const switchTo = input.computerId !== undefined && input.computerId !== session.computerId ? input.computerId : undefined;
-      if (switchTo) await checkComputer(principal, switchTo, session.cwd);
+      const asked = input.computerId !== undefined && input.computerId !== session.computerId ? input.computerId : undefined;
+      const resolved = asked ? (await checkComputer(principal, asked, session.cwd)).computer.id : undefined;
+      const switchTo = resolved !== session.computerId ? resolved : undefined;
       const content: ContentBlock[] = [
         { type: 'text', text: input.text },
         ...(input.images ?? []).map((source) => ({ type: 'image' as const, source })),
@@ -352,6 +385,9 @@ export function createSessionsService(deps: SessionsDeps) {
         await sleep(Math.min(deps.waitPollMs ?? 100, Math.max(1, deadline - Date.now())));
       }
     },
+
+    decideApproval: (principal: Principal, sessionId: string, toolUseId: string, input: DecisionInput) =>
+      decideApproval(deps, principal, sessionId, toolUseId, input),
 
     async addCheckpoints(principal: Principal, sessionId: string, input: CheckpointsInput) {
       const session = await reachableSession(db, principal, sessionId);

@@ -17,6 +17,8 @@ import { sessionTools } from './session-tools.ts';
 import type { StoredSettings } from './settings.ts';
 import { sessionEvents, type TurnOutcome } from './session-events.ts';
 import { appendMessage, endTurn, loadHistory, takeQueuedMessages } from './store.ts';
+import { cancelPausedTurn, pauseTurn, resumeTurn, sessionGate } from './approvals.ts';
+import { sessionTurnJob } from './job-kinds.ts';
 import { subagentTool } from './subagent.ts';
 import { readRepositoryInstructions } from './repository-instructions.ts';
 import { systemPrompt } from './system-prompt.ts';
@@ -34,7 +36,11 @@ export interface TurnRunnerDeps {
   watchIntervalMs?: number;
   /** Where models-file API keys are read (default process.env). */
   env?: NodeJS.ProcessEnv;
+  /** How long a tool call waits for approval before it expires (default an hour). */
+  approvalTimeoutMs?: number;
 }
+
+const DEFAULT_APPROVAL_TIMEOUT_MS = 3_600_000;
 
 /** Said in the history where a worker died with tool calls unanswered. */
 export const CRASHED_TOOL = 'The control plane restarted while this tool call ran; it may or may not have finished. Check its effects before relying on them.';
@@ -46,38 +52,55 @@ class TurnRefused extends Error {}
  * One `sessions.turn` job: runs the session's queued user messages as one agent turn, or
  * continues a turn its previous worker left running (a crash or a shutdown), then leaves the
  * session idle, or pending when more messages arrived meanwhile (their own jobs come next; jobs
- * of one session run one at a time). Expected problems (model not configured, computer
+ * of one session run one at a time). A turn whose tool calls need approval pauses (approvals.ts)
+ * and the job ends; the job sent when they are decided resumes it. Expected problems (model not configured, computer
  * unreachable, credits used up) end the turn with an `isError` assistant message. Unexpected
  * failures are retried, and the retry continues the turn; the last attempt ends it with a
  * message instead, so a session never stays running.
  */
 export async function runSessionTurn(deps: TurnRunnerDeps, sessionId: string, ctx: JobContext): Promise<void> {
-  if (!(await beginTurn(deps, sessionId))) return;
+  const begun = await beginTurn(deps, sessionId);
+  if (!begun) return;
   const session = await deps.db.session.findUniqueOrThrow({ where: { id: sessionId } });
   try {
     const result = await executeTurn(deps, session, ctx);
     if (result === 'shutdown') throw new Error('the control plane stopped during the turn');
-    await finishTurn(deps, session, result);
+    if (result.stopReason === 'awaiting_approval') {
+      const timeoutMs = deps.approvalTimeoutMs ?? DEFAULT_APPROVAL_TIMEOUT_MS;
+      await deps.db.$transaction((tx) => pauseTurn(tx, session.id, result.approvals ?? [], { now: deps.clock.now(), timeoutMs, send: ctx.send }));
+      return;
+    }
+    await finishTurn(deps, session, result, begun === 'resumed');
+    // Messages sent while the turn was paused had their jobs find it paused: one more runs them.
+    if (begun === 'resumed') await ctx.send(sessionTurnJob, { sessionId });
   } catch (err) {
     if (!(err instanceof TurnRefused) && !ctx.lastAttempt) throw err;
-    await finishTurn(deps, session, { stopReason: 'error', error: err instanceof Error ? err.message : String(err) });
+    await finishTurn(deps, session, { stopReason: 'error', error: err instanceof Error ? err.message : String(err) }, begun === 'resumed');
     if (!(err instanceof TurnRefused)) ctx.log.error({ err, sessionId }, 'agent turn failed on its last attempt');
   }
 }
 
 /**
- * Takes the queued messages and marks the session running, or finds a turn to continue (the
- * session is still running: its worker died). False when there is nothing to run.
+ * Takes the queued messages and marks the session running (`new`), finds a turn to continue (the
+ * session is still running: its worker died), or resumes a turn paused for approvals once none is
+ * pending (an interrupt meanwhile cancels it). False when there is nothing to run.
  */
-async function beginTurn(deps: TurnRunnerDeps, sessionId: string): Promise<boolean> {
+async function beginTurn(deps: TurnRunnerDeps, sessionId: string): Promise<false | 'new' | 'continued' | 'resumed'> {
   const now = deps.clock.now();
   return deps.db.$transaction(async (tx) => {
     const session = await tx.session.findFirst({ where: { id: sessionId, deletedAt: null } });
     if (!session) return false;
     if (session.status === 'running') {
-      await answerDanglingToolCalls(tx, session.id, now);
+      await answerDanglingToolCalls(tx, session.id, now, CRASHED_TOOL);
       await tx.session.update({ where: { id: session.id }, data: { turnHeartbeatAt: now } });
-      return true;
+      return 'continued';
+    }
+    if (session.turnPausedAt) {
+      if (session.interruptRequestedAt) {
+        await cancelPausedTurn(tx, session.id, now);
+        return false;
+      }
+      return (await resumeTurn(tx, session.id, now)) ? 'resumed' : false;
     }
     const interruptedBeforeStart = session.status === 'pending' && session.interruptRequestedAt !== null;
     const queued = await takeQueuedMessages(tx, session.id, now);
@@ -93,12 +116,15 @@ async function beginTurn(deps: TurnRunnerDeps, sessionId: string): Promise<boole
     await tx.session.update({ where: { id: session.id }, data: { status: 'running', turnHeartbeatAt: now, updatedAt: now } });
     await sessionEvents.status(tx, session.id, 'running');
     await recordEvents(tx, [turnEvents(session, storedSettings(session)).userTurn(now)]);
-    return true;
+    return 'new';
   });
 }
 
-/** Tool calls of the last assistant message that have no result: their worker died mid-call. */
-async function answerDanglingToolCalls(tx: Parameters<Parameters<PrismaClient['$transaction']>[0]>[0], sessionId: string, now: Date) {
+/** Said where a turn ended (refused, failed) before the calls of its last message ran: a resumed turn's. */
+const TURN_ENDED_TOOL = 'The turn ended before this tool call ran; it was not run.';
+
+/** Answers the tool calls of the last assistant message that have no result (their worker died, or the turn ended first). */
+async function answerDanglingToolCalls(tx: Parameters<Parameters<PrismaClient['$transaction']>[0]>[0], sessionId: string, now: Date, text: string) {
   const last = await tx.sessionMessage.findFirst({
     where: { sessionId, OR: [{ queueStatus: null }, { queueStatus: { not: 'queued' } }] },
     orderBy: { seq: 'desc' },
@@ -109,7 +135,7 @@ async function answerDanglingToolCalls(tx: Parameters<Parameters<PrismaClient['$
   await appendMessage(
     tx,
     sessionId,
-    { role: 'tool', content: calls.map((c) => ({ type: 'tool_result' as const, toolUseId: c.id, content: CRASHED_TOOL, isError: true })) },
+    { role: 'tool', content: calls.map((c) => ({ type: 'tool_result' as const, toolUseId: c.id, content: text, isError: true })) },
     now,
   );
 }
@@ -127,11 +153,13 @@ async function executeTurn(deps: TurnRunnerDeps, session: Session, ctx: JobConte
   const tools = sessionTools(settings, [subagentTool(env, session, settings, baseTools)]);
   const watch = watchTurn(deps.db, deps.clock, session.id, ctx.signal, deps.watchIntervalMs);
   try {
+    const timeoutMs = deps.approvalTimeoutMs ?? DEFAULT_APPROVAL_TIMEOUT_MS;
     const result = await runPersistedTurn(env, session, settings, {
       // Messages still queued arrived after this turn began: they belong to the next one.
       history: runtimeHistory(history.filter((m) => m.queueStatus !== 'queued')),
       tools,
       signal: watch.signal,
+      gate: sessionGate(deps.db, session.id, timeoutMs),
     });
     return watch.cause() === 'shutdown' ? 'shutdown' : result;
   } finally {
@@ -201,11 +229,23 @@ const STOP_NOTES: Partial<Record<TurnResult['stopReason'], (r: Pick<TurnResult, 
   max_steps: (r) => `The turn stopped after ${r.steps} model calls, the limit for one turn. Send a message to let the agent continue.`,
 };
 
-const OUTCOMES: Record<TurnResult['stopReason'], TurnOutcome> = { end_turn: 'completed', interrupted: 'interrupted', max_steps: 'failed', error: 'failed' };
+const OUTCOMES: Record<TurnResult['stopReason'], TurnOutcome> = {
+  end_turn: 'completed',
+  interrupted: 'interrupted',
+  max_steps: 'failed',
+  error: 'failed',
+  awaiting_approval: 'failed',
+};
 
-/** Ends the turn: a note for failures, the interrupt cleared, idle (or pending for queued messages). */
-async function finishTurn(deps: TurnRunnerDeps, session: Session, result: Pick<TurnResult, 'stopReason' | 'error'> & { steps?: number }) {
+/**
+ * Ends the turn: a note for failures, the interrupt cleared, idle (or pending for queued messages).
+ * A resumed turn that ended before its decided calls ran (computer gone, model removed) answers them.
+ */
+async function finishTurn(deps: TurnRunnerDeps, session: Session, result: Pick<TurnResult, 'stopReason' | 'error'> & { steps?: number }, resumed: boolean) {
   const now = deps.clock.now();
   const note = STOP_NOTES[result.stopReason]?.({ error: result.error, steps: result.steps ?? 0 });
-  await deps.db.$transaction((tx) => endTurn(tx, session.id, now, { note, outcome: OUTCOMES[result.stopReason] }));
+  await deps.db.$transaction(async (tx) => {
+    if (resumed) await answerDanglingToolCalls(tx, session.id, now, TURN_ENDED_TOOL);
+    await endTurn(tx, session.id, now, { note, outcome: OUTCOMES[result.stopReason] });
+  });
 }

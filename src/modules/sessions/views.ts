@@ -1,5 +1,5 @@
 import type { Session, SessionMessage } from '../../generated/prisma/client.ts';
-import { MESSAGE_EXTRA_FIELDS, type ContentBlock, type MessageView, type SessionView, type TokenUsage } from './schemas.ts';
+import { MESSAGE_EXTRA_FIELDS, type ContentBlock, type MessageView, type PendingApprovalView, type SessionView, type TokenUsage } from './schemas.ts';
 import { toAutonomyMode, type StoredSettings } from './settings.ts';
 
 type UsageColumns = Pick<Session, 'inputTokens' | 'outputTokens' | 'cacheCreationTokens' | 'cacheReadTokens' | 'thinkingTokens' | 'serviceCredits'>;
@@ -35,8 +35,8 @@ export function storedSettings(s: Pick<Session, 'settings'>): StoredSettings {
   return v && typeof v === 'object' && !Array.isArray(v) ? (v as StoredSettings) : {};
 }
 
-/** A session row as the wire's Session; `children` are its direct subagent sessions. */
-export function sessionView(s: Session, children: (InclusiveColumns & { id: string })[] = []): SessionView {
+/** A session row as the wire's Session; `children` are its direct subagent sessions, `pending` the calls its paused turn waits on. */
+export function sessionView(s: Session, children: (InclusiveColumns & { id: string })[] = [], pending: PendingApprovalView[] = []): SessionView {
   const settings = storedSettings(s);
   const autonomyMode = toAutonomyMode(settings.interactionMode, settings.autonomyLevel);
   return {
@@ -60,6 +60,7 @@ export function sessionView(s: Session, children: (InclusiveColumns & { id: stri
     },
     serviceCredits: s.inclServiceCredits,
     ...(s.parentSessionId ? { parent_session_id: s.parentSessionId } : {}),
+    pendingApprovals: pending,
   };
 }
 
