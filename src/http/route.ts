@@ -23,6 +23,8 @@ interface RouteContext<P, Q, B, A extends RouteAuth> {
   principal: A extends true ? Principal : A extends 'optional' ? Principal | undefined : undefined;
   /** The request body as a stream, for routes without a JSON body (uploads). */
   bodyStream: Readable;
+  /** The body's bytes as sent, for a route declaring `rawBody` (a signed webhook's payload). */
+  rawBody: Buffer;
   /** The auth epoch as of a moment after this request arrived, read at most once: the fence of the fenced caches it reads (src/db/fenced-cache.ts). */
   fence: AuthEpoch;
   requestId: string;
@@ -72,6 +74,8 @@ export interface RouteSpec<P = unknown, Q = unknown, B = unknown, A extends Rout
   errors: number[];
   /** The largest JSON body this route accepts, when it is not the server's (`AGENTPLANE_BODY_LIMIT`), e.g. `20mb` for uploaded wikis. */
   bodyLimit?: string;
+  /** Read the body as bytes, whatever its type (`rawBody`), instead of as JSON: a signature covers the bytes. */
+  rawBody?: boolean;
   handler(ctx: RouteContext<P, Q, B, A>): Promise<RouteResult>;
 }
 
@@ -104,7 +108,8 @@ export function mountRoute(
   },
 ): void {
   const responseSchemas = route.responses;
-  const parseJson = express.json({ limit: route.bodyLimit ?? deps.bodyLimit });
+  const limit = route.bodyLimit ?? deps.bodyLimit;
+  const parseJson = route.rawBody ? express.raw({ type: () => true, limit }) : express.json({ limit });
   router[route.method](expressPath(route.path), parseJson, async (req: Request, res: Response) => {
     const fence = requestFence(deps.authEpoch);
     const wantsCredential = route.auth === 'optional' ? req.get('authorization') !== undefined : route.auth !== false;
@@ -116,6 +121,7 @@ export function mountRoute(
       body: parsePart(route.body, route.body ? req.body : undefined, 'body'),
       principal,
       bodyStream: req,
+      rawBody: Buffer.isBuffer(req.body) ? req.body : Buffer.alloc(0),
       fence,
       requestId: res.locals.requestId as string,
       log: res.locals.log as Logger,
