@@ -241,6 +241,8 @@ async function main() {
       await stack.destroy();
     }
     // The floor: what the program renders, applied straight, namespaces first, waited on the same way.
+    // Upstream's provider refuses a kubeconfig (which the SDK takes from KUBECONFIG) beside renderYamlToDirectory.
+    delete process.env.KUBECONFIG;
     const render = path.join(scratch, 'rendered');
     const renderStack = await stackOf('render', {
       image: 'agentplane:bench',

@@ -19,13 +19,9 @@ import type { Logger } from './lib/logger.ts';
 import { analyticsRoutes } from './modules/analytics/routes.ts';
 import { createAnalyticsService } from './modules/analytics/service.ts';
 import { templateRoutes } from './modules/computer-templates/routes.ts';
-import { createTemplatesService } from './modules/computer-templates/service.ts';
 import { computerRoutes } from './modules/computers/routes.ts';
-import { createComputersService } from './modules/computers/service.ts';
 import { organizationRoutes } from './modules/organization/routes.ts';
-import { createOrganizationService } from './modules/organization/service.ts';
 import { serviceAccountRoutes } from './modules/service-accounts/routes.ts';
-import { createServiceAccountsService } from './modules/service-accounts/service.ts';
 import { systemRoutes } from './modules/system/routes.ts';
 import { createSystemService } from './modules/system/service.ts';
 import type { JobQueue } from './jobs/queue.ts';
@@ -38,16 +34,17 @@ import { createSessionsService } from './modules/sessions/service.ts';
 import { automationRoutes } from './modules/automations/routes.ts';
 import { createAutomationsService } from './modules/automations/service.ts';
 import { integrationRoutes } from './modules/integrations/routes.ts';
-import { createIntegrationsService } from './modules/integrations/service.ts';
 import { eventRoutes } from './modules/events/routes.ts';
 import { createEventsService } from './modules/events/service.ts';
 import type { EventHub } from './modules/events/hub.ts';
 import { readinessRoutes } from './modules/readiness/routes.ts';
 import { webhookRoutes } from './modules/webhooks/routes.ts';
-import { createWebhooksService } from './modules/webhooks/service.ts';
 import { createReadinessService } from './modules/readiness/service.ts';
 import { wikiRoutes } from './modules/wiki/routes.ts';
 import { createWikiService } from './modules/wiki/service.ts';
+import { configRoutes } from './modules/config/routes.ts';
+import { createConfigService } from './modules/config/service.ts';
+import { serviceFactories } from './service-factories.ts';
 import { dataDirectoryVideoStorage } from './modules/wiki/video/data-directory.ts';
 import { s3VideoStorage } from './modules/wiki/video/s3.ts';
 import type { ProviderRegistry } from './provisioning/providers/registry.ts';
@@ -56,7 +53,7 @@ import { webSocketDuplex } from './relay/gateway/websocket-stream.ts';
 import type { SshClient } from './ssh/index.ts';
 import { createClientRelay } from './relay/client-relay.ts';
 import type { RelayEndpoints } from './relay/upgrade.ts';
-import type { RelayUrls } from './relay/urls.ts';
+import { publicBaseUrl, type RelayUrls } from './relay/urls.ts';
 
 export interface AppDeps {
   config: Pick<Config, 'bodyLimit' | 'jwt' | 'sessionsOrgs' | 'appUrl' | 'sessions' | 'managed' | 'events' | 'dataDir' | 'wiki' | 'trustProxy'>;
@@ -116,31 +113,24 @@ export function createApp(deps: AppDeps) {
     video: dataDirectoryVideos ?? s3VideoStorage(s3!),
     videoMaxBytes: deps.config.wiki.videoMaxBytes,
   });
+  // The services other code changes things through, built on a client: the app's, or a config apply's transaction.
+  const on = serviceFactories({
+    clock: deps.clock,
+    queue: deps.queue,
+    providers: deps.providers,
+    managed: deps.config.managed,
+    relayUrls: deps.relayUrls,
+    machines: deps.machines,
+    reads: deps.reads,
+    egress: deps.egress,
+    log: deps.log,
+  });
   routes.push(
     ...systemRoutes(createSystemService({ db: deps.prisma, pendingMigrations: deps.pendingMigrations }), openApiDocument),
-    ...computerRoutes(
-      createComputersService({
-        db: deps.prisma,
-        clock: deps.clock,
-        providers: deps.providers,
-        queue: deps.queue,
-        managed: deps.config.managed,
-        relayUrls: deps.relayUrls,
-        ...deps.machines,
-      }),
-    ),
-    ...serviceAccountRoutes(
-      createServiceAccountsService({
-        db: deps.prisma,
-        clock: deps.clock,
-        reads: deps.reads,
-        computers: { queue: deps.queue, managed: deps.config.managed },
-        machines: deps.machines,
-        log: deps.log,
-      }),
-    ),
-    ...templateRoutes(createTemplatesService({ db: deps.prisma, clock: deps.clock, queue: deps.queue })),
-    ...organizationRoutes(createOrganizationService({ db: deps.prisma, clock: deps.clock, secrets: deps.machines.secrets, egress: deps.egress })),
+    ...computerRoutes(on.computers(deps.prisma)),
+    ...serviceAccountRoutes(on.serviceAccounts(deps.prisma)),
+    ...templateRoutes(on.templates(deps.prisma)),
+    ...organizationRoutes(on.organization(deps.prisma)),
     ...analyticsRoutes(createAnalyticsService({ db: deps.prisma, clock: deps.clock })),
     ...readinessRoutes(
       createReadinessService({
@@ -152,7 +142,7 @@ export function createApp(deps: AppDeps) {
       }),
       { appUrl: deps.config.appUrl },
     ),
-    ...integrationRoutes(createIntegrationsService({ db: deps.prisma, clock: deps.clock, secrets: deps.machines.secrets, egress: deps.egress })),
+    ...integrationRoutes(on.integrations(deps.prisma)),
     ...automationRoutes(
       createAutomationsService({ db: deps.prisma, clock: deps.clock, secrets: deps.machines.secrets, egress: deps.egress, wiki: { createRun: wiki.create } }),
     ),
@@ -169,7 +159,18 @@ export function createApp(deps: AppDeps) {
       { sessionsOrgs: deps.config.sessionsOrgs },
     ),
     ...modelRoutes(createModelsService({ db: deps.prisma, defaultModel: deps.config.sessions.defaultModel })),
-    ...webhookRoutes(createWebhooksService({ db: deps.prisma, clock: deps.clock, secrets: deps.machines.secrets, egress: deps.egress })),
+    ...webhookRoutes(on.webhooks(deps.prisma)),
+    ...configRoutes(
+      createConfigService({
+        db: deps.prisma,
+        clock: deps.clock,
+        secrets: deps.machines.secrets,
+        providers: deps.providers,
+        operations: on.configOperations,
+        queue: deps.queue,
+        publicUrl: () => publicBaseUrl(deps.relayUrls),
+      }),
+    ),
     ...eventRoutes(createEventsService({ db: deps.prisma, hub: deps.eventHub, settings: deps.config.events }), {
       sessionsOrgs: deps.config.sessionsOrgs,
     }),

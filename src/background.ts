@@ -55,6 +55,7 @@ export function createBackground(opts: BackgroundOptions): Background {
     events: config.events,
     webhooks: config.webhooks,
     wiki: config.wiki,
+    reads: db.reads,
     approvalTimeoutMs: config.sessions.approvalTimeoutMs,
   });
   const queue = createJobQueue(db, { log, ...opts.queue, jobs });

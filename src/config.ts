@@ -48,6 +48,7 @@ const EnvSchema = z.object({
   AGENTPLANE_K8S_CONTEXT: z.string().min(1).optional(),
   AGENTPLANE_ENCRYPTION_KEY: z.string().optional(),
   AGENTPLANE_SSH_GATEWAY_PORT: z.coerce.number().int().min(0).max(65535).optional(),
+  AGENTPLANE_SSH_KEEPALIVE_SECONDS: z.coerce.number().positive().max(300).default(10),
   AGENTPLANE_PUBLIC_URL: z
     .url()
     .regex(/^https?:\/\//, 'must be an http:// or https:// URL')
@@ -231,6 +232,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env) {
     sshGateway: e.AGENTPLANE_SSH_GATEWAY_PORT === undefined ? undefined : { port: e.AGENTPLANE_SSH_GATEWAY_PORT },
     // Express's `trust proxy`: whose X-Forwarded-Proto and X-Forwarded-Host a request's own address is read from.
     trustProxy: trustProxy(e.AGENTPLANE_TRUST_PROXY),
+    // The control plane's SSH connections to machines: one whose machine misses 3 keepalives in a row is dropped.
+    sshKeepaliveMs: e.AGENTPLANE_SSH_KEEPALIVE_SECONDS * 1000,
     relay: {
       // Unset: the address each request was sent to (its Host, and X-Forwarded-* from trusted proxies),
       // else the server's own listening address; set it where machines reach another address than people.

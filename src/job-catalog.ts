@@ -16,6 +16,10 @@ import { webhookJobs } from './modules/webhooks/jobs.ts';
 import type { WebhookSettings } from './modules/webhooks/settings.ts';
 import { DEFAULT_WIKI_JOB_SETTINGS, type WikiJobSettings } from './modules/wiki/generate/job-deps.ts';
 import { wikiJobs } from './modules/wiki/jobs.ts';
+import { configJobs } from './modules/config/jobs.ts';
+import { configSchedules } from './modules/config/job-kinds.ts';
+import type { ReadRows } from './db/reads.ts';
+import { serviceFactories } from './service-factories.ts';
 import type { Provisioner } from './provisioning/provisioner.ts';
 import type { SshClient } from './ssh/index.ts';
 
@@ -38,6 +42,8 @@ export interface JobDeps {
   webhooks: WebhookSettings;
   /** Wiki generation's size bounds and deadline (configuration; defaults where a caller has none). */
   wiki?: WikiJobSettings;
+  /** The database's prepared reads (services config applies through take them). */
+  reads: ReadRows;
   /** How long a session's tool call waits for approval (configuration; the turn runner's default where a caller has none). */
   approvalTimeoutMs?: number;
 }
@@ -72,6 +78,25 @@ export function jobsFor(deps: JobDeps): JobDefinition[] {
       computers,
       settings: deps.wiki ?? DEFAULT_WIKI_JOB_SETTINGS,
     }),
+    ...configJobs({
+      db: deps.prisma,
+      clock: deps.clock,
+      secrets: deps.secrets,
+      egress: deps.egress,
+      providers: deps.provisioner.providers,
+      scratchRoot: path.join(deps.dataDir, 'config'),
+      operationsFor: (ctx) =>
+        serviceFactories({
+          clock: deps.clock,
+          queue: { send: ctx.send },
+          providers: deps.provisioner.providers,
+          managed: deps.managed,
+          machines: { ssh: deps.ssh, secrets: deps.secrets, gateway: deps.gateway },
+          reads: deps.reads,
+          egress: deps.egress,
+          log: ctx.log,
+        }).configOperations,
+    }),
     ...sessionJobs({
       db: deps.prisma,
       clock: deps.clock,
@@ -83,4 +108,4 @@ export function jobsFor(deps: JobDeps): JobDefinition[] {
 }
 
 /** Every cron schedule (UTC); registering them is an upsert, so each process that starts the queue does. */
-export const JOB_SCHEDULES: readonly JobSchedule[] = [...analyticsSchedules, ...computerSchedules, ...eventSchedules, ...sessionSchedules];
+export const JOB_SCHEDULES: readonly JobSchedule[] = [...analyticsSchedules, ...computerSchedules, ...eventSchedules, ...sessionSchedules, ...configSchedules];

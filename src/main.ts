@@ -5,6 +5,7 @@ import type { Logger } from './lib/logger.ts';
 import type { AgentCommandOptions } from './on-machine/machine-agent/command.ts';
 import type { CiRunOptions } from './on-machine/ci-run/run.ts';
 import { registerRelayCommands } from './on-machine/relay-client/commands.ts';
+import { registerConfigCommands } from './on-machine/config-cli/commands.ts';
 
 // Every command loads its own code when it runs (`await import`): a command that talks to a
 // control plane over HTTP (ssh, port-forward, ci run) must not pay for loading the server.
@@ -185,6 +186,7 @@ program
   });
 
 registerRelayCommands(program);
+registerConfigCommands(program);
 
 program.parseAsync(process.argv).catch((err: unknown) => {
   process.stderr.write(`agentplane: ${err instanceof Error ? err.message : String(err)}\n`);

@@ -38,6 +38,13 @@ export const SECTIONS: Section[] = [
   },
   { id: 'wiki', label: 'Wiki', group: 'Platform', probe: () => '/api/v0/wiki?limit=1', load: () => import('./pages/wiki.ts') },
   {
+    id: 'configuration',
+    label: 'Configuration',
+    group: 'Platform',
+    probe: () => '/api/v0/config/revisions?limit=1',
+    load: () => import('./pages/configuration.ts'),
+  },
+  {
     id: 'service-accounts',
     label: 'Service accounts',
     group: 'Organization',

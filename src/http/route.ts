@@ -23,6 +23,8 @@ interface RouteContext<P, Q, B, A extends RouteAuth> {
   principal: A extends true ? Principal : A extends 'optional' ? Principal | undefined : undefined;
   /** The request body as a stream, for routes without a JSON body (uploads). */
   bodyStream: Readable;
+  /** The body's bytes as sent, for a route declaring `rawBody` (a signed webhook's payload). */
+  rawBody: Buffer;
   /** The auth epoch as of a moment after this request arrived, read at most once: the fence of the fenced caches it reads (src/db/fenced-cache.ts). */
   fence: AuthEpoch;
   requestId: string;
@@ -77,6 +79,8 @@ export interface RouteSpec<P = unknown, Q = unknown, B = unknown, A extends Rout
   errors: number[];
   /** The largest JSON body this route accepts, when it is not the server's (`AGENTPLANE_BODY_LIMIT`), e.g. `20mb` for uploaded wikis. */
   bodyLimit?: string;
+  /** Read the body as bytes, whatever its type (`rawBody`), instead of as JSON: a signature covers the bytes. */
+  rawBody?: boolean;
   handler(ctx: RouteContext<P, Q, B, A>): Promise<RouteResult>;
 }
 
@@ -109,7 +113,12 @@ async function readJsonBody(req: Request, res: Response, parseJson: RequestHandl
       `The request body must be JSON sent with the header Content-Type: application/json (this request sent ${sent ? `Content-Type: ${sent}` : 'no Content-Type'})`,
     );
   }
-  await new Promise<void>((resolve, reject) => parseJson(req, res, (err?: unknown) => (err ? reject(err) : resolve())));
+  await readBody(req, res, parseJson);
+}
+
+/** Runs a body parser (express.json, express.raw) on the request. */
+function readBody(req: Request, res: Response, parser: RequestHandler): Promise<void> {
+  return new Promise<void>((resolve, reject) => parser(req, res, (err?: unknown) => (err ? reject(err) : resolve())));
 }
 
 export function mountRoute(
@@ -123,7 +132,9 @@ export function mountRoute(
   },
 ): void {
   const responseSchemas = route.responses;
-  const parseJson = express.json({ limit: route.bodyLimit ?? deps.bodyLimit });
+  const limit = route.bodyLimit ?? deps.bodyLimit;
+  const parseJson = express.json({ limit });
+  const parseRaw = route.rawBody ? express.raw({ type: () => true, limit }) : undefined;
   // Who is calling is settled before anything the request carries is read or validated: a caller
   // without a credential learns that, not what its body or query got wrong.
   router[route.method](expressPath(route.path), async (req: Request, res: Response) => {
@@ -133,13 +144,15 @@ export function mountRoute(
     if (anonymous && typeof req.query[anonymous.query] !== 'string') throw anonymous.missing();
     const principal = wantsCredential ? await deps.authenticate(req.get('authorization'), fence) : undefined;
     if (principal) for (const guard of route.guards ?? []) guard(principal);
-    if (route.body) await readJsonBody(req, res, parseJson);
+    if (parseRaw) await readBody(req, res, parseRaw);
+    else if (route.body) await readJsonBody(req, res, parseJson);
     const ctx = {
       params: parsePart(route.params, req.params, 'path'),
       query: parsePart(route.query, req.query, 'query'),
       body: parsePart(route.body, route.body ? req.body : undefined, 'body'),
       principal,
       bodyStream: req,
+      rawBody: Buffer.isBuffer(req.body) ? req.body : Buffer.alloc(0),
       fence,
       requestId: res.locals.requestId as string,
       log: res.locals.log as Logger,

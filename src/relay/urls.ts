@@ -24,3 +24,13 @@ export function relayUrls(base: () => string | undefined): RelayUrls {
   };
   return { agentUrl: () => under(AGENT_RELAY_PATH), clientUrl: (id) => under(clientRelayPath(id)) };
 }
+
+/** The API's public base URL, read off the relay's (AGENTPLANE_PUBLIC_URL, or where this server listens). */
+export function publicBaseUrl(urls: RelayUrls | undefined): string | undefined {
+  const agent = urls?.agentUrl();
+  if (!agent) return undefined;
+  const url = new URL(agent);
+  url.protocol = url.protocol === 'wss:' ? 'https:' : 'http:';
+  url.pathname = url.pathname.slice(0, -AGENT_RELAY_PATH.length);
+  return url.href.replace(/\/+$/, '');
+}

@@ -10,6 +10,7 @@ import { ANALYTICS_VARIANTS, expectAnalyticsShape } from '../support/analytics-s
 import { createOrgFixture, startTestApi, type TestApi } from '../support/api.ts';
 import { CLI, REPO_ROOT } from '../support/server-process.ts';
 import { BACKENDS } from '../support/test-db.ts';
+import { seedDataDir } from '../support/pglite-template.ts';
 
 const run = promisify(execFile);
 
@@ -90,7 +91,7 @@ describe.each(BACKENDS)('analytics seed on %s', (backend) => {
 });
 
 describe('agentplane analytics seed', () => {
-  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'agentplane-seed-'));
+  const dir = seedDataDir(fs.mkdtempSync(path.join(os.tmpdir(), 'agentplane-seed-')));
   afterAll(() => fs.rmSync(dir, { recursive: true, force: true }));
   const agentplane = (args: string[]) =>
     run(process.execPath, [CLI, ...args], { cwd: REPO_ROOT, env: { ...process.env, AGENTPLANE_LOG_LEVEL: 'warn', AGENTPLANE_DATA_DIR: dir } });

@@ -4,6 +4,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { promisify } from 'node:util';
 import { afterAll, describe, expect, it } from 'vitest';
+import { seedDataDir } from '../support/pglite-template.ts';
 import { CLI, REPO_ROOT, startServerProcess } from '../support/server-process.ts';
 
 const run = promisify(execFile);
@@ -19,10 +20,9 @@ const agentplane = (args: string[], env: Record<string, string>) =>
   run(process.execPath, [CLI, ...args], { cwd: REPO_ROOT, env: { ...process.env, AGENTPLANE_LOG_LEVEL: 'warn', ...env } });
 
 describe('agentplane CLI', () => {
-  // Three fresh embedded databases and a server start: about 15 s alone, and twice that beside a
-  // CPU-heavy file (the local provider's Pulumi runs) on two cores.
   it('bootstrap is idempotent, prints the key once, and the key works against the server', { timeout: 90_000 }, async () => {
-    const env = { AGENTPLANE_DATA_DIR: tempDir() };
+    // Its subject is bootstrap, not the first migration of an empty directory (`migrate` below is).
+    const env = { AGENTPLANE_DATA_DIR: seedDataDir(tempDir()) };
     const first = JSON.parse((await agentplane(['bootstrap', '--org', 'acme', '--email', 'Ops@Acme.test', '--json'], env)).stdout);
     expect(first).toEqual({ organizationId: expect.stringMatching(/^org_/), userId: expect.stringMatching(/^usr_/), apiKey: expect.stringMatching(/^apk_/) });
     const again = JSON.parse((await agentplane(['bootstrap', '--org', 'acme', '--email', 'ops@acme.test', '--json'], env)).stdout);
@@ -75,7 +75,7 @@ describe('agentplane CLI', () => {
   });
 
   it('`npm start` (the README command) serves and stops cleanly on Ctrl-C', async () => {
-    const server = await startServerProcess({ AGENTPLANE_DATA_DIR: tempDir() }, { command: ['npm', 'start', '--silent'], processGroup: true });
+    const server = await startServerProcess({ AGENTPLANE_DATA_DIR: seedDataDir(tempDir()) }, { command: ['npm', 'start', '--silent'], processGroup: true });
     expect((await fetch(`${server.url}/healthz`)).status).toBe(200);
     expect(server.firstStartKey).toMatch(/^apk_/);
     await server.stop('SIGINT');

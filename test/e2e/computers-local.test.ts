@@ -21,6 +21,7 @@ import { startServerProcess, type ServerProcess } from '../support/server-proces
 import { connectSse } from '../support/sse.ts';
 import { waitFor } from '../support/wait.ts';
 import { skipWithout } from '../support/parts.ts';
+import { seedDataDir } from '../support/pglite-template.ts';
 
 const missing = await localProviderMissing();
 const skip = skipWithout('the local provider e2e tests', missing);
@@ -98,6 +99,9 @@ describe.skipIf(skip)('managed computers on the local provider, through HTTP wit
         AGENTPLANE_COMPUTER_CPUS: '0.5',
         AGENTPLANE_COMPUTER_MEMORY_MIB: '256',
         AGENTPLANE_LOCAL_ALLOW: String(git.port),
+        // A paused computer's connection is dropped after 3 missed keepalives: after 18-24 s, not the
+        // default 30-40 s; still longer than the 15 s a pause or a resume may take here.
+        AGENTPLANE_SSH_KEEPALIVE_SECONDS: '6',
       },
     });
     as = api.acme.members.user.apiKey;
@@ -605,7 +609,7 @@ describe.skipIf(skip)('managed computers on the local provider, through HTTP wit
 describe.skipIf(skip)('a control plane killed mid-provision', () => {
   it('is started again and the computer still reaches active, then tears down without a trace', { timeout: 240_000 }, async () => {
     if (missing) throw new Error(missing);
-    const dataDir = mkdtempSync(path.join(os.tmpdir(), 'agentplane-crash-'));
+    const dataDir = seedDataDir(mkdtempSync(path.join(os.tmpdir(), 'agentplane-crash-')));
     const env = { AGENTPLANE_DATA_DIR: dataDir, AGENTPLANE_COMPUTER_MEMORY_MIB: '256' };
     let server: ServerProcess | undefined = await startServerProcess(env, { processGroup: true });
     const key = server.firstStartKey!;

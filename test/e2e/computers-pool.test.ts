@@ -21,6 +21,7 @@ import {
 import { startServerProcess, type ServerProcess } from '../support/server-process.ts';
 import { waitFor } from '../support/wait.ts';
 import { skipWithout } from '../support/parts.ts';
+import { seedDataDir } from '../support/pglite-template.ts';
 
 const missing = await localProviderMissing();
 const skip = skipWithout('the warm pool e2e tests', missing);
@@ -360,7 +361,7 @@ describe.skipIf(skip)('warm pools on the local provider', { timeout: 300_000 }, 
 describe.skipIf(skip)('a control plane killed mid-claim', () => {
   it('leaves no half-claimed computer visible to anyone; the pool gets it back or replaces it', { timeout: 300_000 }, async () => {
     if (missing) throw new Error(missing);
-    const dataDir = mkdtempSync(path.join(os.tmpdir(), 'agentplane-claim-crash-'));
+    const dataDir = seedDataDir(mkdtempSync(path.join(os.tmpdir(), 'agentplane-claim-crash-')));
     const env = { AGENTPLANE_DATA_DIR: dataDir, AGENTPLANE_COMPUTER_MEMORY_MIB: '256' };
     let server: ServerProcess | undefined = await startServerProcess(env, { processGroup: true });
     const key = server.firstStartKey!;

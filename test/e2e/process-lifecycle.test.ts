@@ -9,6 +9,7 @@ import { LOCK_FILE } from '../../src/db/data-dir-lock.ts';
 import { CLI, REPO_ROOT, startServerProcess, type ServerProcess } from '../support/server-process.ts';
 import { waitFor } from '../support/wait.ts';
 import { skipWithout } from '../support/parts.ts';
+import { seedDataDir } from '../support/pglite-template.ts';
 
 const run = promisify(execFile);
 const dirs: string[] = [];
@@ -18,6 +19,8 @@ const tempDir = () => {
   return dir;
 };
 afterAll(() => dirs.forEach((d) => fs.rmSync(d, { recursive: true, force: true })));
+/** A data directory whose embedded database is migrated already, for tests whose subject is not its first migration. */
+const migratedDataDir = () => seedDataDir(tempDir());
 
 const alive = (pid: number) => {
   try {
@@ -62,7 +65,7 @@ const agentplane = (args: string[], env: Record<string, string>) =>
 
 describe('one process per embedded data directory', () => {
   it('refuses a second process at once, naming the directory and the PID, and a kill -9 leaves no stale lock', { timeout: 120_000 }, async () => {
-    const dataDir = tempDir();
+    const dataDir = migratedDataDir();
     const server = await startServerProcess({ AGENTPLANE_DATA_DIR: dataDir });
     const pid = servingPid(dataDir);
     expect(pid).toBe(server.child.pid);
@@ -108,7 +111,7 @@ describe('a stop signal to the process the user started ends the real server', (
       skipWithout('the start on an older Node', 'the system Node 20 this test re-runs from is not installed');
       return;
     }
-    const dataDir = tempDir();
+    const dataDir = migratedDataDir();
     const server: ServerProcess = await startServerProcess({ AGENTPLANE_DATA_DIR: dataDir }, { command });
     const real = servingPid(dataDir);
     expect(real).not.toBe(server.child.pid);
@@ -122,7 +125,7 @@ describe('a stop signal to the process the user started ends the real server', (
   });
 
   it('npx agentplane agent', { timeout: 120_000 }, async () => {
-    const dataDir = tempDir();
+    const dataDir = migratedDataDir();
     const server = await startServerProcess({ AGENTPLANE_DATA_DIR: dataDir, AGENTPLANE_SSH_GATEWAY_PORT: '0', AGENTPLANE_SSH_GATEWAY_HOST: '127.0.0.1' });
     try {
       const name = `sig-${path
@@ -245,7 +248,7 @@ describe('a first start that explains itself', () => {
   });
 
   it('logs each managed provider with what it misses, and includeUnavailable lists them', { timeout: 60_000 }, async () => {
-    const dataDir = tempDir();
+    const dataDir = migratedDataDir();
     const server = await startServerProcess({ AGENTPLANE_DATA_DIR: dataDir, AGENTPLANE_LOCAL_PROVIDER: 'false', KUBECONFIG: '' });
     try {
       const lines = server

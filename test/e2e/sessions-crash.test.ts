@@ -9,6 +9,7 @@ import { startModelServer, type ModelServer } from '../support/model-server.ts';
 import { CODER_KEY_ENV, coderModel, writeModelsFile } from '../support/models-file.ts';
 import { startServerProcess, type ServerProcess } from '../support/server-process.ts';
 import { BACKENDS } from '../support/test-db.ts';
+import { seedDataDir } from '../support/pglite-template.ts';
 import { waitFor } from '../support/wait.ts';
 
 /**
@@ -33,7 +34,7 @@ describe.skipIf(skipMachineTests).each(BACKENDS)('a control-plane crash mid-turn
       const created = await createTestDatabase();
       env.DATABASE_URL = created.url;
       drop = created.drop;
-    }
+    } else seedDataDir(dataDir);
   });
 
   afterAll(async () => {

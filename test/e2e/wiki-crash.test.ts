@@ -8,6 +8,7 @@ import { startModelServer, type ModelServer } from '../support/model-server.ts';
 import { CODER_KEY_ENV, coderModel, writeModelsFile } from '../support/models-file.ts';
 import { startServerProcess, type ServerProcess } from '../support/server-process.ts';
 import { BACKENDS } from '../support/test-db.ts';
+import { seedDataDir } from '../support/pglite-template.ts';
 import { waitFor } from '../support/wait.ts';
 import { PYTHON_PACKAGE } from '../support/wiki-fixtures.ts';
 import { useFixtureRepos } from '../unit/readiness/fixture-repo.ts';
@@ -37,7 +38,7 @@ describe.each(BACKENDS)('a control-plane crash mid wiki run on %s', (backend) =>
       const created = await createTestDatabase();
       env.DATABASE_URL = created.url;
       drop = created.drop;
-    }
+    } else seedDataDir(dataDir);
   });
   afterAll(async () => {
     await server?.stop('SIGKILL');

@@ -5,12 +5,12 @@ import path from 'node:path';
 import { createInterface } from 'node:readline';
 import { describe, expect, it } from 'vitest';
 import { openDatabase, type DatabaseTarget } from '../../src/db/client.ts';
-import { migrateDatabase } from '../../src/db/migrations.ts';
 import { createJobQueue } from '../../src/jobs/queue.ts';
 import { createLogger } from '../../src/lib/logger.ts';
 import { CRASH_TABLES, CRASH_TUNING, crashJob } from '../fixtures/job-worker.ts';
 import { createTestDatabase } from '../support/databases.ts';
 import { BACKENDS, type Backend } from '../support/test-db.ts';
+import { seedDataDir } from '../support/pglite-template.ts';
 
 const FIXTURE = path.resolve('test/fixtures/job-worker.ts');
 const log = createLogger({ level: process.env.TEST_LOG_LEVEL ?? 'silent' });
@@ -78,7 +78,7 @@ async function prepareTarget(backend: Backend): Promise<{ target: DatabaseTarget
       },
     };
   }
-  return { target: { dataDir }, dispose: async () => removeDir() };
+  return { target: { dataDir: seedDataDir(dataDir) }, dispose: async () => removeDir() };
 }
 
 describe.concurrent.each(BACKENDS)('a worker killed mid-job on %s', (backend) => {
@@ -89,7 +89,6 @@ describe.concurrent.each(BACKENDS)('a worker killed mid-job on %s', (backend) =>
     try {
       // PGlite allows one process per directory: set up, enqueue, and close before any worker opens it.
       let db = await openDatabase(target);
-      if (db.kind === 'pglite') await migrateDatabase(db, log);
       for (const sql of CRASH_TABLES) await db.prisma.$executeRawUnsafe(sql);
       const job = crashJob(db.prisma);
       const queue = createJobQueue(db, { log, jobs: [job], ...CRASH_TUNING });

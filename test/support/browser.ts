@@ -1,5 +1,4 @@
 import fs from 'node:fs';
-import os from 'node:os';
 import path from 'node:path';
 import { createRequire } from 'node:module';
 import { chromium, type BrowserContext, type Page } from 'playwright-core';
@@ -17,40 +16,41 @@ const SCREENSHOTS = path.join(REPO_ROOT, 'test-results', 'console');
 
 /**
  * Headless Chromium with the flags this machine needs: no sandbox (root), no GPU, and none of
- * the background connections a closed network refuses. A fresh profile each time.
+ * the background connections a closed network refuses. One browser process for the caller;
+ * each page in a fresh context of its own (its own cookies, storage and cache, as a second
+ * user's tab would be), which opens in a fraction of a browser's start.
  */
 export async function launchChromium(): Promise<{
   newPage(options?: { width?: number; height?: number; dark?: boolean }): Promise<Page>;
   close(): Promise<void>;
 }> {
-  const profile = fs.mkdtempSync(path.join(os.tmpdir(), 'agentplane-chromium-'));
+  const browser = await chromium.launch({
+    executablePath: CHROMIUM,
+    headless: true,
+    args: [
+      '--no-sandbox',
+      '--disable-gpu',
+      '--disable-quic',
+      '--no-first-run',
+      '--disable-background-networking',
+      '--disable-component-update',
+      '--disable-sync',
+    ],
+  });
   const contexts: BrowserContext[] = [];
-  // One persistent context per page: each page is its own browser "tab session", as a second user's would be.
   const open = async (options: { width?: number; height?: number; dark?: boolean } = {}) => {
-    const dir = fs.mkdtempSync(path.join(profile, 'ctx-'));
-    const context = await chromium.launchPersistentContext(dir, {
-      executablePath: CHROMIUM,
-      headless: true,
+    const context = await browser.newContext({
       viewport: { width: options.width ?? 1280, height: options.height ?? 800 },
       colorScheme: options.dark ? 'dark' : 'light',
-      args: [
-        '--no-sandbox',
-        '--disable-gpu',
-        '--disable-quic',
-        '--no-first-run',
-        '--disable-background-networking',
-        '--disable-component-update',
-        '--disable-sync',
-      ],
     });
     contexts.push(context);
-    return context.pages()[0] ?? (await context.newPage());
+    return context.newPage();
   };
   return {
     newPage: open,
     async close() {
       await Promise.all(contexts.map((c) => c.close().catch(() => {})));
-      fs.rmSync(profile, { recursive: true, force: true });
+      await browser.close();
     },
   };
 }

@@ -1,4 +1,4 @@
-import type { Page } from 'playwright-core';
+import type { Page, Request } from 'playwright-core';
 import { expect } from 'vitest';
 import { axeViolations, type launchChromium } from './browser.ts';
 
@@ -7,32 +7,50 @@ type Browser = Awaited<ReturnType<typeof launchChromium>>;
 /** A new tab signed in to the console at `url` with `key` (as a person does it, on the sign-in form), then at `at` when given. */
 export async function signInConsole(browser: Browser, url: string, key: string, at?: string, options: Parameters<Browser['newPage']>[0] = {}): Promise<Page> {
   const page = await browser.newPage(options);
-  const failures: string[] = [];
-  page.on('requestfailed', (r) => failures.push(`${r.url()} ${r.failure()?.errorText}`));
-  page.on('response', (r) => r.status() >= 500 && failures.push(`${r.url()} ${r.status()}`));
-  page.on('pageerror', (e) => failures.push(e.message));
-  await page.goto(url);
-  // A tab's first page launches Chromium and has the server compress the console's files: slow on a busy machine.
-  try {
-    await page.getByLabel('API key or JWT access token').waitFor({ timeout: 45_000 });
-  } catch {
-    // Seen a few times on a loaded machine: the shell never rendered. Say what the page saw, and try once more.
-    console.warn(
-      `the console's sign-in form did not show in 45 s; reloading. Page: ${(
-        await page
-          .locator('body')
-          .innerText()
-          .catch(() => '?')
-      ).slice(0, 200)}; failures: ${failures.join('; ') || 'none'}`,
-    );
-    await page.reload();
-    await page.getByLabel('API key or JWT access token').waitFor({ timeout: 45_000 });
-  }
+  await openSignInForm(page, url);
   await page.getByLabel('API key or JWT access token').fill(key);
   await page.getByRole('button', { name: 'Sign in' }).click();
   await page.getByRole('heading', { level: 1, name: 'Computers' }).waitFor();
   if (at !== undefined) await page.goto(`${url}/${at}`);
   return page;
+}
+
+/**
+ * Opens the console at `url` until its sign-in form shows. A file of the console failing to load
+ * leaves the shell unrendered: seen on a busy machine as net::ERR_NETWORK_CHANGED, which Chromium
+ * reports when another test adds or removes a network interface (a local computer's veth). The
+ * page is loaded again at once when that happens, not after a timeout.
+ */
+async function openSignInForm(page: Page, url: string): Promise<void> {
+  const failures: string[] = [];
+  page.on('requestfailed', (r) => failures.push(`${r.url()} ${r.failure()?.errorText}`));
+  page.on('response', (r) => r.status() >= 500 && failures.push(`${r.url()} ${r.status()}`));
+  page.on('pageerror', (e) => failures.push(e.message));
+  const form = page.getByLabel('API key or JWT access token');
+  for (let attempt = 1; ; attempt++) {
+    let onFailed!: (r: Request) => void;
+    const failed = new Promise<string>((resolve) => {
+      onFailed = (r) => r.url().startsWith(url) && resolve(`${r.url()} ${r.failure()?.errorText}`);
+    });
+    page.on('requestfailed', onFailed);
+    let outcome: string | undefined;
+    try {
+      // A failed load of the document itself rejects here: the form never shows then either.
+      const shown = page
+        .goto(url)
+        .then(() => form.waitFor({ timeout: 45_000 }))
+        .then(
+          () => undefined,
+          (err: Error) => err.message.split('\n')[0]!,
+        );
+      outcome = await Promise.race([shown, failed]);
+    } finally {
+      page.off('requestfailed', onFailed);
+    }
+    if (outcome === undefined) return;
+    if (attempt === 3) throw new Error(`the console's sign-in form did not show: ${outcome}; failures: ${failures.join('; ') || 'none'}`);
+    console.warn(`the console's sign-in form did not show (${outcome}); loading it again`);
+  }
 }
 
 /** The four ways each page is checked: 1280 px and a phone, light and dark. */

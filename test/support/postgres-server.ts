@@ -1,4 +1,5 @@
-import { execFileSync, spawnSync } from 'node:child_process';
+import { execFile, execFileSync } from 'node:child_process';
+import { promisify } from 'node:util';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -7,7 +8,7 @@ import { freePort } from './http.ts';
 /** A private PostgreSQL cluster on a spare loopback port, for tests. */
 export interface PostgresServer {
   url: string;
-  stop(): void;
+  stop(): Promise<void>;
 }
 
 function findBinDir(): string | undefined {
@@ -20,11 +21,18 @@ function findBinDir(): string | undefined {
   return versions[0] ? path.join(root, versions[0], 'bin') : undefined;
 }
 
-/** PostgreSQL refuses to run as root: as root, run its tools as the `postgres` user. */
-function run(bin: string, args: string[], owner: string | undefined): void {
+/**
+ * PostgreSQL refuses to run as root: as root, run its tools as the `postgres` user. Asynchronous,
+ * so global setup's other work goes on while initdb runs.
+ */
+async function run(bin: string, args: string[], owner: string | undefined): Promise<void> {
   const [cmd, argv] = owner ? ['runuser', ['-u', owner, '--', bin, ...args]] : [bin, args];
-  const res = spawnSync(cmd, argv, { encoding: 'utf8' });
-  if (res.status !== 0) throw new Error(`${path.basename(bin)} failed: ${res.stderr || res.stdout}`);
+  try {
+    await promisify(execFile)(cmd, argv, { encoding: 'utf8' });
+  } catch (err) {
+    const { stderr, stdout } = err as { stderr?: string; stdout?: string };
+    throw new Error(`${path.basename(bin)} failed: ${stderr || stdout || (err as Error).message}`);
+  }
 }
 
 export async function startPostgres(): Promise<PostgresServer | undefined> {
@@ -34,7 +42,7 @@ export async function startPostgres(): Promise<PostgresServer | undefined> {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'agentplane-pg-'));
   const data = path.join(dir, 'data');
   if (owner) execFileSync('chown', ['-R', owner, dir]);
-  run(path.join(bin, 'initdb'), ['-D', data, '-U', 'postgres', '-A', 'trust', '-E', 'UTF8', '--no-sync'], owner);
+  await run(path.join(bin, 'initdb'), ['-D', data, '-U', 'postgres', '-A', 'trust', '-E', 'UTF8', '--no-sync'], owner);
   const port = await freePort();
   const opts = [
     `-p ${port}`,
@@ -45,12 +53,12 @@ export async function startPostgres(): Promise<PostgresServer | undefined> {
     '-c full_page_writes=off',
     '-c max_connections=300',
   ].join(' ');
-  run(path.join(bin, 'pg_ctl'), ['-D', data, '-o', opts, '-l', path.join(dir, 'log'), '-w', 'start'], owner);
+  await run(path.join(bin, 'pg_ctl'), ['-D', data, '-o', opts, '-l', path.join(dir, 'log'), '-w', 'start'], owner);
   return {
     url: `postgres://postgres@127.0.0.1:${port}/postgres`,
-    stop: () => {
+    stop: async () => {
       try {
-        run(path.join(bin, 'pg_ctl'), ['-D', data, '-m', 'immediate', '-w', 'stop'], owner);
+        await run(path.join(bin, 'pg_ctl'), ['-D', data, '-m', 'immediate', '-w', 'stop'], owner);
       } finally {
         fs.rmSync(dir, { recursive: true, force: true });
       }

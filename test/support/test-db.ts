@@ -2,10 +2,9 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { openDatabase, type Database } from '../../src/db/client.ts';
-import { migrateDatabase } from '../../src/db/migrations.ts';
-import { createLogger } from '../../src/lib/logger.ts';
 import { createTestDatabase, postgresMissing } from './databases.ts';
 import { skipWithout } from './parts.ts';
+import { seedDataDir } from './pglite-template.ts';
 
 export type Backend = 'pglite' | 'postgres';
 
@@ -14,7 +13,6 @@ export const BACKENDS: Backend[] = skipWithout('the tests on PostgreSQL', postgr
 
 /** A fresh, migrated database of the given kind, with a `dispose` that removes it. */
 export async function openTestDatabase(kind: Backend): Promise<Database & { dispose(): Promise<void> }> {
-  const log = createLogger({ level: 'silent' });
   if (kind === 'postgres') {
     const created = await createTestDatabase();
     const db = await openDatabase({ databaseUrl: created.url, dataDir: os.tmpdir() });
@@ -25,9 +23,8 @@ export async function openTestDatabase(kind: Backend): Promise<Database & { disp
       },
     });
   }
-  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'agentplane-db-'));
+  const dir = seedDataDir(fs.mkdtempSync(path.join(os.tmpdir(), 'agentplane-db-')));
   const db = await openDatabase({ dataDir: dir });
-  await migrateDatabase(db, log);
   return Object.assign(db, {
     dispose: async () => {
       await db.close();

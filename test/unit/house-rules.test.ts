@@ -1,4 +1,6 @@
 import { spawnSync } from 'node:child_process';
+import { createHash } from 'node:crypto';
+import os from 'node:os';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { REPO_ROOT } from '../support/server-process.ts';
@@ -20,9 +22,15 @@ function findings(script: string, args: string[]): string {
  * (tsconfig.json; the console's tsconfig is checked in console-typecheck.test.ts), knip refuses
  * files and exports nothing uses (knip.json), and Biome keeps one format (biome.json).
  */
+/**
+ * Where tsc keeps what it learnt of this checkout (--incremental): a run after a small change
+ * checks only what the change reaches. Outside the tree, one file per checkout.
+ */
+const TSC_BUILD_INFO = path.join(os.tmpdir(), `agentplane-tsc-${createHash('sha256').update(REPO_ROOT).digest('hex').slice(0, 12)}.tsbuildinfo`);
+
 describe('house rules', () => {
   it('type-check under tsconfig.json, unused locals and parameters included', { timeout: 300_000 }, () => {
-    expect(findings('typescript/bin/tsc', ['--noEmit'])).toBe('');
+    expect(findings('typescript/bin/tsc', ['--noEmit', '--incremental', '--tsBuildInfoFile', TSC_BUILD_INFO])).toBe('');
   });
 
   it('leave no unused files, exports or dependencies (knip)', { timeout: 120_000 }, () => {

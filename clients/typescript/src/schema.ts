@@ -1205,6 +1205,212 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v0/config/plan": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** What applying these documents would change, per object; changes nothing */
+        post: operations["planConfig"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v0/config/apply": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Validate the documents, then apply the plan in one transaction and record a revision (all or nothing) */
+        post: operations["applyConfig"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v0/config/revisions": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Applied revisions, newest first */
+        get: operations["listConfigRevisions"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v0/config/revisions/{revisionId}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** One revision with its plan */
+        get: operations["getConfigRevision"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v0/config/export": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** The organization's current configuration as documents (applying them back changes nothing) */
+        get: operations["exportConfig"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v0/config/schema.json": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** JSON Schema of every kind's document, for editors (yaml-language-server) */
+        get: operations["getConfigSchema"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v0/config/secrets": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Secrets documents may name, without their values */
+        get: operations["listConfigSecrets"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v0/config/secrets/{name}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        /** Set a secret documents name (`tokenFrom: {secret: NAME}`); write-only */
+        put: operations["putConfigSecret"];
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v0/config/sources": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Config sources with their status */
+        get: operations["listConfigSources"];
+        put?: never;
+        /** Reconcile the organization from a git repository: on its interval and at once on a push webhook */
+        post: operations["createConfigSource"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v0/config/sources/{sourceId}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** A config source: the commit applied, the last attempt and its result, the drift found */
+        get: operations["getConfigSource"];
+        put?: never;
+        post?: never;
+        /** Stop reconciling from a source; what it manages stays, unmanaged */
+        delete: operations["deleteConfigSource"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v0/config/sources/{sourceId}/reconcile": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Reconcile a source now */
+        post: operations["reconcileConfigSource"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v0/config/sources/{sourceId}/webhook": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** The forge's push webhook: verified with the source's secret, then a reconcile at once */
+        post: operations["configSourcePush"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/v0/sessions/{sessionId}/events": {
         parameters: {
             query?: never;
@@ -2671,6 +2877,203 @@ export interface components {
             payload: string;
             createdAt: number;
             updatedAt: number;
+        };
+        ConfigPlan: {
+            changes: components["schemas"]["ConfigChange"][];
+            summary: {
+                create: number;
+                update: number;
+                delete: number;
+                unchanged: number;
+            };
+            hasChanges: boolean;
+        };
+        ConfigChange: {
+            kind: string;
+            /** @description The document's metadata.name (for a delete: the name it was applied with) */
+            name: string;
+            /** @description What identifies the object: a name, a provider, an email, a host, a URL */
+            key: string;
+            file: string | null;
+            /** @enum {string} */
+            action: "create" | "update" | "delete" | "unchanged";
+            /** @description An existing object config does not manage yet; applying marks it managed */
+            adopt: boolean;
+            /** @description The document is unchanged: the change puts back values changed outside config (drift fix) */
+            reverts?: boolean;
+            fields: {
+                field: string;
+                old?: unknown;
+                new?: unknown;
+            }[];
+            /** @description Effects that follow the apply in the background, e.g. a warm pool filling */
+            pending: string[];
+        };
+        ConfigPlanRequest: {
+            /** @description YAML files of documents (several per file, separated by ---) */
+            files: {
+                /** @description The file name errors name, e.g. config/templates.yaml */
+                path: string;
+                content: string;
+            }[];
+            /** @description Delete resources config manages (from plan/apply requests) that no document declares any more */
+            prune?: boolean;
+        };
+        ConfigApplyResult: {
+            plan: components["schemas"]["ConfigPlan"];
+            /** @description null when nothing changed */
+            revision: {
+                id: string;
+                number: number;
+                actor: {
+                    /** @enum {string} */
+                    kind: "human" | "service";
+                    id: string | null;
+                };
+                /** @description "api" or the config source id */
+                source: string;
+                commit: string | null;
+                plan: components["schemas"]["ConfigPlan"];
+                createdAt: number;
+            } | null;
+        };
+        ConfigRevisionList: {
+            revisions: components["schemas"]["ConfigRevision"][];
+            pagination: components["schemas"]["Pagination"];
+        };
+        ConfigRevision: {
+            id: string;
+            number: number;
+            actor: {
+                /** @enum {string} */
+                kind: "human" | "service";
+                id: string | null;
+            };
+            /** @description "api" or the config source id */
+            source: string;
+            commit: string | null;
+            plan: components["schemas"]["ConfigPlan"];
+            createdAt: number;
+        };
+        /** @description The organization's configuration as documents, one file per kind */
+        ConfigExport: {
+            files: {
+                /** @description The file name errors name, e.g. config/templates.yaml */
+                path: string;
+                content: string;
+            }[];
+        };
+        ConfigSecretList: {
+            secrets: components["schemas"]["ConfigSecret"][];
+        };
+        /** @description A secret, without its value */
+        ConfigSecret: {
+            name: string;
+            createdAt: number;
+            updatedAt: number;
+        };
+        CreatedConfigSource: {
+            id: string;
+            repository: string;
+            branch: string;
+            path: string;
+            intervalSeconds: number;
+            prune: boolean;
+            /** @enum {string} */
+            drift: "warn" | "fix";
+            integrationId: string | null;
+            /** @description Where the forge's push webhook goes (Gitea: X-Gitea-Signature; GitHub: X-Hub-Signature-256) */
+            webhookUrl: string;
+            status: {
+                /** @description The commit whose documents are in force */
+                lastAppliedCommit: string | null;
+                /** @description The commit the last attempt read */
+                lastCommit: string | null;
+                lastAttemptAt: number | null;
+                lastResult: {
+                    ok: boolean;
+                    message: string;
+                    revision: number | null;
+                    problems?: unknown[];
+                } | null;
+                /** @description Managed objects changed outside config: the field, its declared and its actual value */
+                drift: {
+                    kind: string;
+                    name: string;
+                    key: string;
+                    field: string;
+                    declared?: unknown;
+                    actual?: unknown;
+                }[];
+            };
+            createdAt: number;
+            /** @description The push webhook's secret, shown only in this response: set it on the forge's webhook */
+            webhookSecret: string;
+        };
+        CreateConfigSourceRequest: {
+            /** @description A public URL, or one the organization reaches through its source-control integration */
+            repository: string;
+            /** @default main */
+            branch: string;
+            /**
+             * @description Directory of the documents inside the repository ("." or "" for the root)
+             * @default .
+             */
+            path: string;
+            /** @default 180 */
+            intervalSeconds: number;
+            /**
+             * @description Delete objects this source manages once no document declares them
+             * @default false
+             */
+            prune: boolean;
+            /**
+             * @description warn: report changes made outside config; fix: put the declared values back
+             * @default warn
+             * @enum {string}
+             */
+            drift: "warn" | "fix";
+            /** @description The source-control integration the repository is cloned through */
+            integrationId?: string;
+        };
+        ConfigSourceList: {
+            sources: components["schemas"]["ConfigSource"][];
+        };
+        ConfigSource: {
+            id: string;
+            repository: string;
+            branch: string;
+            path: string;
+            intervalSeconds: number;
+            prune: boolean;
+            /** @enum {string} */
+            drift: "warn" | "fix";
+            integrationId: string | null;
+            /** @description Where the forge's push webhook goes (Gitea: X-Gitea-Signature; GitHub: X-Hub-Signature-256) */
+            webhookUrl: string;
+            status: {
+                /** @description The commit whose documents are in force */
+                lastAppliedCommit: string | null;
+                /** @description The commit the last attempt read */
+                lastCommit: string | null;
+                lastAttemptAt: number | null;
+                lastResult: {
+                    ok: boolean;
+                    message: string;
+                    revision: number | null;
+                    problems?: unknown[];
+                } | null;
+                /** @description Managed objects changed outside config: the field, its declared and its actual value */
+                drift: {
+                    kind: string;
+                    name: string;
+                    key: string;
+                    field: string;
+                    declared?: unknown;
+                    actual?: unknown;
+                }[];
+            };
+            createdAt: number;
         };
         /** @description One server-sent event, as JSON in its data field */
         StreamedEvent: {
@@ -8809,8 +9212,8 @@ export interface operations {
                      * @description Where deliveries are POSTed; checked by the egress policy (AGENTPLANE_EGRESS_ALLOW)
                      */
                     url: string;
-                    /** @description Event types to deliver: session.idle, session.failed, session.interrupted, session.approval_requested, computer.active, computer.error, computer.deleted, apikey.revoked, webhook.disabled */
-                    eventTypes: ("session.idle" | "session.failed" | "session.interrupted" | "session.approval_requested" | "computer.active" | "computer.error" | "computer.deleted" | "apikey.revoked" | "webhook.disabled")[];
+                    /** @description Event types to deliver: session.idle, session.failed, session.interrupted, session.approval_requested, computer.active, computer.error, computer.deleted, apikey.revoked, webhook.disabled, config.applied, config.failed, config.drift */
+                    eventTypes: ("session.idle" | "session.failed" | "session.interrupted" | "session.approval_requested" | "computer.active" | "computer.error" | "computer.deleted" | "apikey.revoked" | "webhook.disabled" | "config.applied" | "config.failed" | "config.drift")[];
                     description?: string;
                 };
             };
@@ -8997,8 +9400,8 @@ export interface operations {
                      * @description Where deliveries are POSTed; checked by the egress policy (AGENTPLANE_EGRESS_ALLOW)
                      */
                     url?: string;
-                    /** @description Event types to deliver: session.idle, session.failed, session.interrupted, session.approval_requested, computer.active, computer.error, computer.deleted, apikey.revoked, webhook.disabled */
-                    eventTypes?: ("session.idle" | "session.failed" | "session.interrupted" | "session.approval_requested" | "computer.active" | "computer.error" | "computer.deleted" | "apikey.revoked" | "webhook.disabled")[];
+                    /** @description Event types to deliver: session.idle, session.failed, session.interrupted, session.approval_requested, computer.active, computer.error, computer.deleted, apikey.revoked, webhook.disabled, config.applied, config.failed, config.drift */
+                    eventTypes?: ("session.idle" | "session.failed" | "session.interrupted" | "session.approval_requested" | "computer.active" | "computer.error" | "computer.deleted" | "apikey.revoked" | "webhook.disabled" | "config.applied" | "config.failed" | "config.drift")[];
                     description?: string | null;
                     /** @description false disables deliveries; true re-enables an endpoint, also one the control plane disabled */
                     enabled?: boolean;
@@ -9266,6 +9669,797 @@ export interface operations {
             };
         };
     };
+    planConfig: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: {
+            content: {
+                "application/json": components["schemas"]["ConfigPlanRequest"];
+            };
+        };
+        responses: {
+            /** @description The plan */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ConfigPlan"];
+                };
+            };
+            /** @description Bad Request */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Unauthorized */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Forbidden */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Payload Too Large */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Internal Server Error */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    applyConfig: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: {
+            content: {
+                "application/json": components["schemas"]["ConfigPlanRequest"];
+            };
+        };
+        responses: {
+            /** @description The plan applied and its revision */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ConfigApplyResult"];
+                };
+            };
+            /** @description Bad Request */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Unauthorized */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Forbidden */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Conflict */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Payload Too Large */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Internal Server Error */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    listConfigRevisions: {
+        parameters: {
+            query?: {
+                /**
+                 * @description Maximum number of items to return (1-100)
+                 * @example 20
+                 */
+                limit?: string;
+                /** @description Cursor for pagination */
+                cursor?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Revisions */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ConfigRevisionList"];
+                };
+            };
+            /** @description Bad Request */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Unauthorized */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Forbidden */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Internal Server Error */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    getConfigRevision: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                revisionId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The revision */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ConfigRevision"];
+                };
+            };
+            /** @description Unauthorized */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Forbidden */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not Found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Internal Server Error */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    exportConfig: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Files of documents */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ConfigExport"];
+                };
+            };
+            /** @description Unauthorized */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Forbidden */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Internal Server Error */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    getConfigSchema: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description JSON Schema */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+            /** @description Internal Server Error */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    listConfigSecrets: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Secrets */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ConfigSecretList"];
+                };
+            };
+            /** @description Unauthorized */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Forbidden */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Internal Server Error */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    putConfigSecret: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Name of a secret set with PUT /api/v0/config/secrets/{name} */
+                name: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: {
+            content: {
+                "application/json": {
+                    /** @description Stored encrypted, never returned */
+                    value: string;
+                };
+            };
+        };
+        responses: {
+            /** @description Replaced */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ConfigSecret"];
+                };
+            };
+            /** @description Created */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ConfigSecret"];
+                };
+            };
+            /** @description Bad Request */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Unauthorized */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Forbidden */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Internal Server Error */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    listConfigSources: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Sources */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ConfigSourceList"];
+                };
+            };
+            /** @description Unauthorized */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Forbidden */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Internal Server Error */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    createConfigSource: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: {
+            content: {
+                "application/json": components["schemas"]["CreateConfigSourceRequest"];
+            };
+        };
+        responses: {
+            /** @description The source, with its webhook secret (shown once) */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CreatedConfigSource"];
+                };
+            };
+            /** @description Bad Request */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Unauthorized */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Forbidden */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Internal Server Error */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    getConfigSource: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                sourceId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The source */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ConfigSource"];
+                };
+            };
+            /** @description Unauthorized */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Forbidden */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not Found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Internal Server Error */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    deleteConfigSource: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                sourceId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Deleted */
+            204: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Unauthorized */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Forbidden */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not Found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Internal Server Error */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    reconcileConfigSource: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                sourceId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Queued */
+            202: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ConfigSource"];
+                };
+            };
+            /** @description Unauthorized */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Forbidden */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not Found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Internal Server Error */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    configSourcePush: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                sourceId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Verified; queued, or ignored (a push to another branch) */
+            202: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        queued: boolean;
+                        reason?: string;
+                    };
+                };
+            };
+            /** @description Unauthorized */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Internal Server Error */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
     streamSessionEvents: {
         parameters: {
             query?: {
@@ -9413,7 +10607,7 @@ export interface operations {
             query?: {
                 /** @description Resume after this event id, as the Last-Event-ID header does (for clients that cannot set headers; the header wins). 0 replays every retained event. */
                 lastEventId?: string;
-                /** @description Comma-separated event types to receive (default all): session.idle, session.failed, session.interrupted, session.approval_requested, computer.active, computer.error, computer.deleted, apikey.revoked, webhook.disabled */
+                /** @description Comma-separated event types to receive (default all): session.idle, session.failed, session.interrupted, session.approval_requested, computer.active, computer.error, computer.deleted, apikey.revoked, webhook.disabled, config.applied, config.failed, config.drift */
                 types?: string;
             };
             header?: never;

@@ -17,7 +17,7 @@ export interface MachineAccess extends Omit<MachineDeps, 'db'> {
 }
 
 type AccessConfig = Pick<Config, 'dataDir' | 'host'> &
-  Partial<Pick<Config, 'encryptionKey' | 'sshGateway'>> & {
+  Partial<Pick<Config, 'encryptionKey' | 'sshGateway' | 'sshKeepaliveMs'>> & {
     relay?: { peer?: { port: number; advertisedHost: string; leaseMs?: number; renewMs?: number } };
     /** Whether this process takes agents' tunnels (`serve`) or only reaches them through the replicas that do (`worker`). */
     holdsTunnels?: boolean;
@@ -30,7 +30,7 @@ type AccessConfig = Pick<Config, 'dataDir' | 'host'> &
  * replicas the routes to tunnels other replicas hold.
  */
 export async function startMachineAccess(config: AccessConfig, db: Db, log: Logger): Promise<MachineAccess> {
-  const ssh = createSshClient();
+  const ssh = createSshClient({ keepaliveIntervalMs: config.sshKeepaliveMs });
   const secrets = createSecretBox(loadEncryptionKey({ configured: config.encryptionKey, dataDir: config.dataDir }));
   const peer = config.relay?.peer;
   const tokens = peerTokens(secrets.derive('relay peer'));

@@ -12,6 +12,9 @@ export const ORGANIZATION_EVENT_TYPES = {
   'computer.deleted': 'A computer was deleted',
   'apikey.revoked': 'An API key was revoked (by a caller, by rotation, or with its service account)',
   'webhook.disabled': 'The control plane disabled a webhook endpoint after sustained delivery failure',
+  'config.applied': 'A configuration apply changed the organization (a revision was recorded)',
+  'config.failed': "A config source's commit could not be applied; the last good revision stays in force",
+  'config.drift': 'A config source found managed objects changed outside config',
 } as const;
 
 export type OrganizationEventType = keyof typeof ORGANIZATION_EVENT_TYPES;

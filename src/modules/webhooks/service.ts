@@ -49,10 +49,10 @@ export function createWebhooksService(deps: WebhooksDeps) {
     });
 
   return {
-    /** The secret is answered here once; only its sealed form is stored. */
-    async create(principal: Principal, input: CreateWebhookInput) {
+    /** The secret is answered here once; only its sealed form is stored. Config may bring its own (a secret it holds). */
+    async create(principal: Principal, input: CreateWebhookInput, opts: { secret?: string } = {}) {
       await deps.egress.screen(input.url);
-      const secret = newSigningSecret();
+      const secret = opts.secret ?? newSigningSecret();
       const now = clock.now();
       const created = await db.$transaction(async (tx) => {
         const row = await tx.webhookEndpoint.create({

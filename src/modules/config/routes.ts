@@ -1,0 +1,215 @@
+import { z } from 'zod';
+import { managerOrHigher } from '../../auth/guards.ts';
+import { defineRoute, type RouteSpec } from '../../http/route.ts';
+import { documentJsonSchema } from './json-schema.ts';
+import {
+  ApplyResponse,
+  CreatedSourceSchema,
+  CreateSourceBody,
+  ExportResponse,
+  PageQuerySchema,
+  PlanBody,
+  PlanSchema,
+  PutSecretBody,
+  RevisionListResponse,
+  RevisionSchema,
+  SecretListResponse,
+  SecretParams,
+  SecretResponse,
+  SourceIdParams,
+  SourceListResponse,
+  SourceSchema,
+} from './schemas.ts';
+import type { ConfigService } from './service.ts';
+
+const BASE = '/api/v0/config';
+const tags = ['Configuration'];
+/** Planning reads every kind's objects, and applying changes them: managers and owners only. */
+const guards = [managerOrHigher];
+/** 500 documents and more in one request. */
+const bodyLimit = '20mb';
+
+/** agentplane extension: platform as code (documents, plan, apply, revisions, secrets). */
+export function configRoutes(service: ConfigService): RouteSpec[] {
+  return [
+    defineRoute({
+      tags,
+      guards,
+      method: 'post',
+      path: `${BASE}/plan`,
+      operationId: 'planConfig',
+      summary: 'What applying these documents would change, per object; changes nothing',
+      body: PlanBody,
+      bodyLimit,
+      responses: { 200: { description: 'The plan', schema: PlanSchema } },
+      errors: [400, 401, 403, 413, 500],
+      handler: async ({ principal, body }) => ({ status: 200, body: await service.plan(principal, body) }),
+    }),
+    defineRoute({
+      tags,
+      guards,
+      method: 'post',
+      path: `${BASE}/apply`,
+      operationId: 'applyConfig',
+      summary: 'Validate the documents, then apply the plan in one transaction and record a revision (all or nothing)',
+      body: PlanBody,
+      bodyLimit,
+      responses: { 200: { description: 'The plan applied and its revision', schema: ApplyResponse } },
+      errors: [400, 401, 403, 409, 413, 500],
+      handler: async ({ principal, body }) => ({ status: 200, body: await service.apply(principal, body) }),
+    }),
+    defineRoute({
+      tags,
+      guards,
+      method: 'get',
+      path: `${BASE}/revisions`,
+      operationId: 'listConfigRevisions',
+      summary: 'Applied revisions, newest first',
+      query: PageQuerySchema,
+      responses: { 200: { description: 'Revisions', schema: RevisionListResponse } },
+      errors: [400, 401, 403, 500],
+      handler: async ({ principal, query }) => ({ status: 200, body: await service.revisions(principal, query) }),
+    }),
+    defineRoute({
+      tags,
+      guards,
+      method: 'get',
+      path: `${BASE}/revisions/{revisionId}`,
+      operationId: 'getConfigRevision',
+      summary: 'One revision with its plan',
+      params: z.object({ revisionId: z.string().min(1) }),
+      responses: { 200: { description: 'The revision', schema: RevisionSchema } },
+      errors: [401, 403, 404, 500],
+      handler: async ({ principal, params }) => ({ status: 200, body: await service.revision(principal, params.revisionId) }),
+    }),
+    defineRoute({
+      tags,
+      guards,
+      method: 'get',
+      path: `${BASE}/export`,
+      operationId: 'exportConfig',
+      summary: "The organization's current configuration as documents (applying them back changes nothing)",
+      responses: { 200: { description: 'Files of documents', schema: ExportResponse } },
+      errors: [401, 403, 500],
+      handler: async ({ principal }) => ({ status: 200, body: await service.export(principal) }),
+    }),
+    defineRoute({
+      tags,
+      auth: false,
+      method: 'get',
+      path: `${BASE}/schema.json`,
+      operationId: 'getConfigSchema',
+      summary: "JSON Schema of every kind's document, for editors (yaml-language-server)",
+      responses: { 200: { description: 'JSON Schema', schema: z.record(z.string(), z.unknown()) } },
+      errors: [500],
+      handler: async () => ({ status: 200, body: documentJsonSchema() }),
+    }),
+    defineRoute({
+      tags,
+      guards,
+      method: 'get',
+      path: `${BASE}/secrets`,
+      operationId: 'listConfigSecrets',
+      summary: 'Secrets documents may name, without their values',
+      responses: { 200: { description: 'Secrets', schema: SecretListResponse } },
+      errors: [401, 403, 500],
+      handler: async ({ principal }) => ({ status: 200, body: await service.secrets.list(principal) }),
+    }),
+    defineRoute({
+      tags,
+      guards,
+      method: 'put',
+      path: `${BASE}/secrets/{name}`,
+      operationId: 'putConfigSecret',
+      summary: 'Set a secret documents name (`tokenFrom: {secret: NAME}`); write-only',
+      params: SecretParams,
+      body: PutSecretBody,
+      responses: { 200: { description: 'Replaced', schema: SecretResponse }, 201: { description: 'Created', schema: SecretResponse } },
+      errors: [400, 401, 403, 500],
+      handler: async ({ principal, params, body }) => {
+        const { secret, created } = await service.secrets.put(principal, params.name, body.value);
+        return { status: created ? 201 : 200, body: secret };
+      },
+    }),
+    defineRoute({
+      tags,
+      guards,
+      method: 'post',
+      path: `${BASE}/sources`,
+      operationId: 'createConfigSource',
+      summary: 'Reconcile the organization from a git repository: on its interval and at once on a push webhook',
+      body: CreateSourceBody,
+      responses: { 201: { description: 'The source, with its webhook secret (shown once)', schema: CreatedSourceSchema } },
+      errors: [400, 401, 403, 500],
+      handler: async ({ principal, body }) => ({ status: 201, body: await service.sources.create(principal, body) }),
+    }),
+    defineRoute({
+      tags,
+      guards,
+      method: 'get',
+      path: `${BASE}/sources`,
+      operationId: 'listConfigSources',
+      summary: 'Config sources with their status',
+      responses: { 200: { description: 'Sources', schema: SourceListResponse } },
+      errors: [401, 403, 500],
+      handler: async ({ principal }) => ({ status: 200, body: await service.sources.list(principal) }),
+    }),
+    defineRoute({
+      tags,
+      guards,
+      method: 'get',
+      path: `${BASE}/sources/{sourceId}`,
+      operationId: 'getConfigSource',
+      summary: 'A config source: the commit applied, the last attempt and its result, the drift found',
+      params: SourceIdParams,
+      responses: { 200: { description: 'The source', schema: SourceSchema } },
+      errors: [401, 403, 404, 500],
+      handler: async ({ principal, params }) => ({ status: 200, body: await service.sources.get(principal, params.sourceId) }),
+    }),
+    defineRoute({
+      tags,
+      guards,
+      method: 'delete',
+      path: `${BASE}/sources/{sourceId}`,
+      operationId: 'deleteConfigSource',
+      summary: 'Stop reconciling from a source; what it manages stays, unmanaged',
+      params: SourceIdParams,
+      responses: { 204: { description: 'Deleted' } },
+      errors: [401, 403, 404, 500],
+      handler: async ({ principal, params }) => {
+        await service.sources.remove(principal, params.sourceId);
+        return { status: 204 };
+      },
+    }),
+    defineRoute({
+      tags,
+      guards,
+      method: 'post',
+      path: `${BASE}/sources/{sourceId}/reconcile`,
+      operationId: 'reconcileConfigSource',
+      summary: 'Reconcile a source now',
+      params: SourceIdParams,
+      responses: { 202: { description: 'Queued', schema: SourceSchema } },
+      errors: [401, 403, 404, 500],
+      handler: async ({ principal, params }) => ({ status: 202, body: await service.sources.reconcile(principal, params.sourceId) }),
+    }),
+    defineRoute({
+      tags,
+      auth: false,
+      rawBody: true,
+      method: 'post',
+      path: `${BASE}/sources/{sourceId}/webhook`,
+      operationId: 'configSourcePush',
+      summary: "The forge's push webhook: verified with the source's secret, then a reconcile at once",
+      params: SourceIdParams,
+      responses: {
+        202: {
+          description: 'Verified; queued, or ignored (a push to another branch)',
+          schema: z.strictObject({ queued: z.boolean(), reason: z.string().optional() }),
+        },
+      },
+      errors: [401, 500],
+      handler: async ({ params, header, rawBody }) => ({ status: 202, body: await service.push(params.sourceId, header, rawBody) }),
+    }),
+  ];
+}
