@@ -9,6 +9,7 @@ import type { EgressGuard } from './egress/guard.ts';
 import type { ReadRows } from './db/reads.ts';
 import { serveConsole } from './console/serve.ts';
 import { accessLog } from './http/access-log.ts';
+import { rememberRequestOrigin } from './http/request-origin.ts';
 import { errorHandler, notFound } from './http/error-handler.ts';
 import { buildOpenApiDocument } from './http/openapi.ts';
 import { requestId } from './http/request-id.ts';
@@ -55,7 +56,7 @@ import type { RelayEndpoints } from './relay/upgrade.ts';
 import { publicBaseUrl, type RelayUrls } from './relay/urls.ts';
 
 export interface AppDeps {
-  config: Pick<Config, 'bodyLimit' | 'jwt' | 'sessionsOrgs' | 'appUrl' | 'sessions' | 'managed' | 'events' | 'dataDir' | 'wiki'>;
+  config: Pick<Config, 'bodyLimit' | 'jwt' | 'sessionsOrgs' | 'appUrl' | 'sessions' | 'managed' | 'events' | 'dataDir' | 'wiki' | 'trustProxy'>;
   prisma: PrismaClient;
   /** Prepared reads on the same database (`Database.reads`): the credential lookup on every request. */
   reads: ReadRows;
@@ -70,6 +71,8 @@ export interface AppDeps {
   machines: { ssh: SshClient; secrets: SecretBox; gateway?: AgentDialer; relay?: { gateway: Pick<SshGateway, 'accept'>; hostKey: string } };
   /** The relay's public addresses, reported on computers. */
   relayUrls?: RelayUrls;
+  /** The address callers reach the API at (the request's own, AGENTPLANE_PUBLIC_URL, or the listening address). */
+  publicUrl: () => string | undefined;
   pendingMigrations: () => Promise<string[]>;
   /** Outbound requests made on a tenant's behalf (URLs checked at request time). */
   egress: EgressGuard;
@@ -94,7 +97,11 @@ export function createApp(deps: AppDeps) {
   const s3 = deps.config.wiki.s3;
   const dataDirectoryVideos = s3
     ? undefined
-    : dataDirectoryVideoStorage({ dir: path.join(deps.config.dataDir, 'wiki-videos'), signingKey: deps.machines.secrets.derive('wiki video uploads') });
+    : dataDirectoryVideoStorage({
+        dir: path.join(deps.config.dataDir, 'wiki-videos'),
+        signingKey: deps.machines.secrets.derive('wiki video uploads'),
+        baseUrl: deps.publicUrl,
+      });
   let document: unknown;
   const openApiDocument = () => (document ??= buildOpenApiDocument(routes));
   const wiki = createWikiService({
@@ -174,7 +181,8 @@ export function createApp(deps: AppDeps) {
   // API responses are not cached by validators; hashing every body for an ETag costs ~40 ms on large analytics answers.
   app.set('etag', false);
   app.set('query parser', 'simple');
-  app.use(requestId, accessLog(deps.log));
+  app.set('trust proxy', deps.config.trustProxy);
+  app.use(requestId, accessLog(deps.log), rememberRequestOrigin);
   const router = express.Router();
   for (const route of routes)
     mountRoute(router, route, { authenticate, authEpoch: deps.authEpoch, eventStreams: deps.config.events, bodyLimit: deps.config.bodyLimit });

@@ -16,6 +16,7 @@ import { syncGitIntegrations } from './modules/integrations/seed.ts';
 import { sealStoredCustomModelKeys } from './modules/organization/enterprise-controls.ts';
 import { createProvisioner, type Provisioner } from './provisioning/provisioner.ts';
 import type { ProviderRegistry } from './provisioning/providers/registry.ts';
+import { requestOrigin } from './http/request-origin.ts';
 import { attachRelay } from './relay/upgrade.ts';
 import { relayUrls, type RelayUrls } from './relay/urls.ts';
 
@@ -136,9 +137,11 @@ export async function compose(opts: ComposeOptions & { role?: 'server' | 'worker
   if (!serves) return worker;
 
   const hub = createEventHub({ db: db.prisma, listen: db.listen, log });
-  // The server's own address is known once it listens; AGENTPLANE_PUBLIC_URL names it behind a proxy.
+  // The address a caller reached: AGENTPLANE_PUBLIC_URL, else the request's own (a load balancer's, so an
+  // agent's tunnel can land on any replica), else, away from requests, the server's once it listens.
   let listening: string | undefined;
-  const urls = o.relayUrls ?? relayUrls(() => config.relay.publicUrl ?? listening);
+  const publicUrl = () => config.relay.publicUrl ?? requestOrigin() ?? listening;
+  const urls = o.relayUrls ?? relayUrls(publicUrl);
   const { app, routes, relay } = createApp({
     config,
     prisma: db.prisma,
@@ -150,6 +153,7 @@ export async function compose(opts: ComposeOptions & { role?: 'server' | 'worker
     queue,
     machines,
     relayUrls: urls,
+    publicUrl,
     pendingMigrations: o.pendingMigrations ?? (() => listPendingMigrations(db)),
     egress,
     eventHub: hub,

@@ -53,6 +53,10 @@ const EnvSchema = z.object({
     .url()
     .regex(/^https?:\/\//, 'must be an http:// or https:// URL')
     .optional(),
+  AGENTPLANE_TRUST_PROXY: z
+    .string()
+    .regex(/^(true|false|\d+|[\w.:/]+(\s*,\s*[\w.:/]+)*)$/, 'must be true, false, a number of proxy hops, or proxy addresses (loopback, 10.0.0.0/8, ...)')
+    .optional(),
   AGENTPLANE_RELAY_PEER_PORT: z.coerce.number().int().min(0).max(65535).optional(),
   AGENTPLANE_RELAY_PEER_HOST: z.string().min(1).optional(),
   AGENTPLANE_GIT_INTEGRATIONS: z.string().optional(),
@@ -226,10 +230,13 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env) {
     encryptionKey: e.AGENTPLANE_ENCRYPTION_KEY,
     // Unset: agents reach the relay only through the API port (WebSocket); set, also on this SSH port.
     sshGateway: e.AGENTPLANE_SSH_GATEWAY_PORT === undefined ? undefined : { port: e.AGENTPLANE_SSH_GATEWAY_PORT },
+    // Express's `trust proxy`: whose X-Forwarded-Proto and X-Forwarded-Host a request's own address is read from.
+    trustProxy: trustProxy(e.AGENTPLANE_TRUST_PROXY),
     // The control plane's SSH connections to machines: one whose machine misses 3 keepalives in a row is dropped.
     sshKeepaliveMs: e.AGENTPLANE_SSH_KEEPALIVE_SECONDS * 1000,
     relay: {
-      // Unset: the server's own listening address, right for one machine; behind a proxy, set it.
+      // Unset: the address each request was sent to (its Host, and X-Forwarded-* from trusted proxies),
+      // else the server's own listening address; set it where machines reach another address than people.
       publicUrl: e.AGENTPLANE_PUBLIC_URL,
       // Routing between replicas needs a database they share: on by default with PostgreSQL only
       // (the embedded database serves one process).
@@ -309,4 +316,11 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env) {
       },
     },
   };
+}
+
+/** AGENTPLANE_TRUST_PROXY as Express's `trust proxy` value: off by default, so a client cannot name the address answers carry. */
+function trustProxy(value: string | undefined): boolean | number | string {
+  if (value === undefined || value === 'false') return false;
+  if (value === 'true') return true;
+  return /^\d+$/.test(value) ? Number(value) : value;
 }

@@ -23,13 +23,9 @@ export interface RunningServer {
 export async function startServer(config: Config, log: Logger): Promise<RunningServer> {
   const db = await openDatabase(config);
   await migrateDatabase(db, log);
-  if (!(await hasAnyOrganization(db.prisma))) await firstStart(db, config);
   const plane = await compose({ config, db, log });
   await logProviders(plane.provisioner.providers, log);
   await plane.start();
-  const { url } = await plane.listen(config.port, config.host);
-  log.info({ url, database: db.kind }, 'agentplane is serving');
-
   let stopping: Promise<void> | undefined;
   const stop = () =>
     (stopping ??= (async () => {
@@ -37,6 +33,13 @@ export async function startServer(config: Config, log: Logger): Promise<RunningS
       await db.close();
       log.info('agentplane stopped');
     })());
+  // The port is bound before the first start creates the owner: a busy port must not eat the key shown once.
+  const { url } = await plane.listen(config.port, config.host).catch(async (err: NodeJS.ErrnoException) => {
+    await stop();
+    throw err.code === 'EADDRINUSE' ? new Error(`PORT ${config.port} is in use on ${config.host}: stop what listens there or set PORT to a free port`) : err;
+  });
+  if (!(await hasAnyOrganization(db.prisma))) await firstStart(db, config);
+  log.info({ url, database: db.kind }, 'agentplane is serving');
   return { url, db, queue: plane.background!.queue, stop };
 }
 

@@ -1,11 +1,11 @@
 import type { Readable, Writable } from 'node:stream';
-import express, { type Request, type Response, type Router } from 'express';
+import express, { type Request, type RequestHandler, type Response, type Router } from 'express';
 import { z } from 'zod';
 import type { Authenticate } from '../auth/authenticate.ts';
 import type { Guard } from '../auth/guards.ts';
 import type { Principal } from '../auth/principal.ts';
 import { requestFence, type AuthEpoch } from '../db/auth-epoch.ts';
-import { BadRequest } from '../lib/errors.ts';
+import { BadRequest, UnsupportedMediaType } from '../lib/errors.ts';
 import type { Logger } from '../lib/logger.ts';
 import { sendJson, sendJsonText } from './json-response.ts';
 import { openEventSink, type EventSink, type SinkOptions } from './sse.ts';
@@ -64,6 +64,11 @@ export interface RouteSpec<P = unknown, Q = unknown, B = unknown, A extends Rout
   tags: string[];
   /** false for public routes; true (the default) requires a credential; `optional` checks one when sent. */
   auth?: A;
+  /**
+   * For `optional` routes: the query parameter an anonymous caller must send instead of a credential
+   * (a public link's token), and the 401 when it is missing, answered before anything is validated.
+   */
+  anonymousCredential?: { query: string; missing: () => Error };
   guards?: Guard[];
   params?: z.ZodType<P>;
   query?: z.ZodType<Q>;
@@ -97,6 +102,25 @@ function parsePart<T>(schema: z.ZodType<T> | undefined, value: unknown, where: s
   throw new BadRequest(`Invalid request ${where}: ${summary}`, { metadata: { errors } });
 }
 
+/** Whether the request carries a body at all (a bodiless POST may stand for `{}`). */
+const hasBody = (req: Request) => req.get('transfer-encoding') !== undefined || Number(req.get('content-length') ?? 0) > 0;
+
+/** The JSON body into `req.body`; a body of another type answers 415 saying what to send. */
+async function readJsonBody(req: Request, res: Response, parseJson: RequestHandler): Promise<void> {
+  if (hasBody(req) && !req.is('application/json')) {
+    const sent = req.get('content-type');
+    throw new UnsupportedMediaType(
+      `The request body must be JSON sent with the header Content-Type: application/json (this request sent ${sent ? `Content-Type: ${sent}` : 'no Content-Type'})`,
+    );
+  }
+  await readBody(req, res, parseJson);
+}
+
+/** Runs a body parser (express.json, express.raw) on the request. */
+function readBody(req: Request, res: Response, parser: RequestHandler): Promise<void> {
+  return new Promise<void>((resolve, reject) => parser(req, res, (err?: unknown) => (err ? reject(err) : resolve())));
+}
+
 export function mountRoute(
   router: Router,
   route: RouteSpec,
@@ -109,12 +133,19 @@ export function mountRoute(
 ): void {
   const responseSchemas = route.responses;
   const limit = route.bodyLimit ?? deps.bodyLimit;
-  const parseJson = route.rawBody ? express.raw({ type: () => true, limit }) : express.json({ limit });
-  router[route.method](expressPath(route.path), parseJson, async (req: Request, res: Response) => {
+  const parseJson = express.json({ limit });
+  const parseRaw = route.rawBody ? express.raw({ type: () => true, limit }) : undefined;
+  // Who is calling is settled before anything the request carries is read or validated: a caller
+  // without a credential learns that, not what its body or query got wrong.
+  router[route.method](expressPath(route.path), async (req: Request, res: Response) => {
     const fence = requestFence(deps.authEpoch);
     const wantsCredential = route.auth === 'optional' ? req.get('authorization') !== undefined : route.auth !== false;
+    const anonymous = route.auth === 'optional' && !wantsCredential ? route.anonymousCredential : undefined;
+    if (anonymous && typeof req.query[anonymous.query] !== 'string') throw anonymous.missing();
     const principal = wantsCredential ? await deps.authenticate(req.get('authorization'), fence) : undefined;
     if (principal) for (const guard of route.guards ?? []) guard(principal);
+    if (parseRaw) await readBody(req, res, parseRaw);
+    else if (route.body) await readJsonBody(req, res, parseJson);
     const ctx = {
       params: parsePart(route.params, req.params, 'path'),
       query: parsePart(route.query, req.query, 'query'),

@@ -10,6 +10,8 @@ export interface JobContext {
   lastAttempt: boolean;
   /** Aborted when the job expires, its claim is lost, or the worker shuts down past its grace period. */
   signal: AbortSignal;
+  /** Aborted when the worker begins to stop: work that is only waiting (to retry, for a machine) ends then. */
+  stopping: AbortSignal;
   log: Logger;
   /** Sends a follow-up job (e.g. inside the handler's own transaction with `tx`). */
   send<P, I>(kind: JobKind<P, I>, payload: I, opts?: SendOptions): Promise<string>;

@@ -95,6 +95,7 @@ export function createJobQueue(db: Database, opts: JobQueueOptions): JobQueue {
 
   let started = false;
   let stopping: Promise<void> | undefined;
+  const stopRequested = new AbortController();
   let sweepTimer: NodeJS.Timeout | undefined;
 
   async function ensureQueues(): Promise<void> {
@@ -145,6 +146,7 @@ export function createJobQueue(db: Database, opts: JobQueueOptions): JobQueue {
         attempt,
         lastAttempt: attempt > def.retryLimit,
         signal: job.signal,
+        stopping: stopRequested.signal,
         log: jobLog,
         send: (...args) => api.send(...args),
       });
@@ -264,6 +266,7 @@ export function createJobQueue(db: Database, opts: JobQueueOptions): JobQueue {
       if (!started) return Promise.resolve();
       stopping ??= (async () => {
         clearInterval(sweepTimer);
+        stopRequested.abort(new Error('the worker is stopping'));
         // The pool stays open at first: an aborted handler still settles its job through pg-boss
         // (a no-op by then, the job was failed for the retry), and a closed pool turns that into an
         // error event on every such shutdown.

@@ -31,6 +31,7 @@ export class Forbidden extends withStatus(403) {}
 export class NotFound extends withStatus(404) {}
 export class Conflict extends withStatus(409) {}
 export class PayloadTooLarge extends withStatus(413) {}
+export class UnsupportedMediaType extends withStatus(415) {}
 export class TooManyRequests extends withStatus(429) {}
 export class BadGateway extends withStatus(502) {}
 export class ServiceUnavailable extends withStatus(503) {}

@@ -54,11 +54,23 @@ describe.each(BACKENDS)('byom machines registered by `agentplane agent` on %s', 
   const as = () => api.acme.members.user.apiKey;
   const computerNamed = () => api.call('GET', `/api/v0/computers/name/${name}`, { as: as() });
 
-  it('registers the machine: active, its own host id and user, the relay on the API address as relayAgentUrl', async () => {
-    const res = await waitFor('the registration', async () => {
-      const r = await computerNamed();
-      return r.status === 200 ? r : undefined;
-    });
+  it('registers the machine: active once reachable, its own host id and user, the relay on the API address as relayAgentUrl', async () => {
+    // Active means reachable: the first read that says so is followed by a call on the machine that works.
+    let last: unknown;
+    const res = await waitFor(
+      () => `the registration, active: ${JSON.stringify(last)}\n${stderr}`,
+      async () => {
+        const r = await computerNamed();
+        last = r.body;
+        return r.status === 200 && r.body.status === 'active' ? r : undefined;
+      },
+      60_000,
+    );
+    const metrics = await api.call('GET', `/api/v0/computers/${res.body.id}/metrics`, { as: as() });
+    expect(metrics.status, JSON.stringify(metrics.body)).toBe(200);
+    // It was registered provisioning, and turned active when the set-up reached it through the tunnel.
+    const events = await api.db.prisma.event.findMany({ where: { computerId: res.body.id, type: 'computer.status' }, orderBy: { id: 'asc' } });
+    expect(events.map((e) => (e.data as { status: string }).status)).toEqual(['provisioning', 'active']);
     expect(res.body).toMatchObject({
       providerType: 'byom',
       status: 'active',

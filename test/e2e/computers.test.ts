@@ -477,6 +477,12 @@ describe.skipIf(skip).each(BACKENDS)('computers API on %s', (backend) => {
       expect((await api.call('GET', `/api/v0/computers/name/ops-${backend}`, { as })).status).toBe(404);
       const list = await api.call('GET', '/api/v0/computers?includeUnlisted=true', { as });
       expect(list.body.computers.map((c: { id: string }) => c.id)).not.toContain(computer.id);
+      // Where a deleted computer is still listed, it reads deleted, not the status it had.
+      const withDeleted = await api.call('GET', '/api/v0/computers?includeUnlisted=true&includeDeleted=true', { as });
+      expect(withDeleted.body.computers.find((c: { id: string }) => c.id === computer.id)).toMatchObject({
+        status: 'deleted',
+        deletedAt: expect.any(Number),
+      });
       const stored = await api.db.prisma.computer.findUniqueOrThrow({ where: { id: computer.id } });
       expect(stored.deletedAt).not.toBeNull();
       expect(fs.existsSync(path.join(repoDir(), 'package.json'))).toBe(true);

@@ -102,6 +102,16 @@ describe.skipIf(skip)('the web console in Chromium', { timeout: 180_000, retry: 
   it('registers a byom machine and shows it active', async () => {
     const page = await signedIn(api.acme.members.user.apiKey);
     await page.getByRole('button', { name: 'New computer' }).click();
+    // Close takes the New button's place as a plain button: the form's Create is the primary action now.
+    expect(await page.getByRole('button', { name: 'Close' }).getAttribute('class')).not.toContain('primary');
+    // The name field's pattern compiles in Chromium (the `v` flag) and agrees with the server's rule.
+    const nameField = page.getByLabel('Name', { exact: true });
+    for (const name of ['dev_1.box', 'Dev-2', '-dev', 'dev box', 'x'.repeat(64)]) {
+      await nameField.fill(name);
+      const valid = await nameField.evaluate((el) => (el as unknown as { checkValidity(): boolean }).checkValidity());
+      const server = await api.call('POST', '/api/v0/computers', { as: api.acme.members.user.apiKey, body: { name, provider: 'byom' } });
+      expect(valid, name).toBe(!/^Invalid request body: name:/.test(server.body.detail));
+    }
     await page.getByLabel('Name', { exact: true }).fill('console-byom');
     await page.getByLabel('Provider').selectOption('byom');
     await page.getByLabel('Host').fill(machine.sshd.host);
@@ -419,6 +429,14 @@ describe.skipIf(skip)('the web console in Chromium', { timeout: 180_000, retry: 
     await page.getByLabel('Last day').fill(today);
     await page.getByText(`Data is available through yesterday (${yesterday}, UTC).`).waitFor();
     expect(await page.getByRole('button', { name: 'Show' }).isDisabled()).toBe(true);
+    // Days without activity: one explanation, not four empty panels and an empty table to page and download.
+    await page.getByLabel('First day').fill('2026-01-14');
+    await page.getByLabel('Last day').fill('2026-01-20');
+    await page.getByRole('button', { name: 'Show' }).click();
+    await page.getByText('No agent activity from 2026-01-14 to 2026-01-20').waitFor();
+    expect(await page.getByText('No data in this range').first().isVisible()).toBe(false);
+    expect(await page.getByRole('button', { name: 'Download CSV' }).count()).toBe(0);
+    expect(await page.getByRole('button', { name: 'Next page' }).isVisible()).toBe(false);
     await page.context().close();
   });
 
@@ -451,6 +469,8 @@ describe.skipIf(skip)('the web console in Chromium', { timeout: 180_000, retry: 
     await page.getByLabel('Description').fill('runs the CI');
     await page.getByRole('button', { name: 'Create', exact: true }).click();
     await page.getByRole('link', { name: 'ci-bot' }).click();
+    // Its creator by name, not by id.
+    await page.getByText(/ by owner acme$/).waitFor();
     await page.getByLabel('New key name').fill('pipeline');
     await page.getByRole('button', { name: 'Create key' }).click();
     const value = (await page.getByTestId('secret-value').textContent())!;
@@ -554,6 +574,11 @@ describe.skipIf(skip)('the web console in Chromium', { timeout: 180_000, retry: 
       await expectAccessible(page, `${id} page`);
       await screenshot(page, `page-${id}`);
     }
+    // The only owner cannot be removed, so no Remove is offered for them; the other members have one.
+    await page.goto(`${api.url}/#/members`);
+    await page.getByRole('button', { name: `Remove ${api.acme.members.manager.email}` }).waitFor();
+    expect(await page.getByRole('button', { name: `Remove ${api.acme.members.owner.email}` }).count()).toBe(0);
+    await page.getByText('the only owner: make another member owner first').waitFor();
     // The diff between the two revisions names what changed.
     await page.goto(`${api.url}/#/enterprise`);
     const diff = page.getByRole('list', { name: 'Differences' });
@@ -561,6 +586,15 @@ describe.skipIf(skip)('the web console in Chromium', { timeout: 180_000, retry: 
     expect(await diff.textContent()).toMatch(/sso\.required changed/);
     expect(await diff.textContent()).toMatch(/retentionDays added/);
     await screenshot(page, 'enterprise-diff');
+    // The settings agentplane acts on are fields with their help; the raw JSON keeps every other key.
+    await page.getByLabel(/^Wiki runs/).uncheck();
+    await page.getByRole('button', { name: 'Save a new revision' }).click();
+    await page.getByText(/^Saved as revision \d+\.$/).waitFor();
+    expect((await api.call('GET', '/api/v0/organization/enterprise-controls', { as: owner })).body.settings).toEqual({
+      sso: { required: true },
+      retentionDays: 30,
+      wikiCloudSync: false,
+    });
     // A readiness report with its level (4 of 5 level-1 criteria pass: 80% unlocks level 2) and criteria.
     await page.goto(`${api.url}/#/readiness`);
     await page.getByRole('link', { name: 'https://github.com/acme/app' }).click();
@@ -585,6 +619,10 @@ describe.skipIf(skip)('the web console in Chromium', { timeout: 180_000, retry: 
     await phone.getByRole('button', { name: 'Menu' }).click();
     await phone.getByRole('navigation', { name: 'Sections' }).getByRole('link', { name: 'Sessions' }).click();
     await phone.getByRole('heading', { level: 1, name: 'Sessions' }).waitFor();
+    // Sessions name their computer; the top bar's actions keep to one line at 390 px.
+    await phone.getByRole('table', { name: 'Sessions' }).getByRole('link', { name: 'console-byom' }).first().waitFor();
+    const heights = await Promise.all(['Menu', 'Sign out'].map(async (name) => (await phone.getByRole('button', { name }).boundingBox())!.height));
+    expect(heights[1]).toBe(heights[0]);
     expect(
       await phone.evaluate(() => (globalThis as unknown as { document: { documentElement: { scrollWidth: number } } }).document.documentElement.scrollWidth),
     ).toBeLessThanOrEqual(390);
@@ -593,6 +631,8 @@ describe.skipIf(skip)('the web console in Chromium', { timeout: 180_000, retry: 
     await phone.goto(`${api.url}/#/computers`);
     await phone.getByRole('link', { name: 'console-byom' }).click();
     await phone.getByRole('heading', { level: 1, name: 'console-byom' }).waitFor();
+    // Its owner by who they are to the reader (a person reads only their own computers), never an id.
+    expect(await phone.locator('.fields dt:text-is("Owner") + dd').textContent()).toBe('you');
     await screenshot(phone, 'phone-computer');
     await phone.context().close();
   });

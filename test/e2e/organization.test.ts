@@ -20,7 +20,8 @@ const PER_USER = '/api/v0/organization/usage/limits/users';
 const CONTROLS = '/api/v0/organization/enterprise-controls';
 const HISTORY = '/api/v0/organization/enterprise-controls/history';
 
-const USER_FIELDS = ['id', 'email', 'firstName', 'lastName', 'createdAt', 'lastSignInAt', 'metadata'];
+// userId, role and status are agentplane's extension: the console names owners and creators by them and tells the last owner apart (#34).
+const USER_FIELDS = ['id', 'email', 'firstName', 'lastName', 'createdAt', 'lastSignInAt', 'metadata', 'userId', 'role', 'status'];
 const ISO = /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/;
 
 describe.each(BACKENDS)('organization management on %s', (backend) => {
@@ -129,7 +130,12 @@ describe.each(BACKENDS)('organization management on %s', (backend) => {
       }
       // The identity-provider id (the fixture's members all have one).
       for (const role of ['owner', 'manager', 'user', 'guest'] as const) {
-        expect(res.body.users.find((u: { email: string }) => u.email === `${role}@acme.test`).id).toBe(`idp|acme-${role}`);
+        expect(res.body.users.find((u: { email: string }) => u.email === `${role}@acme.test`)).toMatchObject({
+          id: `idp|acme-${role}`,
+          userId: api.acme.members[role].userId,
+          role,
+          status: 'active',
+        });
       }
       const user = res.body.users.find((u: { email: string }) => u.email === 'user@acme.test');
       expect(user).toEqual({
@@ -141,6 +147,9 @@ describe.each(BACKENDS)('organization management on %s', (backend) => {
         // The authorization tests above signed in with this member's token.
         lastSignInAt: expect.stringMatching(ISO),
         metadata: { team: 'core' },
+        userId: api.acme.members.user.userId,
+        role: 'user',
+        status: 'active',
       });
       expect(res.body.pagination).toEqual({ hasMore: false, nextCursor: null });
     });

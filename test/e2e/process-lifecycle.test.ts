@@ -1,5 +1,6 @@
 import { execFile, spawn, spawnSync } from 'node:child_process';
 import fs from 'node:fs';
+import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { promisify } from 'node:util';
@@ -153,6 +154,10 @@ describe('a stop signal to the process the user started ends the real server', (
       await exited;
       await waitFor('the agent processes to exit', () => processesWith(`--state-dir ${stateDir}`).length === 0, 20_000);
       expect(out).toMatch(/stopping/);
+      // The server then stops as fast as one that never met an agent, not at the shutdown bound.
+      const stopping = Date.now();
+      expect(await server.stop()).toBe(0);
+      expect(Date.now() - stopping).toBeLessThan(5_000);
     } finally {
       await server.stop();
     }
@@ -160,6 +165,19 @@ describe('a stop signal to the process the user started ends the real server', (
 });
 
 describe('command output', () => {
+  it('`npx agentplane` under an older Node warns about no engine: the project brings its own runtime', { timeout: 60_000 }, async () => {
+    const node20 = olderNode();
+    if (!node20) {
+      skipWithout('the run on an older Node', 'the system Node 20 this test runs npx from is not installed');
+      return;
+    }
+    // npm runs on the older Node here, as on a machine whose only Node is 20: it checks engines against that.
+    const PATH = [path.dirname(node20), ...(process.env.PATH ?? '').split(path.delimiter).filter((d) => !d.includes('node_modules'))].join(path.delimiter);
+    const { stdout, stderr } = await run('npx', ['agentplane', '--help'], { cwd: REPO_ROOT, env: { ...process.env, PATH } });
+    expect(stdout).toContain('Usage: agentplane');
+    expect(stderr).not.toContain('EBADENGINE');
+  });
+
   it('`bootstrap --json` writes only its JSON to stdout, logs to stderr', { timeout: 60_000 }, async () => {
     const { stdout, stderr } = await agentplane(['bootstrap', '--org', 'acme', '--email', 'ops@acme.test', '--json'], { AGENTPLANE_DATA_DIR: tempDir() });
     expect(JSON.parse(stdout)).toEqual({
@@ -203,6 +221,32 @@ describe('command output', () => {
 });
 
 describe('a first start that explains itself', () => {
+  it('a busy PORT stops the start before the owner is created, naming PORT; the next start prints the key', { timeout: 90_000 }, async () => {
+    const dataDir = tempDir();
+    const busy = net.createServer();
+    await new Promise<void>((resolve) => busy.listen(0, '127.0.0.1', resolve));
+    const port = (busy.address() as net.AddressInfo).port;
+    try {
+      const err = await agentplane(['serve'], { AGENTPLANE_DATA_DIR: dataDir, PORT: String(port), AGENTPLANE_HOST: '127.0.0.1' }).then(
+        () => undefined,
+        (e: { code: number; stdout: string; stderr: string }) => e,
+      );
+      expect(err).toMatchObject({ code: 1 });
+      expect(err!.stderr).toContain(`agentplane: PORT ${port} is in use on 127.0.0.1`);
+      expect(err!.stdout + err!.stderr).not.toMatch(/apk_/);
+    } finally {
+      busy.close();
+    }
+    const server = await startServerProcess({ AGENTPLANE_DATA_DIR: dataDir });
+    try {
+      expect(server.firstStartKey).toMatch(/^apk_/);
+      const me = await fetch(`${server.url}/api/v0/organization/users`, { headers: { authorization: `Bearer ${server.firstStartKey}` } });
+      expect(me.status).toBe(200);
+    } finally {
+      expect(await server.stop()).toBe(0);
+    }
+  });
+
   it('logs each managed provider with what it misses, and includeUnavailable lists them', { timeout: 60_000 }, async () => {
     const dataDir = migratedDataDir();
     const server = await startServerProcess({ AGENTPLANE_DATA_DIR: dataDir, AGENTPLANE_LOCAL_PROVIDER: 'false', KUBECONFIG: '' });

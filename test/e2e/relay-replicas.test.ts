@@ -88,7 +88,8 @@ describe.skipIf(skip)('the relay across two replicas on PostgreSQL', () => {
       ...models.env,
       DATABASE_URL: database.url,
       AGENTPLANE_ENCRYPTION_KEY: randomBytes(32).toString('base64'),
-      AGENTPLANE_PUBLIC_URL: balancer.url,
+      // No AGENTPLANE_PUBLIC_URL: each answer names the address its request was sent to, so the agent,
+      // registered through the balancer, keeps its tunnel through the balancer too.
       AGENTPLANE_LOCAL_PROVIDER: 'false',
     };
     // The holder runs no jobs: every job for the machine runs on the other replica, through the holder.
@@ -121,10 +122,11 @@ describe.skipIf(skip)('the relay across two replicas on PostgreSQL', () => {
     fs.rmSync(stateDir, { recursive: true, force: true });
   });
 
-  it('registers through the balancer with the relay on the public address', async () => {
+  it('registers through the balancer with the relay on the address the agent was given', async () => {
     const res = await call(other, 'GET', `/api/v0/computers/${computerId}`);
     expect(res.body.relayAgentUrl).toBe(`${balancer.url.replace(/^http/, 'ws')}/api/v0/relay/agent`);
-    expect(res.body.relayClientUrl).toBe(`${balancer.url.replace(/^http/, 'ws')}/api/v0/computers/${computerId}/relay`);
+    // A person's client is told the address it asked, here one replica's own.
+    expect(res.body.relayClientUrl).toBe(`${other.url.replace(/^http/, 'ws')}/api/v0/computers/${computerId}/relay`);
     // The set-up job ran on the replica without the tunnel.
     await waitFor(
       'connect and verify',

@@ -191,6 +191,11 @@ describe.each(BACKENDS)('wiki runs on %s', (backend) => {
       expect(ledger.markdown).toContain('Double-entry bookkeeping: accounts, postings and balances.');
       expect(ledger.markdown).toMatch(/`transfer` \| function \| `src\/ledger\/accounts.py`:16 \| Moves amount from source to target as two postings\./);
       expect(ledger.markdown).toMatch(/`Account` \| class/);
+      // One directory gives no directory graph: the architecture diagram is drawn by files instead.
+      const pyArchitecture = await page(runs[0].wikiRunId, 'overview.architecture');
+      expect(pyArchitecture.markdown).toContain('most connected files; each edge counts the import statements from one file into the other');
+      for (const file of ['src/ledger/__init__.py', 'src/ledger/accounts.py', 'src/ledger/storage.py', 'src/ledger/cli.py'])
+        expect(pyArchitecture.markdown).toContain(`["${file}"]`);
       const pyConfig = await page(runs[0].wikiRunId, 'reference.configuration');
       expect(pyConfig.markdown).toContain('`LEDGER_DB`');
       const store = await page(runs[1].wikiRunId, 'systems.internal-store');

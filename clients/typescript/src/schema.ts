@@ -1529,8 +1529,11 @@ export interface components {
             name: string;
             /** @description `byom` for a registered machine, else the managed provider */
             providerType: string;
-            /** @enum {string} */
-            status: "provisioning" | "active" | "error";
+            /**
+             * @description `deleted` (agentplane extension) only in lists with includeDeleted=true; the teardown step says how the teardown went
+             * @enum {string}
+             */
+            status: "provisioning" | "active" | "error" | "deleted";
             /** @description Unix ms */
             createdAt: number;
             hostId?: string;
@@ -1705,6 +1708,18 @@ export interface components {
             metadata: {
                 [key: string]: string;
             };
+            /** @description agentplane extension: agentplane's own user id (usr_...), as computers' ownerId and service accounts' createdBy name the user */
+            userId: string;
+            /**
+             * @description agentplane extension: the role in this organization
+             * @enum {string}
+             */
+            role: "owner" | "manager" | "user" | "guest";
+            /**
+             * @description agentplane extension: a member, or an invitation not accepted yet
+             * @enum {string}
+             */
+            status: "active" | "invited";
         };
         Pagination: {
             hasMore: boolean;

@@ -24,14 +24,34 @@ function loadStylesheet(): Promise<void> {
  * A time-series chart (uPlot, loaded with the first chart a page shows), with its numbers in a
  * table under it for screen readers and for copying.
  */
-/** `range`: the x axis's span in Unix seconds (default: the data's own), so a single sample is not stretched over years. */
-export function Chart({ title, x, series, unit = '', range }: { title: string; x: number[]; series: Series[]; unit?: string; range?: [number, number] }) {
+/**
+ * `range`: the x axis's span in Unix seconds (default: the data's own), so a single sample is not
+ * stretched over years. `max`: the y axis's top (e.g. the memory there is), from zero.
+ */
+export function Chart({
+  title,
+  x,
+  series,
+  unit = '',
+  range,
+  max,
+}: {
+  title: string;
+  x: number[];
+  series: Series[];
+  unit?: string;
+  range?: [number, number];
+  max?: number;
+}) {
   const box = useRef<HTMLDivElement>(null);
   const [error, setError] = useState<string>();
   useEffect(() => {
     let plot: uPlotType | undefined;
     let cancelled = false;
-    const observer = new ResizeObserver(() => plot?.setSize({ width: box.current!.clientWidth, height: 220 }));
+    // A resize may be delivered after the chart left the page (its computer deleted): nothing to size then.
+    const observer = new ResizeObserver(() => {
+      if (plot && box.current) plot.setSize({ width: box.current.clientWidth, height: 220 });
+    });
     void Promise.all([import('uplot'), loadStylesheet()])
       .then(([{ default: uPlot }]) => {
         if (cancelled || !box.current) return;
@@ -43,7 +63,10 @@ export function Chart({ title, x, series, unit = '', range }: { title: string; x
             height: 220,
             series: [{}, ...series.map((s, i) => ({ label: s.label, stroke: PALETTE[i % PALETTE.length], width: 2, points: { show: x.length < 40 } }))],
             axes: [axis, { ...axis, size: 80, values: (_u: uPlotType, ticks: number[]) => ticks.map((t) => `${t.toLocaleString()}${unit}`) }],
-            scales: { x: range ? { time: true, range: () => range } : { time: true } },
+            scales: {
+              x: range ? { time: true, range: () => range } : { time: true },
+              ...(max === undefined ? {} : { y: { range: (): [number, number] => [0, max] } }),
+            },
             legend: { live: false },
           },
           [x, ...series.map((s) => s.values)] as uPlotType.AlignedData,
@@ -57,7 +80,7 @@ export function Chart({ title, x, series, unit = '', range }: { title: string; x
       observer.disconnect();
       plot?.destroy();
     };
-  }, [JSON.stringify([x, series, unit, range])]);
+  }, [JSON.stringify([x, series, unit, range, max])]);
   return html`<figure class="chart">
     <figcaption>${title}</figcaption>
     <div ref=${box} class="chart-box" role="img" aria-label=${`${title}: chart of ${series.map((s) => s.label).join(', ')}`}></div>

@@ -38,6 +38,14 @@ export function PageHeader({ title, children }: { title: string; children?: Comp
   return html`<header class="page-header"><h1 id="page-title" tabindex="-1">${title}</h1><div class="actions">${children}</div></header>`;
 }
 
+/**
+ * The header button that opens a page's form ("New ...", the page's primary action) and, while the
+ * form is open, closes it: then a plain button, since the form's own submit is the primary action.
+ */
+export function FormToggle({ open, set, label }: { open: boolean; set: (open: boolean) => void; label: string }) {
+  return html`<button type="button" class=${open ? '' : 'primary'} aria-expanded=${open} onClick=${() => set(!open)}>${open ? 'Close' : label}</button>`;
+}
+
 export function LiveIndicator({ mode }: { mode: LiveMode }) {
   const label = { live: 'Live', polling: 'Refreshing periodically', connecting: 'Connecting…' }[mode];
   return html`<span class=${`live live-${mode}`} role="status" title=${mode === 'polling' ? 'This server has no event stream; the page re-reads the resource' : ''}>${label}</span>`;

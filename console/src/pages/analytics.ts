@@ -72,6 +72,13 @@ export default function AnalyticsPage() {
     return [...totals].sort((a, b) => b[1] - a[1]).slice(0, 10);
   }, [tools.data]);
   const productivityRows = productivity.data?.data ?? [];
+  // Nothing at all in the range: one explanation instead of four empty panels and an empty table.
+  const nothing =
+    [tokens, activity, tools, productivity].every((r) => r.data && !r.error) &&
+    !tokenChart?.x.length &&
+    !activityRows.length &&
+    !toolRows.length &&
+    !productivityRows.length;
 
   return html`
     <${PageHeader} title="Analytics" />
@@ -88,7 +95,18 @@ export default function AnalyticsPage() {
       <span class="hint">UTC days from ${EPOCH} through yesterday; each day appears once the nightly roll-up ran.</span>
     </form>
     ${invalid ? html`<p class="error" role="alert">${invalid}</p>` : null}
-    <div class="charts">
+    ${
+      nothing
+        ? html`<${Empty} title=${`No agent activity from ${range.start} to ${range.end}`}>
+          <p>
+            Analytics counts what members' sessions did (tokens, tools, files, commits), per UTC day, once the nightly roll-up
+            (00:15 UTC) has run: today's activity appears tomorrow. Choose other days, or try the page with synthetic data:
+            <code>agentplane analytics seed --org ORGANIZATION_ID --users 5 --days 30</code>.
+          </p>
+        <//>`
+        : null
+    }
+    <div class="charts" hidden=${nothing}>
       <${Panel} title="Tokens by model" resource=${tokens} empty=${!tokenChart?.x.length}>
         ${tokenChart ? html`<${Chart} title="Billable tokens by model" x=${tokenChart.x} series=${tokenChart.series} />` : null}
       <//>
@@ -129,7 +147,7 @@ export default function AnalyticsPage() {
         />
       <//>
     </div>
-    <${UsersTable} key=${`${range.start}/${range.end}`} start=${range.start} end=${range.end} />
+    ${nothing ? null : html`<${UsersTable} key=${`${range.start}/${range.end}`} start=${range.start} end=${range.end} />`}
   `;
 }
 
@@ -199,7 +217,7 @@ function UsersTable({ start, end }: { start: string; end: string }) {
   return html`<section class="panel" aria-labelledby="users-title">
     <div class="page-header">
       <h2 id="users-title">Per user</h2>
-      <button type="button" disabled=${download.busy} onClick=${() => download.run()}>${download.busy ? 'Preparing CSV…' : 'Download CSV'}</button>
+      ${rows.length ? html`<button type="button" disabled=${download.busy} onClick=${() => download.run()}>${download.busy ? 'Preparing CSV…' : 'Download CSV'}</button>` : null}
     </div>
     <${ErrorBox} error=${page.error ?? download.error} />
     ${download.result !== undefined ? html`<p class="notice" role="status">CSV of ${download.result} rows downloaded.</p>` : null}
@@ -218,7 +236,7 @@ function UsersTable({ start, end }: { start: string; end: string }) {
             </table>
           </div>`
     }
-    <div class="row">
+    <div class="row" hidden=${cursors.length < 2 && !page.data?.meta.has_more}>
       <button type="button" disabled=${cursors.length < 2} onClick=${() => setCursors(cursors.slice(0, -1))}>Previous page</button>
       <span>Page ${cursors.length}</span>
       <button type="button" disabled=${!page.data?.meta.has_more} onClick=${() => setCursors([...cursors, page.data!.meta.next_cursor ?? undefined])}>Next page</button>

@@ -1,7 +1,7 @@
 import { useState } from 'preact/hooks';
 import type { components } from '../../../clients/typescript/src/index.ts';
 import { api, must } from '../api.ts';
-import { Badge, ConfirmButton, Empty, ErrorBox, Loading, Notice, PageHeader, submitted } from '../components/ui.ts';
+import { Badge, ConfirmButton, Empty, ErrorBox, FormToggle, Loading, Notice, PageHeader, submitted } from '../components/ui.ts';
 import { dateTime } from '../format.ts';
 import { html } from '../html.ts';
 import { useAction, useResource } from '../resource.ts';
@@ -243,7 +243,7 @@ function NewAutomation({ onDone }: { onDone: () => Promise<void> }) {
   return html`<section aria-labelledby="new-automation-title">
     <div class="page-header">
       <h2 id="new-automation-title">Automations</h2>
-      <button type="button" class="primary" aria-expanded=${open} onClick=${() => setOpen(!open)}>${open ? 'Close' : 'New automation'}</button>
+      <${FormToggle} open=${open} set=${setOpen} label="New automation" />
     </div>
     ${
       open

@@ -13,6 +13,12 @@ const lines = (s: string) => s.split(/[\s,]+/).filter(Boolean);
 const value = (e: Event) => (e.target as HTMLInputElement).value;
 
 /** Creating computers: one, several at once (bulk), from a template, or as a copy of a computer. */
+/**
+ * The server's rule for computer names (src/modules/computers/schemas.ts), written for the `v` flag
+ * Chromium compiles `pattern` with: a literal "-" in a class must be escaped there.
+ */
+const NAME_PATTERN = String.raw`[A-Za-z0-9][A-Za-z0-9._\-]{0,62}`;
+
 export function CreateComputer({ computers, onCreated }: { computers: Computer[]; onCreated: () => void }) {
   const [mode, setMode] = useState<Mode>('single');
   const [form, setForm] = useState({
@@ -93,7 +99,8 @@ export function CreateComputer({ computers, onCreated }: { computers: Computer[]
       <div class="grid">
         <label
           >${mode === 'bulk' ? 'Name prefix' : 'Name'}
-          <input required value=${form.name} onInput=${(e: Event) => set({ name: value(e) })} pattern="[a-z0-9][a-z0-9-]{0,62}" title="lowercase letters, digits and dashes" />
+          <input required value=${form.name} onInput=${(e: Event) => set({ name: value(e) })} pattern=${NAME_PATTERN}
+            title="1–63 letters, digits, “.”, “_” and “-”, starting with a letter or digit" />
         </label>
         ${
           mode === 'bulk'
@@ -125,9 +132,9 @@ export function CreateComputer({ computers, onCreated }: { computers: Computer[]
         ${
           mode !== 'template'
             ? html`<label
-              >Provider
-              <select value=${form.provider} onChange=${(e: Event) => set({ provider: value(e) })}>
-                <option value="">${mode === 'computer' ? "the source's" : 'default'}</option>
+              >Provider (where it runs)
+              <select required=${mode !== 'computer'} value=${form.provider} onChange=${(e: Event) => set({ provider: value(e) })}>
+                <option value="">${mode === 'computer' ? "the source computer's" : 'Choose a provider'}</option>
                 ${(providers.data ?? []).map((p) => html`<option key=${p} value=${p}>${p}</option>`)}
                 ${mode === 'single' ? html`<option value="byom">byom — a machine of my own</option>` : null}
               </select>
@@ -153,7 +160,8 @@ export function CreateComputer({ computers, onCreated }: { computers: Computer[]
         }
         ${
           mode === 'template'
-            ? html`<label class="check"><input type="checkbox" checked=${form.isListed} onChange=${() => set({ isListed: !form.isListed })} /> Listed</label>`
+            ? html`<label class="check"><input type="checkbox" checked=${form.isListed} onChange=${() => set({ isListed: !form.isListed })} /> Listed
+              <span class="muted">(shown in the computer list; an unlisted one shows only with the “Unlisted” filter)</span></label>`
             : null
         }
         ${

@@ -6,6 +6,7 @@ import { Badge, ConfirmButton, Empty, ErrorBox, LiveIndicator, Loading, Notice, 
 import { bytes, dateTime, duration } from '../format.ts';
 import { html } from '../html.ts';
 import { follow, type LiveMode } from '../live.ts';
+import { useNames, type Names } from '../names.ts';
 import { href, navigate } from '../router.ts';
 import { useAction, useResource } from '../resource.ts';
 
@@ -14,9 +15,23 @@ type Step = NonNullable<Computer['provisioningSteps']>[number];
 
 const FINISHED = new Set(['completed', 'skipped', 'failed']);
 
+/** A person reads only their own computers, and managers also service accounts' (the API's rule). */
+export function ownerOf(c: Pick<Computer, 'ownerPrincipalKind' | 'ownerId'>, names: Names): string {
+  return c.ownerPrincipalKind === 'service' ? `service account ${names.of('serviceAccounts', c.ownerId)}` : 'you';
+}
+
+/** Where the computer came from, by name: a template or another computer's workspace. */
+function sourceOf(c: Computer, names: Names) {
+  const source = c.computerSource;
+  if (!source) return '—';
+  if ('templateId' in source) return `template ${names.of('templates', source.templateId)}`;
+  return html`a copy of <a href=${href('computers', source.computerId)}>${names.of('computers', source.computerId)}</a>`;
+}
+
 /** One computer: its fields, its set-up steps as they happen, its metrics, and what can be done to it. */
 export function ComputerDetail({ id }: { id: string }) {
   const computer = useResource(() => must(api.GET('/api/v0/computers/{computerId}', { params: { path: { computerId: id } } })), [id]);
+  const names = useNames(['serviceAccounts', 'computers', 'templates']);
   const [mode, setMode] = useState<LiveMode>('connecting');
   const [notice, setNotice] = useState<string>();
   // The poll interval is asked for on each tick: read the latest data, not the first render's.
@@ -103,10 +118,10 @@ export function ComputerDetail({ id }: { id: string }) {
       <dt>Status</dt><dd>${c.deletedAt ? html`<${Badge} value="deleted" /> ${dateTime(c.deletedAt)}` : html`<${Badge} value=${c.status} />`}</dd>
       <dt>Provider</dt><dd>${c.providerType}${c.powerState ? ` · ${c.powerState}` : ''}</dd>
       <dt>Id</dt><dd><code>${c.id}</code></dd>
-      <dt>Host id</dt><dd>${c.hostId ?? '—'}</dd>
+      <dt>Host id</dt><dd>${c.hostId ?? html`<span class="muted">none: only a machine of your own (byom) reports the id of its host</span>`}</dd>
       <dt>Remote user</dt><dd>${c.remoteUser ?? '—'}</dd>
-      <dt>Owner</dt><dd>${c.ownerPrincipalKind === 'service' ? 'service account' : 'member'} <code>${c.ownerId}</code></dd>
-      <dt>Source</dt><dd>${c.computerSource ? `${c.computerSource.kind} ${'templateId' in c.computerSource ? c.computerSource.templateId : c.computerSource.computerId}` : '—'}</dd>
+      <dt>Owner</dt><dd>${ownerOf(c, names)}</dd>
+      <dt>Source</dt><dd>${sourceOf(c, names)}</dd>
       <dt>Created</dt><dd>${dateTime(c.createdAt)}</dd>
       <dt>Repositories</dt><dd>${c.clonedRepoDirectories.length ? c.clonedRepoDirectories.join(', ') : '—'}</dd>
     </dl>
@@ -156,10 +171,11 @@ function Metrics({ id }: { id: string }) {
     ${
       samples.length
         ? html`<div class="charts">
-          <${Chart} title=${`CPU (${last?.cpuCount ?? '?'} ${last?.cpuCount === 1 ? 'core' : 'cores'})`} range=${range} unit="%" x=${x} series=${[{ label: 'CPU used %', values: samples.map((s) => s.cpuUsedPct) }]} />
+          <${Chart} title=${`CPU (${last?.cpuCount ?? '?'} ${last?.cpuCount === 1 ? 'core' : 'cores'})`} range=${range} max=${100} unit="%" x=${x} series=${[{ label: 'CPU used %', values: samples.map((s) => s.cpuUsedPct) }]} />
           <${Chart}
             title=${`Memory (of ${bytes(last?.memTotal ?? 0)})`}
             range=${range}
+            max=${last?.memTotal ? gib(last.memTotal) : undefined}
             unit=" GB"
             x=${x}
             series=${[{ label: 'Memory used GB', values: samples.map((s) => gib(s.memUsed)) }]}
@@ -167,6 +183,7 @@ function Metrics({ id }: { id: string }) {
           <${Chart}
             title=${`Disk (of ${bytes(last?.diskTotal ?? 0)})`}
             range=${range}
+            max=${last?.diskTotal ? gib(last.diskTotal) : undefined}
             unit=" GB"
             x=${x}
             series=${[{ label: 'Disk used GB', values: samples.map((s) => gib(s.diskUsed)) }]}

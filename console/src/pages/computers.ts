@@ -1,13 +1,14 @@
 import { useEffect, useState } from 'preact/hooks';
 import type { components } from '../../../clients/typescript/src/index.ts';
 import { api, must } from '../api.ts';
-import { Badge, Empty, ErrorBox, LiveIndicator, Loading, PageHeader, Progress } from '../components/ui.ts';
+import { Badge, Empty, ErrorBox, FormToggle, LiveIndicator, Loading, PageHeader, Progress } from '../components/ui.ts';
 import { dateTime } from '../format.ts';
 import { html } from '../html.ts';
 import { follow, type LiveMode } from '../live.ts';
+import { useNames } from '../names.ts';
 import { href } from '../router.ts';
 import type { PageProps } from '../sections.ts';
-import { ComputerDetail } from './computer-detail.ts';
+import { ComputerDetail, ownerOf } from './computer-detail.ts';
 import { CreateComputer } from './computer-create.ts';
 
 export type Computer = components['schemas']['Computer'];
@@ -25,6 +26,7 @@ function ComputerList() {
   const [creating, setCreating] = useState(false);
   const [data, setData] = useState<Computer[]>();
   const [error, setError] = useState<import('../api.ts').ApiProblem>();
+  const names = useNames(['serviceAccounts']);
 
   const load = async () => {
     try {
@@ -74,7 +76,7 @@ function ComputerList() {
   return html`
     <${PageHeader} title="Computers">
       <${LiveIndicator} mode=${mode} />
-      <button type="button" class="primary" aria-expanded=${creating} onClick=${() => setCreating(!creating)}>${creating ? 'Close' : 'New computer'}</button>
+      <${FormToggle} open=${creating} set=${setCreating} label="New computer" />
     <//>
     ${
       creating
@@ -138,7 +140,7 @@ function ComputerList() {
                       <td>${c.deletedAt ? html`<${Badge} value="deleted" />` : html`<${Badge} value=${c.status} />`}</td>
                       <td>${c.providerType}</td>
                       <td>${steps.length ? html`<${Progress} value=${done} max=${steps.length} label=${`Set-up steps of ${c.name}`} />` : '—'}</td>
-                      <td>${c.ownerPrincipalKind === 'service' ? 'service account' : 'member'}</td>
+                      <td>${ownerOf(c, names)}</td>
                       <td>${dateTime(c.createdAt)}</td>
                     </tr>`;
                   })}

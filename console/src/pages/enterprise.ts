@@ -1,6 +1,7 @@
 import { useEffect, useState } from 'preact/hooks';
 import type { components } from '../../../clients/typescript/src/index.ts';
 import { api, must, type ApiProblem } from '../api.ts';
+import { EnterpriseFields } from '../components/enterprise-fields.ts';
 import { Empty, ErrorBox, Loading, Notice, PageHeader, submitted } from '../components/ui.ts';
 import { dateTime } from '../format.ts';
 import { diffJson } from '../diff.ts';
@@ -8,6 +9,16 @@ import { html } from '../html.ts';
 import { useAction, useResource } from '../resource.ts';
 
 type Change = components['schemas']['EnterpriseControlChange'];
+
+/** The raw text as a settings object, or undefined while it is not one. */
+function settingsObject(text: string): Record<string, unknown> | undefined {
+  try {
+    const value: unknown = JSON.parse(text);
+    return value && typeof value === 'object' && !Array.isArray(value) ? (value as Record<string, unknown>) : undefined;
+  } catch {
+    return undefined;
+  }
+}
 
 /** Enterprise controls: the current settings, an editor, and the history of revisions with a diff between any two. */
 export default function EnterprisePage() {
@@ -54,6 +65,8 @@ export default function EnterprisePage() {
     await Promise.all([current.reload(), loadHistory()]);
   });
 
+  const text = draft ?? JSON.stringify(current.data?.settings ?? {}, null, 2);
+  const editable = settingsObject(text);
   const byRevision = new Map((history?.changes ?? []).map((c) => [c.revision, c]));
   const from = pair.from !== undefined ? byRevision.get(pair.from) : undefined;
   const to = pair.to !== undefined ? byRevision.get(pair.to) : undefined;
@@ -78,10 +91,18 @@ export default function EnterprisePage() {
           <form
             onSubmit=${submitted(() => save.run())}
           >
-            <label
-              >Settings (JSON)
-              <textarea rows="10" spellcheck=${false} value=${draft ?? JSON.stringify(current.data.settings, null, 2)} onInput=${(e: Event) => setDraft((e.target as HTMLTextAreaElement).value)}></textarea>
-            </label>
+            ${
+              editable
+                ? html`<${EnterpriseFields} settings=${editable} set=${(next: Record<string, unknown>) => setDraft(JSON.stringify(next, null, 2))} />`
+                : html`<p class="error" role="alert">Fix the raw JSON below to edit the fields again.</p>`
+            }
+            <details open=${!editable}>
+              <summary>Raw settings (JSON): every key, including those agentplane does not act on</summary>
+              <label
+                >Settings (JSON)
+                <textarea rows="10" spellcheck=${false} value=${text} onInput=${(e: Event) => setDraft((e.target as HTMLTextAreaElement).value)}></textarea>
+              </label>
+            </details>
             ${parseError ? html`<div class="error" role="alert"><p>${parseError}</p></div>` : null}
             <${ErrorBox} error=${save.error} what="Not saved" />
             <div class="row"><button type="submit" class="primary" disabled=${save.busy || draft === undefined}>Save a new revision</button></div>

@@ -1,13 +1,19 @@
 import { useEffect, useState } from 'preact/hooks';
 import type { components } from '../../../clients/typescript/src/index.ts';
 import { api, ApiProblem, must } from '../api.ts';
-import { ConfirmButton, Empty, ErrorBox, Loading, Notice, PageHeader, submitted } from '../components/ui.ts';
+import { Badge, ConfirmButton, Empty, ErrorBox, Loading, Notice, PageHeader, submitted } from '../components/ui.ts';
 import { dateTime } from '../format.ts';
 import { html } from '../html.ts';
 import { useAction } from '../resource.ts';
 
 type User = components['schemas']['OrganizationUser'];
 type Role = components['schemas']['OrganizationRole'];
+
+/** Whether `u` is the organization's only active owner (the API refuses to remove the last one). */
+function lastOwner(list: User[], u: User): boolean {
+  const owners = list.filter((m) => m.role === 'owner' && m.status === 'active');
+  return owners.length === 1 && owners[0] === u;
+}
 
 /** Members and invitations: the organization's users, invite by email with a role, remove. */
 export default function MembersPage() {
@@ -83,15 +89,22 @@ export default function MembersPage() {
             ? html`<div class="table-wrap" tabindex="0" role="region" aria-label="Members and invitations">
                 <table>
                   <caption class="sr-only">Members and invitations</caption>
-                  <thead><tr><th scope="col">Email</th><th scope="col">Name</th><th scope="col">Joined</th><th scope="col">Last sign-in</th><th scope="col"><span class="sr-only">Actions</span></th></tr></thead>
+                  <thead><tr><th scope="col">Email</th><th scope="col">Name</th><th scope="col">Role</th><th scope="col">Joined</th><th scope="col">Last sign-in</th><th scope="col"><span class="sr-only">Actions</span></th></tr></thead>
                   <tbody>
                     ${users.list.map(
                       (u) => html`<tr key=${u.id}>
                         <th scope="row">${u.email}</th>
                         <td>${[u.firstName, u.lastName].filter(Boolean).join(' ') || '—'}</td>
+                        <td>${u.role}${u.status === 'invited' ? html` <${Badge} value="invited" />` : null}</td>
                         <td>${dateTime(u.createdAt)}</td>
                         <td>${u.lastSignInAt ? dateTime(u.lastSignInAt) : 'never'}</td>
-                        <td><${ConfirmButton} label=${`Remove ${u.email}`} danger question=${`Remove ${u.email} from the organization (or revoke the invitation)?`} confirmLabel="Remove" onConfirm=${() => remove.run(u.email)} /></td>
+                        <td>
+                          ${
+                            !users.next && lastOwner(users.list, u)
+                              ? html`<span class="muted">the only owner: make another member owner first</span>`
+                              : html`<${ConfirmButton} label=${`Remove ${u.email}`} danger question=${`Remove ${u.email} from the organization (or revoke the invitation)?`} confirmLabel="Remove" onConfirm=${() => remove.run(u.email)} />`
+                          }
+                        </td>
                       </tr>`,
                     )}
                   </tbody>

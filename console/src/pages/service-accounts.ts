@@ -1,9 +1,10 @@
 import { useState } from 'preact/hooks';
 import type { components } from '../../../clients/typescript/src/index.ts';
 import { api, must } from '../api.ts';
-import { Badge, ConfirmButton, Empty, ErrorBox, Loading, Notice, OneTimeSecret, PageHeader, submitted } from '../components/ui.ts';
+import { Badge, ConfirmButton, Empty, ErrorBox, FormToggle, Loading, Notice, OneTimeSecret, PageHeader, submitted } from '../components/ui.ts';
 import { dateTime } from '../format.ts';
 import { html } from '../html.ts';
+import { useNames } from '../names.ts';
 import { href } from '../router.ts';
 import { useAction, useResource } from '../resource.ts';
 import type { PageProps } from '../sections.ts';
@@ -30,7 +31,7 @@ function ServiceAccountList() {
   });
   return html`
     <${PageHeader} title="Service accounts">
-      <button type="button" class="primary" aria-expanded=${open} onClick=${() => setOpen(!open)}>${open ? 'Close' : 'New service account'}</button>
+      <${FormToggle} open=${open} set=${setOpen} label="New service account" />
     <//>
     ${
       open
@@ -81,6 +82,7 @@ function ServiceAccountDetail({ id }: { id: string }) {
   const params = { params: { path: { serviceAccountId: id } } };
   const account = useResource(async () => (await must(api.GET('/api/v0/service-accounts/{serviceAccountId}', params))).serviceAccount, [id]);
   const keys = useResource(async () => (await must(api.GET('/api/v0/service-accounts/{serviceAccountId}/api-keys', params))).apiKeys, [id]);
+  const names = useNames(['people']);
   const [issued, setIssued] = useState<{ key: Issued; how: string }>();
   const [notice, setNotice] = useState<string>();
   const [keyName, setKeyName] = useState('');
@@ -145,7 +147,7 @@ function ServiceAccountDetail({ id }: { id: string }) {
       <dt>Status</dt><dd><${Badge} value=${a.status} /></dd>
       <dt>Description</dt><dd>${a.description || '—'}</dd>
       <dt>Id</dt><dd><code>${a.id}</code></dd>
-      <dt>Created</dt><dd>${dateTime(a.createdAt)} by <code>${a.createdBy}</code></dd>
+      <dt>Created</dt><dd>${dateTime(a.createdAt)} by ${names.of('people', a.createdBy)}</dd>
     </dl>
     <section aria-labelledby="keys-title">
       <h2 id="keys-title">API keys</h2>
@@ -158,9 +160,17 @@ function ServiceAccountDetail({ id }: { id: string }) {
       >
         <label>New key name <input required value=${keyName} onInput=${(e: Event) => setKeyName(value(e))} /></label>
         <button type="submit" class="primary" disabled=${createKey.busy}>Create key</button>
-        <label>Grace period on rotation (minutes) <input type="number" min="0" max="1440" value=${grace} onInput=${(e: Event) => setGrace(value(e))} /></label>
       </form>
       <${ErrorBox} error=${createKey.error} what="No key created" />
+      ${
+        keys.data?.some((k) => !k.isRevoked)
+          ? html`<label class="row"
+              >When a key is rotated, its old value keeps working for
+              <input type="number" min="0" max="1440" value=${grace} onInput=${(e: Event) => setGrace(value(e))} aria-label="Grace period on rotation (minutes)" />
+              minutes</label
+            >`
+          : null
+      }
       ${
         keys.data && !keys.data.length
           ? html`<${Empty} title="No keys yet"><p>Create a key for the automation that acts as this account.</p><//>`

@@ -5,6 +5,7 @@ import { Badge, ErrorBox, LiveIndicator, Loading, PageHeader, submitted } from '
 import { dateTime, number } from '../format.ts';
 import { html } from '../html.ts';
 import { follow, type LiveMode } from '../live.ts';
+import { useNames } from '../names.ts';
 import { href } from '../router.ts';
 import { useAction, useResource } from '../resource.ts';
 
@@ -71,6 +72,7 @@ function order(a: Message, b: Message) {
 /** A session: its transcript as it happens, a message box, interrupt, and its usage and credits. */
 export function SessionDetail({ id }: { id: string }) {
   const session = useResource(() => must(api.GET('/api/v0/sessions/{sessionId}', { params: { path: { sessionId: id } } })), [id]);
+  const names = useNames(['computers']);
   const messages = useResource(() => allMessages(id), [id]);
   const [streaming, setStreaming] = useState<{ text: string; thinking: string }>({ text: '', thinking: '' });
   const [outputs, setOutputs] = useState<LiveOutputs>({});
@@ -144,7 +146,7 @@ export function SessionDetail({ id }: { id: string }) {
     <${ErrorBox} error=${interrupt.error} what="Not interrupted" />
     <${SessionSettingsForm} session=${s} onChange=${(next: Session) => session.set(() => next)} />
     <dl class="fields compact">
-      <dt>Computer</dt><dd>${s.computerId ? html`<a href=${href('computers', s.computerId)}>${s.computerId}</a>` : '—'}</dd>
+      <dt>Computer</dt><dd>${s.computerId ? html`<a href=${href('computers', s.computerId)}>${names.of('computers', s.computerId)}</a>` : '—'}</dd>
       <dt>Credits</dt><dd data-testid="credits">${number(s.serviceCredits)}</dd>
       <dt>Tokens in / out</dt><dd>${number(usage?.inputTokens)} / ${number(usage?.outputTokens)}</dd>
       <dt>Cache read / written</dt><dd>${number(usage?.cacheReadTokens)} / ${number(usage?.cacheCreationTokens)}</dd>

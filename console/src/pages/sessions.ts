@@ -1,9 +1,10 @@
 import { useEffect, useState } from 'preact/hooks';
 import type { components } from '../../../clients/typescript/src/index.ts';
 import { api, must, type ApiProblem } from '../api.ts';
-import { Badge, Empty, ErrorBox, Loading, PageHeader, submitted } from '../components/ui.ts';
+import { Badge, Empty, ErrorBox, FormToggle, Loading, PageHeader, submitted } from '../components/ui.ts';
 import { dateTime, number } from '../format.ts';
 import { html } from '../html.ts';
+import { useNames } from '../names.ts';
 import { href, navigate } from '../router.ts';
 import { useAction, useResource } from '../resource.ts';
 import type { PageProps } from '../sections.ts';
@@ -21,6 +22,7 @@ function SessionList({ computerId }: { computerId: string }) {
   const [pages, setPages] = useState<{ sessions: Session[]; next: string | null }>();
   const [error, setError] = useState<ApiProblem>();
   const [creating, setCreating] = useState(Boolean(computerId));
+  const names = useNames(['computers']);
   const load = async (cursor?: string) => {
     try {
       const body = await must(
@@ -37,10 +39,10 @@ function SessionList({ computerId }: { computerId: string }) {
   }, [computerId]);
   return html`
     <${PageHeader} title="Sessions">
-      <button type="button" class="primary" aria-expanded=${creating} onClick=${() => setCreating(!creating)}>${creating ? 'Close' : 'New session'}</button>
+      <${FormToggle} open=${creating} set=${setCreating} label="New session" />
     <//>
     ${creating ? html`<${CreateSession} computerId=${computerId} />` : null}
-    ${computerId ? html`<p>On computer <code>${computerId}</code> · <a href=${href('sessions')}>all sessions</a></p>` : null}
+    ${computerId ? html`<p>On computer <a href=${href('computers', computerId)}>${names.of('computers', computerId)}</a> · <a href=${href('sessions')}>all sessions</a></p>` : null}
     <${ErrorBox} error=${error} />
     ${
       !pages && !error
@@ -68,7 +70,7 @@ function SessionList({ computerId }: { computerId: string }) {
                         <td><${Badge} value=${s.status} /></td>
                         <td>${s.messageCount}</td>
                         <td>${number(s.serviceCredits)}</td>
-                        <td>${s.computerId ? html`<a href=${href('computers', s.computerId)}>${s.computerId}</a>` : '—'}</td>
+                        <td>${s.computerId ? html`<a href=${href('computers', s.computerId)}>${names.of('computers', s.computerId)}</a>` : '—'}</td>
                         <td>${dateTime(s.updatedAt)}</td>
                       </tr>`,
                     )}

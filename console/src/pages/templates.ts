@@ -1,6 +1,6 @@
 import { useState } from 'preact/hooks';
 import { api, must } from '../api.ts';
-import { ConfirmButton, Empty, ErrorBox, Loading, PageHeader, submitted } from '../components/ui.ts';
+import { ConfirmButton, Empty, ErrorBox, FormToggle, Loading, PageHeader, submitted } from '../components/ui.ts';
 import { dateTime } from '../format.ts';
 import { html } from '../html.ts';
 import { useAction, useResource } from '../resource.ts';
@@ -34,7 +34,7 @@ export default function TemplatesPage() {
   });
   return html`
     <${PageHeader} title="Templates">
-      <button type="button" class="primary" aria-expanded=${open} onClick=${() => setOpen(!open)}>${open ? 'Close' : 'New template'}</button>
+      <${FormToggle} open=${open} set=${setOpen} label="New template" />
     <//>
     ${
       open

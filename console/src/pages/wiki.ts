@@ -1,7 +1,7 @@
 import { useEffect, useRef, useState } from 'preact/hooks';
 import type { components } from '../../../clients/typescript/src/index.ts';
 import { api, ApiProblem, authorizedFetch, must } from '../api.ts';
-import { Badge, ConfirmButton, Empty, ErrorBox, Loading, Notice, PageHeader, submitted } from '../components/ui.ts';
+import { Badge, ConfirmButton, Empty, ErrorBox, FormToggle, Loading, Notice, PageHeader, submitted } from '../components/ui.ts';
 import { dateTime, duration, number } from '../format.ts';
 import { html } from '../html.ts';
 import { href, navigate } from '../router.ts';
@@ -67,7 +67,7 @@ function RunList({ repo }: { repo: string }) {
   });
   return html`
     <${PageHeader} title=${repo ? 'Wiki history' : 'Wiki'}>
-      <button type="button" class="primary" aria-expanded=${creating} onClick=${() => setCreating(!creating)}>${creating ? 'Close' : 'New wiki run'}</button>
+      <${FormToggle} open=${creating} set=${setCreating} label="New wiki run" />
     <//>
     ${creating ? html`<${CreateRun} initialRepo=${repo} />` : null}
     ${repo ? html`<p>Every run of <code>${repo}</code> · <a href=${href('wiki')}>latest run of every repository</a></p>` : null}

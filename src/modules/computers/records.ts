@@ -71,7 +71,8 @@ export function computerRecords(deps: ComputersDeps) {
           id,
           name: input.name,
           providerType: BYOM,
-          status: 'active',
+          // Active means reachable: an agent's machine is once its tunnel carried the set-up's first connection.
+          status: reached.connectedAt ? 'active' : 'provisioning',
           hostId,
           remoteUser: input.remoteUser,
           repos,

@@ -56,7 +56,9 @@ export const ComputerSchema = z
     id: z.string(),
     name: z.string(),
     providerType: z.string().meta({ description: '`byom` for a registered machine, else the managed provider' }),
-    status: z.enum(['provisioning', 'active', 'error']),
+    status: z.enum(['provisioning', 'active', 'error', 'deleted']).meta({
+      description: '`deleted` (agentplane extension) only in lists with includeDeleted=true; the teardown step says how the teardown went',
+    }),
     createdAt: z.number().meta({ description: 'Unix ms' }),
     hostId: z.string().optional(),
     isListed: z.boolean(),

@@ -33,7 +33,8 @@ export function computerView(c: Computer & { provisioningSteps?: ProvisioningSte
     id: c.id,
     name: c.name,
     providerType: c.providerType,
-    status: c.status,
+    // A deleted computer is not what it was: its stored status stays as the teardown found it.
+    status: c.deletedAt ? 'deleted' : c.status,
     createdAt: c.createdAt.getTime(),
     hostId: opt(c.hostId),
     isListed: c.isListed,

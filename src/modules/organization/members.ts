@@ -160,6 +160,9 @@ function toOrganizationUser(m: Membership & { user: User }): OrganizationUser {
     createdAt: m.createdAt.toISOString(),
     ...(u.lastSignInAt ? { lastSignInAt: u.lastSignInAt.toISOString() } : {}),
     metadata: stringMap(u.metadata),
+    userId: u.id,
+    role: m.role,
+    status: m.status === 'invited' ? 'invited' : 'active',
   };
 }
 

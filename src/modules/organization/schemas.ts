@@ -22,6 +22,11 @@ const OrganizationUserSchema = z
     createdAt: z.iso.datetime().meta({ description: 'When the user joined or was invited to this organization' }),
     lastSignInAt: z.iso.datetime().optional(),
     metadata: z.record(z.string(), z.string()).meta({ description: 'Custom metadata' }),
+    userId: z
+      .string()
+      .meta({ description: "agentplane extension: agentplane's own user id (usr_...), as computers' ownerId and service accounts' createdBy name the user" }),
+    role: RoleSchema.meta({ description: 'agentplane extension: the role in this organization' }),
+    status: z.enum(['active', 'invited']).meta({ description: 'agentplane extension: a member, or an invitation not accepted yet' }),
   })
   .meta({ id: 'OrganizationUser' });
 export type OrganizationUser = z.infer<typeof OrganizationUserSchema>;

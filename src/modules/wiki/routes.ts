@@ -21,8 +21,11 @@ import {
   SearchResultSchema,
 } from './schemas.ts';
 import type { WikiService } from './service.ts';
+import { missingCredentials } from './access.ts';
 
 const TAGS = ['Wiki'];
+/** A caller without a credential reads a run only through its public link's token. */
+const PUBLIC_LINK = { query: 'publicToken', missing: missingCredentials };
 const BASE = '/api/v0/wiki';
 
 const SignedVideoQuerySchema = z.strictObject({
@@ -88,6 +91,7 @@ export function wikiRoutes(service: WikiService, opts: { dataDirectoryVideos?: D
       summary: 'Get a wiki run and its page tree',
       tags: TAGS,
       auth: 'optional',
+      anonymousCredential: PUBLIC_LINK,
       params: RunParamsSchema,
       query: PublicReadQuerySchema,
       responses: { 200: { description: 'The run', schema: WikiRunDetailSchema } },
@@ -115,6 +119,7 @@ export function wikiRoutes(service: WikiService, opts: { dataDirectoryVideos?: D
       summary: 'A zip of the run: Markdown pages laid out by the tree, index.md, .wiki-meta.json',
       tags: TAGS,
       auth: 'optional',
+      anonymousCredential: PUBLIC_LINK,
       params: RunParamsSchema,
       query: PublicReadQuerySchema,
       responses: { 200: { description: 'application/zip, streamed' } },
@@ -135,6 +140,7 @@ export function wikiRoutes(service: WikiService, opts: { dataDirectoryVideos?: D
       summary: 'One page: Markdown, title, path, cited sources, links in and out',
       tags: TAGS,
       auth: 'optional',
+      anonymousCredential: PUBLIC_LINK,
       params: PageParamsSchema,
       query: PublicReadQuerySchema,
       responses: { 200: { description: 'The page', schema: WikiPageSchema } },
@@ -163,6 +169,7 @@ export function wikiRoutes(service: WikiService, opts: { dataDirectoryVideos?: D
       summary: "Full-text search of the run's pages: ranked hits with highlighted snippets",
       tags: TAGS,
       auth: 'optional',
+      anonymousCredential: PUBLIC_LINK,
       params: RunParamsSchema,
       query: SearchQuerySchema,
       responses: { 200: { description: 'Hits, best first', schema: SearchResultSchema } },

@@ -1,6 +1,7 @@
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
 import { runAgent } from '../machine-agent/agent.ts';
 import type { ApiCall } from './client.ts';
 
@@ -20,8 +21,10 @@ export async function registerRunner(opts: { url: string; apiKey: string; name: 
     { url: opts.url, apiKey: opts.apiKey, name: opts.name, stateDir, log: opts.log, machineIdFiles: [], tunnel: { onConnected: () => connected() } },
     stop.signal,
   );
-  await Promise.race([ready, running.then(() => Promise.reject(new Error('the agent stopped before its tunnel was up')))]);
-  const computer = await opts.call<{ id: string }>('GET', `/api/v0/computers/name/${encodeURIComponent(opts.name)}`);
+  const stopped = running.then(() => Promise.reject(new Error('the agent stopped before its tunnel was up')));
+  await Promise.race([ready, stopped]);
+  // The computer turns active once the control plane has reached it through the tunnel.
+  const computer = await Promise.race([untilActive(opts), stopped]);
   return {
     computerId: computer.id,
     async release() {
@@ -34,4 +37,18 @@ export async function registerRunner(opts: { url: string; apiKey: string; name: 
       }
     },
   };
+}
+
+const ACTIVE_WAIT_MS = 120_000;
+
+async function untilActive(opts: { name: string; call: ApiCall }): Promise<{ id: string }> {
+  const deadline = Date.now() + ACTIVE_WAIT_MS;
+  for (;;) {
+    const computer = await opts.call<{ id: string; status: string }>('GET', `/api/v0/computers/name/${encodeURIComponent(opts.name)}`);
+    if (computer.status === 'active') return computer;
+    if (computer.status !== 'provisioning' || Date.now() > deadline) {
+      throw new Error(`the runner's computer ${opts.name} is ${computer.status}, not active; its provisioning steps say why`);
+    }
+    await sleep(250);
+  }
 }

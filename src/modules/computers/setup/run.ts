@@ -8,7 +8,7 @@ import type { ComputerJobDeps } from '../job-deps.ts';
 import { BYOM, targetFor } from '../machines.ts';
 import { INSTALL_DEADLINE_MS, transition } from '../lifecycle.ts';
 import { SSH_WAIT_MS } from '../managed/settings.ts';
-import { settleProvisioning } from '../settle.ts';
+import { markReachable, settleProvisioning } from '../settle.ts';
 import { setupScriptOf, sourceComputerOf } from '../source.ts';
 import { newUuid } from '../../../lib/ids.ts';
 import { messageOf, runSteps, type Step } from '../steps/runner.ts';
@@ -36,11 +36,16 @@ const TIMEOUT_MS = {
  * steps, and cloning into an existing clone fetches instead. Provisioning ends (`active` or
  * `error`) once every step has finished.
  */
-export async function runComputerSetup(deps: ComputerJobDeps, computerId: string, ctx: Pick<JobContext, 'signal' | 'log' | 'send'>): Promise<void> {
+export async function runComputerSetup(
+  deps: ComputerJobDeps,
+  computerId: string,
+  ctx: Pick<JobContext, 'signal' | 'stopping' | 'log' | 'send'>,
+): Promise<void> {
   const computer = await deps.db.computer.findFirst({ where: { id: computerId, deletedAt: null } });
   if (!computer) return;
   await runSteps(provisioningSteps(deps.db, computerId), setupSteps(deps, computer, ctx), {
     signal: ctx.signal,
+    stopping: ctx.stopping,
     now: () => deps.clock.now(),
     warn: (msg, err) => ctx.log.warn({ err, computerId }, msg),
   });
@@ -77,6 +82,8 @@ function setupSteps(deps: ComputerJobDeps, computer: Computer, ctx: Pick<JobCont
         run: async ({ signal }) => {
           const machineHostId = await deps.ssh.machineId(await targetOf(), { signal });
           if (!computer.hostId) await adoptHostId(deps, computer, machineHostId);
+          // Reached through its tunnel: from now on a client acting on `active` reaches it too.
+          return { complete: (tx) => markReachable(tx, computerId, deps.clock.now()) };
         },
       };
 

@@ -113,6 +113,11 @@ class StepTimeout extends Error {
 
 export interface RunOptions {
   signal: AbortSignal;
+  /**
+   * Aborted when the worker begins to stop: a step waiting to try again gives up at once (its job
+   * runs again, resuming the step), where work in progress still finishes within the grace period.
+   */
+  stopping?: AbortSignal;
   now: () => Date;
   /** Logged only: a step that failed, a compensation that failed. */
   warn?: (msg: string, err: unknown) => void;
@@ -174,13 +179,13 @@ async function runStep(store: StepStore, step: Step, row: StoredStep, opts: RunO
     try {
       outcome = await attempt(step, { resumed: row.startedAt !== null }, opts.signal);
     } catch (err) {
-      if (opts.signal.aborted) throw err;
+      if (opts.signal.aborted || opts.stopping?.aborted) throw err;
       if (retry.transient(err) && Date.now() + retry.delayMs < until) {
         // Still ours? A step skipped meanwhile (its computer deleted) is not tried again.
         const note = retry.note?.(err);
         const still = await store.move(step.id, ['running'], { status: 'running', ...(note === undefined ? {} : { error: note }) });
         if (!still) return 'lost';
-        await delay(retry.delayMs, undefined, { signal: opts.signal });
+        await delay(retry.delayMs, undefined, { signal: opts.stopping ? AbortSignal.any([opts.signal, opts.stopping]) : opts.signal });
         continue;
       }
       opts.warn?.(`step ${step.id} failed`, err);

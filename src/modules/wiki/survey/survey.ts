@@ -56,6 +56,8 @@ export interface Survey {
   files: SourceFile[];
   modules: ModuleInfo[];
   edges: { from: string; to: string; count: number }[];
+  /** The same imports between files (a file importing itself left out), for graphs of repositories with few directories. */
+  fileEdges: { from: string; to: string; count: number }[];
   history: History;
   builds: BuildConfig[];
   envVars: { name: string; files: string[] }[];
@@ -213,6 +215,7 @@ export async function surveyRepository(repo: GitRepo, bounds: SurveyBounds, sign
     manifests,
   );
   const fileModule = new Map(files.map((f) => [f.path, f.module]));
+  const fileImports = new Map<string, number>();
   for (const imp of imports) {
     const target = resolve(imp.language, imp.from, imp.specifier);
     const from = modules.get(fileModule.get(imp.from)!)!;
@@ -221,6 +224,10 @@ export async function surveyRepository(repo: GitRepo, bounds: SurveyBounds, sign
       from.externals.set(target.external, (from.externals.get(target.external) ?? 0) + 1);
       continue;
     }
+    if (target.file !== imp.from) {
+      const key = `${imp.from}\0${target.file}`;
+      fileImports.set(key, (fileImports.get(key) ?? 0) + 1);
+    }
     const to = fileModule.get(target.file);
     if (to === undefined || to === from.dir) continue;
     from.imports.set(to, (from.imports.get(to) ?? 0) + 1);
@@ -228,6 +235,10 @@ export async function surveyRepository(repo: GitRepo, bounds: SurveyBounds, sign
     toModule.importedBy.set(from.dir, (toModule.importedBy.get(from.dir) ?? 0) + 1);
   }
   const edges = [...modules.values()].flatMap((m) => [...m.imports.entries()].map(([to, count]) => ({ from: m.dir, to, count })));
+  const fileEdges = [...fileImports].map(([key, count]) => {
+    const [from, to] = key.split('\0') as [string, string];
+    return { from, to, count };
+  });
 
   const entryPoints = [
     ...new Set([
@@ -269,6 +280,7 @@ export async function surveyRepository(repo: GitRepo, bounds: SurveyBounds, sign
     files,
     modules: [...modules.values()].sort((a, b) => a.dir.localeCompare(b.dir)),
     edges,
+    fileEdges,
     history: await readHistory(repo, head.committedAt, signal),
     builds,
     envVars: [...envVars.entries()].map(([name, set]) => ({ name, files: [...set].sort() })).sort((a, b) => a.name.localeCompare(b.name)),

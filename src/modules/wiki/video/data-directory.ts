@@ -20,7 +20,7 @@ export interface SignedUpload {
  * derived from the encryption key) binds the run, content type, size bound and expiry, so the
  * URL is the only credential the upload needs. One node only: replicas need object storage.
  */
-export function dataDirectoryVideoStorage(opts: { dir: string; signingKey: string; basePath?: string }) {
+export function dataDirectoryVideoStorage(opts: { dir: string; signingKey: string; baseUrl: () => string | undefined }) {
   const sign = (u: SignedUpload) => createHmac('sha256', opts.signingKey).update(`${u.key}\n${u.contentType}\n${u.maxBytes}\n${u.expires}`).digest('base64url');
   const file = (key: string) => path.join(opts.dir, key.replace(/[^A-Za-z0-9_-]/g, '_'));
   const storage: VideoStorage & { receive(u: SignedUpload, signature: string, now: Date, body: Readable): Promise<number> } = {
@@ -28,7 +28,9 @@ export function dataDirectoryVideoStorage(opts: { dir: string; signingKey: strin
     async uploadUrl(key, contentType, maxBytes, expiresAt) {
       const u = { key, contentType, maxBytes, expires: expiresAt.getTime() };
       const q = new URLSearchParams({ contentType, maxBytes: String(maxBytes), expires: String(u.expires), signature: sign(u) });
-      return { url: `${opts.basePath ?? ''}/api/v0/wiki/${key}/video?${q}`, headers: { 'content-type': contentType } };
+      // Absolute, as object storage's presigned URLs are: the client PUTs to it as it is.
+      const base = (opts.baseUrl() ?? '').replace(/\/+$/, '');
+      return { url: `${base}/api/v0/wiki/${key}/video?${q}`, headers: { 'content-type': contentType } };
     },
     async exists(key) {
       return fs.stat(file(key)).then(

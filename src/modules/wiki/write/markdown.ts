@@ -17,8 +17,8 @@ const mermaidId = (i: number) => `n${i}`;
 const mermaidLabel = (text: string) => text.replace(/["<>]/g, "'").replace(/[[\]{}()]/g, ' ') || '/';
 
 /**
- * A Mermaid flowchart of an import graph: nodes are module directories, edges say how many
- * import statements lead from one to the other. `focus` is drawn as the highlighted node.
+ * A Mermaid flowchart of an import graph: nodes are module directories (or files), edges say how
+ * many import statements lead from one to the other. `focus` is drawn as the highlighted node.
  */
 export function importGraph(nodes: string[], edges: { from: string; to: string; count: number }[], focus?: string): string {
   const ids = new Map(nodes.map((n, i) => [n, mermaidId(i)]));

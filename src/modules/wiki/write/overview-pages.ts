@@ -4,6 +4,25 @@ import { pageBuilder, type PageDraft, type WriteInput } from './context.ts';
 import { code, importGraph, plural, table } from './markdown.ts';
 
 const ARCHITECTURE_NODES = 12;
+/** Fewer connected directories than this, and the architecture diagram is drawn by files (up to ARCHITECTURE_NODES). */
+const MIN_GRAPH_NODES = 5;
+
+type Edge = { from: string; to: string; count: number };
+
+/** The most connected nodes of an import graph (by imports in and out) and the edges among them. */
+function mostConnected(edges: Edge[]): { nodes: string[]; edges: Edge[] } {
+  const degree = new Map<string, number>();
+  for (const e of edges) {
+    degree.set(e.from, (degree.get(e.from) ?? 0) + e.count);
+    degree.set(e.to, (degree.get(e.to) ?? 0) + e.count);
+  }
+  const nodes = [...degree.entries()]
+    .sort((a, b) => b[1] - a[1] || a[0].localeCompare(b[0]))
+    .slice(0, ARCHITECTURE_NODES)
+    .map(([n]) => n);
+  const kept = new Set(nodes);
+  return { nodes, edges: edges.filter((e) => kept.has(e.from) && kept.has(e.to)) };
+}
 
 export function writeOverview(input: WriteInput, page: PageNode): PageDraft {
   const { survey, plan, repo } = input;
@@ -42,30 +61,20 @@ export function writeOverview(input: WriteInput, page: PageNode): PageDraft {
 export function writeArchitecture(input: WriteInput, page: PageNode): PageDraft {
   const { survey } = input;
   const b = pageBuilder(input, page);
-  const degree = new Map<string, number>();
-  for (const e of survey.edges) {
-    degree.set(e.from, (degree.get(e.from) ?? 0) + e.count);
-    degree.set(e.to, (degree.get(e.to) ?? 0) + e.count);
-  }
-  const central = [...degree.entries()]
-    .sort((a, b) => b[1] - a[1] || a[0].localeCompare(b[0]))
-    .slice(0, ARCHITECTURE_NODES)
-    .map(([d]) => d);
-  const inGraph = new Set(central);
+  // Directories make the clearer picture; a repository with few of them is drawn by its files, so
+  // the diagram has enough labelled nodes to say something.
+  const byDirectory = mostConnected(survey.edges);
+  const byFile = byDirectory.nodes.length < MIN_GRAPH_NODES ? mostConnected(survey.fileEdges) : undefined;
+  const graph = byFile && byFile.nodes.length > byDirectory.nodes.length ? byFile : byDirectory;
+  const unit = graph === byDirectory ? 'directory' : 'file';
   const out = ['# Architecture'];
   out.push(
     `The code is organised in ${plural(survey.modules.length, 'directory', 'directories')} with ${plural(survey.edges.length, 'import relation')} between them.` +
-      (central.length
-        ? ` The diagram shows the ${central.length} most connected; each edge counts the import statements from one directory into the other.`
+      (graph.nodes.length
+        ? ` The diagram shows the ${graph.nodes.length} most connected ${unit === 'directory' ? 'directories' : 'files'}; each edge counts the import statements from one ${unit} into the other.`
         : ' No directory imports another, so there is no graph to draw.'),
   );
-  if (central.length)
-    out.push(
-      importGraph(
-        central,
-        survey.edges.filter((e) => inGraph.has(e.from) && inGraph.has(e.to)),
-      ),
-    );
+  if (graph.nodes.length) out.push(importGraph(graph.nodes, graph.edges));
   const mostUsed = [...survey.modules]
     .sort((a, b) => b.importedBy.size - a.importedBy.size)
     .filter((m) => m.importedBy.size)
