@@ -43,9 +43,10 @@ const HOSTILE = [
  * repository served over HTTP, its tree, a page with a Mermaid diagram drawn as SVG, search with
  * highlighted snippets, the zip export, privacy, deletion, and hostile Markdown kept inert.
  */
-// One retry: on a loaded machine a tab has sometimes never finished loading the console's modules
-// (cause not found; see the stop note of #21); a second failure is a failure.
-describe.skipIf(skip)('the console’s wiki pages in Chromium', { timeout: 180_000, retry: 1 }, () => {
+// Two retries: on a loaded machine a tab has sometimes never finished loading the console's modules
+// (cause not found; see the stop note of #21), or a local computer's interface came or went
+// (net::ERR_NETWORK_CHANGED); a third failure is a failure.
+describe.skipIf(skip)('the console’s wiki pages in Chromium', { timeout: 180_000, retry: 2 }, () => {
   const fixtures = useFixtureRepos();
   let api: TestApi;
   let gitServer: Awaited<ReturnType<typeof startGitHttpServer>>;

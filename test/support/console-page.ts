@@ -19,7 +19,8 @@ export async function signInConsole(browser: Browser, url: string, key: string, 
  * Opens the console at `url` until its sign-in form shows. A file of the console failing to load
  * leaves the shell unrendered: seen on a busy machine as net::ERR_NETWORK_CHANGED, which Chromium
  * reports when another test adds or removes a network interface (a local computer's veth). The
- * page is loaded again at once when that happens, not after a timeout.
+ * page is loaded again when that happens (after a short pause that grows with each attempt), not
+ * after a timeout.
  */
 async function openSignInForm(page: Page, url: string): Promise<void> {
   const failures: string[] = [];
@@ -48,8 +49,10 @@ async function openSignInForm(page: Page, url: string): Promise<void> {
       page.off('requestfailed', onFailed);
     }
     if (outcome === undefined) return;
-    if (attempt === 3) throw new Error(`the console's sign-in form did not show: ${outcome}; failures: ${failures.join('; ') || 'none'}`);
+    if (attempt === 6) throw new Error(`the console's sign-in form did not show: ${outcome}; failures: ${failures.join('; ') || 'none'}`);
     console.warn(`the console's sign-in form did not show (${outcome}); loading it again`);
+    // Interfaces come and go in bursts (a bulk of local computers): let one pass before loading again.
+    await page.waitForTimeout(500 * attempt);
   }
 }
 
