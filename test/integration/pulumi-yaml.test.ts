@@ -1,6 +1,6 @@
 import { execFileSync } from 'node:child_process';
 import { existsSync } from 'node:fs';
-import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import { mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { pathToFileURL } from 'node:url';
@@ -38,7 +38,7 @@ afterAll(async () => {
 /** A stack of the YAML program `program` (the body of Pulumi.yaml after name and runtime) in its own directory. */
 async function yamlStack(name: string, program: string, env: Record<string, string> = {}): Promise<Stack> {
   const workDir = path.join(dir, name);
-  execFileSync('mkdir', ['-p', workDir]);
+  await mkdir(workDir, { recursive: true });
   await writeFile(path.join(workDir, 'Pulumi.yaml'), `name: ${name}\nruntime: yaml\n${program}`);
   return LocalWorkspace.createOrSelectStack(
     { stackName: 'test', workDir },
@@ -141,10 +141,8 @@ describe.skipIf(skipWithout('Pulumi YAML programs', toolchainMissing))('Pulumi Y
     expect(await stack.destroy()).toMatchObject({ summary: { result: 'succeeded' } });
 
     // Another host key: the handshake is refused and nothing is created.
-    const wrongKey = execFileSync('sh', ['-c', `ssh-keygen -q -t ed25519 -N '' -f ${dir}/other && cat ${dir}/other.pub`], { encoding: 'utf8' })
-      .split(' ')
-      .slice(0, 2)
-      .join(' ');
+    execFileSync('ssh-keygen', ['-q', '-t', 'ed25519', '-N', '', '-f', path.join(dir, 'other')]);
+    const wrongKey = (await readFile(path.join(dir, 'other.pub'), 'utf8')).split(' ').slice(0, 2).join(' ');
     const refused = await yamlStack('remote-command-wrong', program(wrongKey));
     await refused.setConfig('remote-command-wrong:privateKey', { value: sshd.privateKey, secret: true });
     await expect(refused.up()).rejects.toThrow(/host key/);
