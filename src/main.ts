@@ -185,6 +185,26 @@ program
     process.exit(await runCi(opts));
   });
 
+program
+  .command('backup')
+  .description('write an encrypted archive of this installation (AGENTPLANE_BACKUP_PASSPHRASE), consistent while the server runs')
+  .requiredOption('--out <file>', 'the archive to write (replaced whole, never left half-written)')
+  .option('--pulumi-state-only', 'only the Pulumi state and the encryption key (with PostgreSQL, beside pg_dump or PITR)')
+  .action(async (opts: { out: string; pulumiStateOnly?: boolean }) => {
+    const { config } = await setup('stderr');
+    const { runBackup } = await import('./backup/backup-command.ts');
+    await runBackup(config, opts, (line) => process.stdout.write(`${line}\n`));
+  });
+
+program
+  .command('restore <file>')
+  .description('restore an archive `backup` wrote into AGENTPLANE_DATA_DIR, which must be empty or absent')
+  .action(async (file: string) => {
+    const { config } = await setup('stderr');
+    const { runRestore } = await import('./backup/restore-command.ts');
+    await runRestore(config.dataDir, file, (line) => process.stdout.write(`${line}\n`));
+  });
+
 registerRelayCommands(program);
 registerConfigCommands(program);
 
