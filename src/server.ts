@@ -33,6 +33,7 @@ export async function startServer(config: Config, log: Logger): Promise<RunningS
     db,
     stacks: plane.provisioner.stacks,
     pulumiBackendUrl: pulumiBackendUrl(config.dataDir, config.managed.pulumiBackendUrl),
+    encryptionKeyFromEnvironment: config.encryptionKey !== undefined,
     log,
   });
   let stopping: Promise<void> | undefined;

@@ -1,13 +1,10 @@
 import { existsSync, rmSync } from 'node:fs';
-import { rm } from 'node:fs/promises';
 import { createServer } from 'node:http';
 import path from 'node:path';
-import { pipeline } from 'node:stream/promises';
 import type { Database } from '../db/client.ts';
 import type { Logger } from '../lib/logger.ts';
 import type { ComputerStacks } from '../provisioning/pulumi/computer-stacks.ts';
-import { packTree } from './archive-entries.ts';
-import { stageSnapshot, type BackupScope } from './snapshot.ts';
+import { removeStaleStaging, stageSnapshot, type BackupScope } from './snapshot.ts';
 
 /**
  * The running server's local administration socket, `<data dir>/admin.sock`. Whoever can open it
@@ -25,46 +22,45 @@ export interface AdminSocketDeps {
   db: Database;
   stacks: Pick<ComputerStacks, 'whileIdle'>;
   pulumiBackendUrl: string;
+  encryptionKeyFromEnvironment: boolean;
   log: Logger;
 }
 
-/** Serves `GET /backup?scope=full|pulumi-state`: the archive's plain contents, taken by this process (see stageSnapshot). */
+/**
+ * Serves `POST /backup?scope=full|pulumi-state`: this process stages the snapshot (see
+ * stageSnapshot) and answers its folder, `{"staging": path}`; the command archives that folder and
+ * removes it. The archive is made by the command, away from the event loop that serves the API.
+ */
 export async function startAdminSocket(deps: AdminSocketDeps): Promise<{ close(): Promise<void> }> {
   const file = path.join(deps.dataDir, ADMIN_SOCKET);
   if (Buffer.byteLength(file) > SOCKET_PATH_MAX) {
     deps.log.warn({ file }, 'the data directory path is too long for the admin socket: `agentplane backup` needs the server stopped');
     return { close: async () => undefined };
   }
+  await removeStaleStaging(deps.dataDir);
   const server = createServer((req, res) => {
+    const reply = (status: number, body: unknown) => res.writeHead(status, { 'content-type': 'application/json' }).end(JSON.stringify(body));
     const url = new URL(req.url ?? '/', 'http://admin');
     const scope = url.searchParams.get('scope') as BackupScope | null;
-    if (req.method !== 'GET' || url.pathname !== '/backup' || (scope !== 'full' && scope !== 'pulumi-state')) {
-      res.writeHead(404, { 'content-type': 'application/json' }).end(JSON.stringify({ detail: 'GET /backup?scope=full|pulumi-state' }));
-      return;
+    if (req.method !== 'POST' || url.pathname !== '/backup' || (scope !== 'full' && scope !== 'pulumi-state')) {
+      return reply(404, { detail: 'POST /backup?scope=full|pulumi-state' });
     }
     const source = {
       dataDir: deps.dataDir,
       pglite: deps.db.kind === 'pglite' ? deps.db.pglite : undefined,
       pulumiBackendUrl: deps.pulumiBackendUrl,
+      encryptionKeyFromEnvironment: deps.encryptionKeyFromEnvironment,
       whileIdle: deps.stacks.whileIdle,
     };
     const started = Date.now();
     stageSnapshot(source, scope).then(
-      async (staging) => {
-        try {
-          res.writeHead(200, { 'content-type': 'application/octet-stream' });
-          await pipeline(packTree(staging), res);
-          deps.log.info({ scope, ms: Date.now() - started }, 'backup taken');
-        } catch (err) {
-          deps.log.error({ err }, 'backup stream failed');
-          res.destroy();
-        } finally {
-          await rm(staging, { recursive: true, force: true });
-        }
+      (staging) => {
+        deps.log.info({ scope, ms: Date.now() - started }, 'backup snapshot taken');
+        reply(200, { staging });
       },
       (err: unknown) => {
-        deps.log.error({ err }, 'backup failed');
-        res.writeHead(409, { 'content-type': 'application/json' }).end(JSON.stringify({ detail: err instanceof Error ? err.message : String(err) }));
+        deps.log.error({ err }, 'backup snapshot failed');
+        reply(409, { detail: err instanceof Error ? err.message : String(err) });
       },
     );
   });

@@ -34,6 +34,7 @@ export async function* packTree(root: string): AsyncGenerator<Buffer> {
         entries++;
         yield record({ type: 'file', path: child, size, mode: mode & 0o777 });
         let sent = 0;
+        if (size === 0) continue;
         for await (const chunk of createReadStream(file, { end: size - 1, highWaterMark: 1 << 20 })) {
           sent += (chunk as Buffer).length;
           yield chunk as Buffer;

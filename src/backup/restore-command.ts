@@ -1,21 +1,26 @@
-import { createReadStream, existsSync, openAsBlob } from 'node:fs';
+import { createReadStream, existsSync } from 'node:fs';
 import { mkdir, readdir, readFile, rename, rm, rmdir } from 'node:fs/promises';
 import path from 'node:path';
 import { randomBytes } from 'node:crypto';
-import { PGlite } from '@electric-sql/pglite';
+import { Readable } from 'node:stream';
+import { pipeline } from 'node:stream/promises';
+import { createGunzip } from 'node:zlib';
 import { decryptArchive } from './archive-crypto.ts';
 import { unpackTree } from './archive-entries.ts';
 import { backupPassphrase } from './passphrase.ts';
-import { DATABASE_DUMP, MANIFEST, type BackupManifest } from './snapshot.ts';
+import { MANIFEST, type BackupManifest } from './snapshot.ts';
 
 /**
  * `agentplane restore FILE` into AGENTPLANE_DATA_DIR, which must be empty or absent. The archive
- * is decrypted, checked whole and unpacked into a folder beside the target, the database is
- * loaded there, and only then does that folder become the data directory (a rename): a wrong
- * passphrase, a damaged or truncated archive leave nothing behind.
+ * is decrypted, checked whole and unpacked into a folder beside the target, and only then does
+ * that folder become the data directory (a rename): a wrong passphrase, a damaged or truncated
+ * archive leave nothing behind. The server's next start replays the database's log to the moment
+ * the backup was taken.
  */
 export async function runRestore(dataDir: string, file: string, print: (line: string) => void): Promise<void> {
   const passphrase = backupPassphrase();
+  // What is restored is the control plane's alone, as the server keeps its data directory.
+  process.umask(0o077);
   const target = path.resolve(dataDir);
   if (!existsSync(file)) throw new Error(`${file}: no such file`);
   await assertEmpty(target);
@@ -24,15 +29,12 @@ export async function runRestore(dataDir: string, file: string, print: (line: st
   await mkdir(work, { mode: 0o700 });
   let manifest: BackupManifest;
   try {
-    await unpackTree(decryptArchive(createReadStream(file, { highWaterMark: 1 << 20 }), passphrase), work);
+    await pipeline(
+      Readable.from(decryptArchive(createReadStream(file, { highWaterMark: 1 << 20 }), passphrase)),
+      createGunzip(),
+      (plain: AsyncIterable<Buffer>) => unpackTree(plain, work),
+    );
     manifest = JSON.parse(await readFile(path.join(work, MANIFEST), 'utf8')) as BackupManifest;
-    const dump = path.join(work, DATABASE_DUMP);
-    if (existsSync(dump)) {
-      // PGlite unpacks its own dump and starts on it once, which replays its log to the moment taken.
-      const pglite = await PGlite.create(path.join(work, 'pgdata'), { loadDataDir: await openAsBlob(dump) });
-      await pglite.close();
-      await rm(dump);
-    }
     await rm(path.join(work, MANIFEST));
     await assertEmpty(target);
     if (existsSync(target)) await rmdir(target);
@@ -41,8 +43,8 @@ export async function runRestore(dataDir: string, file: string, print: (line: st
     await rm(work, { recursive: true, force: true });
     throw err;
   }
-  print(`restored the ${manifest.scope === 'full' ? 'installation' : 'Pulumi state and encryption key'} backed up at ${manifest.createdAt} into ${target}`);
-  if (!manifest.encryptionKeyIncluded)
+  print(`restored the ${manifest.scope === 'full' ? 'installation' : 'Pulumi state and encryption key'} taken at ${manifest.createdAt} into ${target}`);
+  if (manifest.encryptionKey === 'environment')
     print('the installation used AGENTPLANE_ENCRYPTION_KEY: start it with the same key, or its sealed secrets and stacks cannot be opened');
   if (manifest.scope === 'pulumi-state') print('restore the PostgreSQL database to the same moment (pg_restore or PITR) before starting the server');
   if (!manifest.pulumiBackendUrl.startsWith('file://'))

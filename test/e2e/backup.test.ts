@@ -102,7 +102,6 @@ describe.skipIf(skip)('backup and restore of an embedded installation', () => {
     const hook = await call('POST', '/api/v0/webhooks', { url: `${receiver.url}/hook`, eventTypes: ['computer.deleted'] });
     expect(hook.status).toBe(201);
     receiver.secret('/hook', hook.body.secret);
-
     const kept = await call('POST', '/api/v0/computers', { name: 'kept', provider: 'local' });
     expect(kept.status).toBe(201);
     ids.push(kept.body.id);
@@ -136,6 +135,10 @@ describe.skipIf(skip)('backup and restore of an embedded installation', () => {
     expect(bytes.includes(Buffer.from('w0-0'))).toBe(false);
     await settled(call, during.body.id);
     expect(await a.stop()).toBe(0);
+    // With no server running, the command opens the data directory itself.
+    const offline = await cli(['backup', '--out', path.join(base, 'offline.backup')], { AGENTPLANE_DATA_DIR: original });
+    expect(offline.code, offline.stderr).toBe(0);
+    rmSync(path.join(base, 'offline.backup'));
 
     // Refusals that change nothing: a directory that is not empty, a wrong passphrase, a cut archive.
     const full = path.join(base, 'full');
@@ -159,11 +162,9 @@ describe.skipIf(skip)('backup and restore of an embedded installation', () => {
     rmSync(cut);
     expect(listing(base)).toEqual(before);
     expect(existsSync(restored)).toBe(false);
-
     const restore = await cli(['restore', archive], { AGENTPLANE_DATA_DIR: restored });
     expect(restore.code, restore.stderr).toBe(0);
-    expect(restore.stdout).toMatch(/^restored the installation backed up at \S+ into .*restored$/m);
-
+    expect(restore.stdout).toMatch(/^restored the installation taken at \S+ into .*restored$/m);
     const b = await startServerProcess(env(restored));
     servers.push(b);
     expect(b.firstStartKey).toBeUndefined();
