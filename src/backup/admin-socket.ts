@@ -17,7 +17,7 @@ export const ADMIN_SOCKET = 'admin.sock';
 // sun_path holds 108 bytes with its terminating NUL.
 const SOCKET_PATH_MAX = 107;
 
-export interface AdminSocketDeps {
+interface AdminSocketDeps {
   dataDir: string;
   db: Database;
   stacks: Pick<ComputerStacks, 'whileIdle'>;

@@ -32,7 +32,7 @@ const STAGING = /^backup-[0-9a-f]{12}\.staging$/;
 const KEY_FILE = 'encryption.key';
 const VIDEOS = 'wiki-videos';
 
-export interface SnapshotSource {
+interface SnapshotSource {
   dataDir: string;
   /** The open embedded database, for a full backup; undefined on PostgreSQL. */
   pglite?: PGlite;

@@ -3,7 +3,7 @@
  * copying the Pulumi state): `whileIdle` holds new operations back, waits for running ones to
  * end, runs its function, then lets the held ones go.
  */
-export interface OperationGate {
+interface OperationGate {
   run<T>(operation: () => Promise<T>): Promise<T>;
   whileIdle<T>(fn: () => Promise<T>): Promise<T>;
 }
