@@ -135,32 +135,38 @@ describe.skipIf(skip)('backup and restore of an embedded installation', () => {
     expect(bytes.includes(Buffer.from('w0-0'))).toBe(false);
     await settled(call, during.body.id);
     expect(await a.stop()).toBe(0);
-    // With no server running, the command opens the data directory itself.
-    const offline = await cli(['backup', '--out', path.join(base, 'offline.backup')], { AGENTPLANE_DATA_DIR: original });
-    expect(offline.code, offline.stderr).toBe(0);
-    rmSync(path.join(base, 'offline.backup'));
-
-    // Refusals that change nothing: a directory that is not empty, a wrong passphrase, a cut archive.
+    // Refusals that change nothing: a directory that is not empty, a wrong passphrase, a cut archive;
+    // side by side with a backup taken with no server running (the command opens the directory itself).
     const full = path.join(base, 'full');
     mkdirSync(full);
     writeFileSync(path.join(full, 'keep.txt'), 'mine');
-    const before = listing(base);
-    const notEmpty = await cli(['restore', archive], { AGENTPLANE_DATA_DIR: full });
-    expect(notEmpty.code).toBe(1);
-    expect(notEmpty.stderr).toMatch(/full \(AGENTPLANE_DATA_DIR\) is not empty: restore into an empty or new directory/);
-    const wrong = await cli(['restore', archive], { AGENTPLANE_DATA_DIR: restored, AGENTPLANE_BACKUP_PASSPHRASE: 'not the passphrase at all' });
-    expect(wrong.code).toBe(1);
-    expect(wrong.stderr).toMatch(/wrong passphrase/);
-    const cut = path.join(base, 'cut.backup');
-    for (const size of [bytes.length - 7, Math.floor(bytes.length / 2)]) {
+    const cuts = [bytes.length - 7, Math.floor(bytes.length / 2)].map((size, i) => {
+      const cut = path.join(base, `cut-${i}.backup`);
       copyFileSync(archive, cut);
       truncateSync(cut, size);
-      const truncated = await cli(['restore', cut], { AGENTPLANE_DATA_DIR: restored });
-      expect(truncated.code).toBe(1);
-      expect(truncated.stderr).toMatch(/the archive is truncated/);
+      return cut;
+    });
+    // The original data directory is left out: the backup without a server opens its database.
+    const restoreSide = () => listing(base).filter((e) => !e.startsWith('original'));
+    const before = restoreSide();
+    const [notEmpty, wrong, offline, ...truncated] = await Promise.all([
+      cli(['restore', archive], { AGENTPLANE_DATA_DIR: full }),
+      cli(['restore', archive], { AGENTPLANE_DATA_DIR: restored, AGENTPLANE_BACKUP_PASSPHRASE: 'not the passphrase at all' }),
+      cli(['backup', '--out', `${base}.offline`], { AGENTPLANE_DATA_DIR: original }),
+      ...cuts.map((cut) => cli(['restore', cut], { AGENTPLANE_DATA_DIR: restored })),
+    ]);
+    expect(notEmpty!.code).toBe(1);
+    expect(notEmpty!.stderr).toMatch(/full \(AGENTPLANE_DATA_DIR\) is not empty: restore into an empty or new directory/);
+    expect(wrong!.code).toBe(1);
+    expect(wrong!.stderr).toMatch(/wrong passphrase/);
+    for (const t of truncated) {
+      expect(t.code).toBe(1);
+      expect(t.stderr).toMatch(/the archive is truncated/);
     }
-    rmSync(cut);
-    expect(listing(base)).toEqual(before);
+    expect(offline!.code, offline!.stderr).toBe(0);
+    rmSync(`${base}.offline`);
+    for (const cut of cuts) rmSync(cut);
+    expect(restoreSide()).toEqual(before.filter((e) => !e.startsWith('cut-')));
     expect(existsSync(restored)).toBe(false);
     const restore = await cli(['restore', archive], { AGENTPLANE_DATA_DIR: restored });
     expect(restore.code, restore.stderr).toBe(0);
