@@ -1,4 +1,4 @@
-import { existsSync, rmSync } from 'node:fs';
+import { chmodSync, existsSync, rmSync } from 'node:fs';
 import { createServer } from 'node:http';
 import path from 'node:path';
 import type { Database } from '../db/client.ts';
@@ -67,6 +67,7 @@ export async function startAdminSocket(deps: AdminSocketDeps): Promise<{ close()
   // A socket file left by a killed server: the data directory's lock (or PostgreSQL's one server per directory) makes it stale.
   if (existsSync(file)) rmSync(file);
   await new Promise<void>((resolve, reject) => server.once('error', reject).listen(file, resolve));
+  chmodSync(file, 0o600);
   return {
     close: () =>
       new Promise((resolve) => {
