@@ -67,6 +67,11 @@ const NIL_UUID = '00000000-0000-0000-0000-000000000000';
 // to unwind before the caller closes the database under it.
 const ABORT_GRACE_MS = 5_000;
 
+/** Whether a queue row already has these settings: a start that changes nothing writes nothing. */
+function sameSettings(found: object, want: Record<string, unknown>): boolean {
+  return Object.entries(want).every(([key, value]) => ((found as Record<string, unknown>)[key] ?? null) === (value ?? null));
+}
+
 // Embedded databases a queue of this process has started on (see reclaimOrphanedJobs).
 const queuedDatabases = new WeakSet<Database>();
 
@@ -123,7 +128,7 @@ export function createJobQueue(db: Database, opts: JobQueueOptions): JobQueue {
           `job queue ${def.name} exists with policy ${found.policy}, but its definition needs ${policy}; ` +
             'a policy cannot change: give the job a new name, or delete the queue once it is drained',
         );
-      } else {
+      } else if (!sameSettings(found, { ...options, deadLetter })) {
         await boss.updateQueue(def.name, { ...options, deadLetter });
       }
     }

@@ -214,6 +214,23 @@ describe.each(BACKENDS)('job queue on %s', (backend) => {
     expect(dead).toMatchObject({ sourceId: failedId, sourceOutput: { message: 'provisioning failed' } });
   });
 
+  it('a start updates a queue whose definition changed and writes nothing when it did not', async () => {
+    const kind = (retryLimit: number) =>
+      defineJobKind({ name: 'test.settings', payload: z.object({}), retryLimit, expireInSeconds: 30 }).handledBy(async () => {});
+    const startWith = async (retryLimit: number) => {
+      const q = createJobQueue(db, { log, jobs: [kind(retryLimit)], ...TUNING });
+      await q.start();
+      await q.stop({ timeoutMs: 1_000 });
+      const [row] = await queue.boss.getQueues(['test.settings']);
+      return row!;
+    };
+    await startWith(1);
+    const changed = await startWith(3);
+    expect(changed.retryLimit).toBe(3);
+    const again = await startWith(3);
+    expect(again).toMatchObject({ retryLimit: 3, updatedOn: changed.updatedOn });
+  });
+
   it('lets a running handler finish within the stop timeout, then aborts and retries the rest', async () => {
     const events: string[] = [];
     const slow = defineJobKind({
