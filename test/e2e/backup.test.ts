@@ -3,11 +3,13 @@ import os from 'node:os';
 import path from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { runCli } from '../support/agent-cli.ts';
+import { ALLOW_LOOPBACK } from '../support/api.ts';
 import { createTestDatabase, postgresMissing } from '../support/databases.ts';
 import { hostTraces, localProviderMissing, removeLocalComputer } from '../support/local-computers.ts';
 import { skipWithout } from '../support/parts.ts';
 import { seedDataDir } from '../support/pglite-template.ts';
 import { startServerProcess, type ServerProcess } from '../support/server-process.ts';
+import { keyedCaller, type KeyedCall } from '../support/http.ts';
 import { waitFor } from '../support/wait.ts';
 import { startWebhookReceiver } from '../support/webhook-receiver.ts';
 
@@ -25,21 +27,8 @@ const PASSPHRASE = 'correct horse battery staple';
 const cli = (args: string[], env: Record<string, string>) =>
   runCli(args, { env: { AGENTPLANE_BACKUP_PASSPHRASE: PASSPHRASE, AGENTPLANE_LOG_LEVEL: 'warn', ...env } }).done;
 
-type Call = (method: string, p: string, body?: unknown) => Promise<{ status: number; body: any }>;
-const caller =
-  (url: string, key: string): Call =>
-  async (method, p, body) => {
-    const res = await fetch(`${url}${p}`, {
-      method,
-      headers: { authorization: `Bearer ${key}`, ...(body ? { 'content-type': 'application/json' } : {}) },
-      body: body ? JSON.stringify(body) : undefined,
-    });
-    const text = await res.text();
-    return { status: res.status, body: text ? JSON.parse(text) : undefined };
-  };
-
-const computer = (call: Call, id: string) => call('GET', `/api/v0/computers/${id}?includeProvisioningSteps=true`).then((r) => r.body);
-const settled = (call: Call, id: string) =>
+const computer = (call: KeyedCall, id: string) => call('GET', `/api/v0/computers/${id}?includeProvisioningSteps=true`).then((r) => r.body);
+const settled = (call: KeyedCall, id: string) =>
   waitFor(
     `computer ${id} to leave provisioning`,
     async () => {
@@ -49,7 +38,7 @@ const settled = (call: Call, id: string) =>
     PROVISION_MS,
     100,
   );
-const tornDown = (call: Call, id: string) =>
+const tornDown = (call: KeyedCall, id: string) =>
   waitFor(
     `computer ${id} to be torn down`,
     async () => {
@@ -60,6 +49,13 @@ const tornDown = (call: Call, id: string) =>
     PROVISION_MS,
     100,
   );
+
+/** A server on `dataDir` whose `local` computers live in `computers` (kept across a restore: see the README). */
+const serverEnv = (dataDir: string, computers: string) => ({
+  AGENTPLANE_DATA_DIR: dataDir,
+  AGENTPLANE_LOCAL_ROOT: computers,
+  AGENTPLANE_COMPUTER_MEMORY_MIB: '256',
+});
 
 /** What is in a directory, recursively, with sizes: a restore that fails must leave this as it was. */
 const listing = (dir: string): string[] =>
@@ -73,12 +69,7 @@ describe.skipIf(skip)('backup and restore of an embedded installation', () => {
   const restored = path.join(base, 'restored');
   const archive = path.join(base, 'installation.backup');
   // The computers' own files stay where they are: the restored server is told where (see the README).
-  const env = (dataDir: string) => ({
-    AGENTPLANE_DATA_DIR: dataDir,
-    AGENTPLANE_LOCAL_ROOT: `${original}-computers`,
-    AGENTPLANE_COMPUTER_MEMORY_MIB: '256',
-    AGENTPLANE_EGRESS_ALLOW: '127.0.0.0/8',
-  });
+  const env = (dataDir: string) => ({ ...serverEnv(dataDir, `${original}-computers`), ...ALLOW_LOOPBACK });
   const servers: ServerProcess[] = [];
   const ids: string[] = [];
 
@@ -96,7 +87,7 @@ describe.skipIf(skip)('backup and restore of an embedded installation', () => {
     const a = await startServerProcess(env(original));
     servers.push(a);
     const key = a.firstStartKey!;
-    let call = caller(a.url, key);
+    let call = keyedCaller(a.url, key);
 
     // A sealed secret: the webhook's signing secret, opened by every delivery.
     const hook = await call('POST', '/api/v0/webhooks', { url: `${receiver.url}/hook`, eventTypes: ['computer.deleted'] });
@@ -174,7 +165,7 @@ describe.skipIf(skip)('backup and restore of an embedded installation', () => {
     const b = await startServerProcess(env(restored));
     servers.push(b);
     expect(b.firstStartKey).toBeUndefined();
-    call = caller(b.url, key);
+    call = keyedCaller(b.url, key);
 
     // Every write acknowledged before the backup began is there, and each writer's restored
     // accounts are a prefix of what it wrote: one moment of the database, nothing half-applied.
@@ -211,18 +202,13 @@ describe.skipIf(skip || skipWithout('the PostgreSQL backup test', postgresMissin
     const first = path.join(base, 'first');
     const second = path.join(base, 'second');
     const archive = path.join(base, 'pulumi.backup');
-    const env = (dataDir: string) => ({
-      AGENTPLANE_DATA_DIR: dataDir,
-      DATABASE_URL: database.url,
-      AGENTPLANE_LOCAL_ROOT: `${first}-computers`,
-      AGENTPLANE_COMPUTER_MEMORY_MIB: '256',
-    });
+    const env = (dataDir: string) => ({ ...serverEnv(dataDir, `${first}-computers`), DATABASE_URL: database.url });
     let server: ServerProcess | undefined;
     let id = '';
     try {
       server = await startServerProcess(env(first));
       const key = server.firstStartKey!;
-      let call = caller(server.url, key);
+      let call = keyedCaller(server.url, key);
       const created = await call('POST', '/api/v0/computers', { name: 'pg', provider: 'local' });
       id = created.body.id;
       expect((await settled(call, id)).status).toBe('active');
@@ -243,7 +229,7 @@ describe.skipIf(skip || skipWithout('the PostgreSQL backup test', postgresMissin
 
       // The same database, a data directory with only the restored state: the computer is still managed.
       server = await startServerProcess(env(second));
-      call = caller(server.url, key);
+      call = keyedCaller(server.url, key);
       expect((await call('DELETE', `/api/v0/computers/${id}`)).status).toBe(204);
       await tornDown(call, id);
       expect(hostTraces(first, id).filter((t) => !/^(stack|workspace) /.test(t))).toEqual([]);
