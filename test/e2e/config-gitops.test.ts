@@ -4,7 +4,7 @@ import { configReconcileJob } from '../../src/modules/config/job-kinds.ts';
 import { ALLOW_LOOPBACK, startTestApi, type TestApi } from '../support/api.ts';
 import { chromiumMissing, launchChromium } from '../support/browser.ts';
 import { expectAccessible, signInConsole } from '../support/console-page.ts';
-import { giteaBinDir, giteaMissing, startGitea, type Gitea, type GiteaUser } from '../support/gitea.ts';
+import { giteaBinDir, giteaMissing, mergeWhenReady, startGitea, type Gitea, type GiteaUser } from '../support/gitea.ts';
 import { skipWithout } from '../support/parts.ts';
 import { BACKENDS } from '../support/test-db.ts';
 import { waitFor } from '../support/wait.ts';
@@ -69,6 +69,10 @@ describe.skipIf(skip)(`GitOps sources against a real Gitea on ${backend}`, () =>
         // Outside the source's path: never read.
         'other/ignored.yaml': 'not: [valid',
       },
+    });
+    await gitea.createRepo(alice, {
+      name: 'app',
+      files: { '.github/workflows/ci.yml': 'name: CI\non: [push]\njobs:\n  t:\n    runs-on: ubuntu-latest\n    steps:\n      - run: echo t\n' },
     });
     repoUrl = `${gitea.url}/${REPO}.git`;
     api = await startTestApi(backend, { worker: true, env: ALLOW_LOOPBACK });
@@ -205,6 +209,82 @@ describe.skipIf(skip)(`GitOps sources against a real Gitea on ${backend}`, () =>
       return Number(rows[0]!.n) === 0;
     });
     expect(await api.db.prisma.configRevision.count({ where: { organizationId: api.acme.id, commit } })).toBe(1);
+  });
+
+  it('a CiAutomation applies with the transaction; its pull requests follow as a queued job; prune removes it', { timeout: 120_000 }, async () => {
+    const automation = (extra: string) =>
+      `apiVersion: agentplane.dev/v1\nkind: CiAutomation\nmetadata:\n  name: reviewer\nspec:\n  modeId: code-review\n  repositories: [alice/app]\n${extra}`;
+    const files = (content: string) => ({ files: [{ path: 'ci.yaml', content }] });
+    const pulls = async () =>
+      (await gitea.api('GET', '/repos/alice/app/pulls?state=all&limit=50')).body as { number: number; title: string; merged: boolean }[];
+    const jobs = async () =>
+      (await api.call('GET', '/api/v0/automations/ci/jobs', { as: owner })).body.jobs as { action: string; status: string; repos: any[] }[];
+    const settled = (n: number) =>
+      waitFor(`${n} CI jobs settled`, async () => {
+        const all = await jobs();
+        return all.length === n && all.every((j) => j.status !== 'queued') && all;
+      });
+    expect(
+      (await api.call('POST', '/api/v0/integrations/source-control', { as: owner, body: { provider: 'gitea', baseUrl: gitea.url, token: alice.token } }))
+        .status,
+    ).toBe(201);
+
+    // A broken document names its path; a failure later in the apply rolls the automation and its queued job back.
+    const bad = await api.call('POST', '/api/v0/config/plan', {
+      as: owner,
+      body: files(automation('  modeId: custom\n').replace('  modeId: code-review\n', '')),
+    });
+    expect(bad.status).toBe(400);
+    expect(JSON.stringify(bad.body.metadata.problems)).toContain('spec.customPrompt');
+    expect((await api.call('PUT', '/api/v0/config/secrets/not-a-signing-secret', { as: owner, body: { value: 'plain' } })).status).toBe(201);
+    const failing = `${automation('')}---\napiVersion: agentplane.dev/v1\nkind: Webhook\nmetadata:\n  name: hook\nspec:\n  url: https://hooks.example.com/x\n  eventTypes: [config.applied]\n  secretFrom: {secret: not-a-signing-secret}\n`;
+    expect((await api.call('POST', '/api/v0/config/apply', { as: owner, body: files(failing) })).status).toBe(400);
+    expect(await api.db.prisma.ciAutomation.count({ where: { organizationId: api.acme.id } })).toBe(0);
+    expect(await api.db.prisma.ciJob.count({ where: { organizationId: api.acme.id } })).toBe(0);
+    const sent = await api.db.prisma.$queryRaw<{ n: bigint }[]>`SELECT count(*) AS n FROM pgboss.job WHERE name = 'automations.queued-edits'`;
+    expect(Number(sent[0]!.n)).toBe(0);
+
+    // Plan says the pull requests are pending; apply commits the automation, then the job opens the pull request.
+    const plan = await api.call('POST', '/api/v0/config/plan', { as: owner, body: files(automation('')) });
+    expect(plan.body.changes).toEqual([
+      expect.objectContaining({ kind: 'CiAutomation', name: 'reviewer', action: 'create', pending: [expect.stringContaining('alice/app')] }),
+    ]);
+    const applied = await api.call('POST', '/api/v0/config/apply', { as: owner, body: files(automation('')) });
+    expect(applied.status, JSON.stringify(applied.body)).toBe(200);
+    const row = await api.db.prisma.ciAutomation.findFirstOrThrow({ where: { organizationId: api.acme.id, name: 'reviewer' } });
+    expect(row).toMatchObject({ modeId: 'code-review', status: 'active' });
+    const [created] = await settled(1);
+    expect(created).toMatchObject({
+      action: 'create',
+      status: 'succeeded',
+      repos: [expect.objectContaining({ repoFullName: 'alice/app', prUrl: expect.any(String) })],
+    });
+    const [pr] = await pulls();
+    expect(pr!.title).toContain('reviewer');
+    expect(await mergeWhenReady(gitea, 'alice/app', pr!.number, alice)).toBe(200);
+
+    // Export, then plan: no changes. A setting changed rewrites the workflow through another pull request.
+    const exported = (await api.call('GET', '/api/v0/config/export', { as: owner })).body.files as { path: string; content: string }[];
+    const ci = exported.find((f) => f.path === 'ci-automation.yaml')!;
+    expect(ci.content).toContain('repositories:\n    - alice/app');
+    expect((await api.call('POST', '/api/v0/config/plan', { as: owner, body: { files: [ci] } })).body.hasChanges).toBe(false);
+    const scheduled = automation('  params:\n    model: sonnet-test\n');
+    const update = await api.call('POST', '/api/v0/config/apply', { as: owner, body: files(scheduled) });
+    expect(update.body.plan.changes[0]).toMatchObject({ action: 'update', fields: [{ field: 'params', old: {}, new: { model: 'sonnet-test' } }] });
+    const [edited] = await settled(2);
+    expect(edited).toMatchObject({ action: 'edit', status: 'succeeded' });
+    const workflowPath = created!.repos[0].filePath as string;
+    const editPr = (await pulls()).find((p) => !p.merged && p.number !== pr!.number)!;
+    expect(await mergeWhenReady(gitea, 'alice/app', editPr.number, alice)).toBe(200);
+    const workflow = await gitea.api('GET', `/repos/alice/app/contents/${workflowPath}?ref=main`);
+    expect(Buffer.from(workflow.body.content, 'base64').toString('utf8')).toContain('AGENTPLANE_MODEL: sonnet-test');
+
+    // Removed from the documents with prune: deleted at once, its workflow removed by a pull request.
+    const pruned = await api.call('POST', '/api/v0/config/apply', { as: owner, body: { files: [], prune: true } });
+    expect(pruned.body.plan.changes).toEqual(expect.arrayContaining([expect.objectContaining({ kind: 'CiAutomation', action: 'delete' })]));
+    expect((await api.db.prisma.ciAutomation.findUniqueOrThrow({ where: { id: row.id } })).status).toBe('deleted');
+    const [removed] = await settled(3);
+    expect(removed).toMatchObject({ action: 'delete', status: 'succeeded', repos: [expect.objectContaining({ filePath: workflowPath })] });
   });
 
   it.skipIf(skipWithout("the console's Configuration page", chromiumMissing()))(

@@ -1,5 +1,7 @@
 import { z } from 'zod';
 import { PageQuerySchema, PaginationSchema } from '../../http/pagination.ts';
+import { EditBody, EditChanges } from '../automations/schemas.ts';
+import { PARAM_KEYS } from '../automations/workflow-file.ts';
 import { CreateTemplateBody } from '../computer-templates/schemas.ts';
 import { RepoUrl } from '../computers/schemas.ts';
 import { ProviderPoolBody } from '../computers/pool/schemas.ts';
@@ -65,6 +67,28 @@ export const WebhookSpec = CreateWebhookBody.extend({
   enabled: z.boolean().optional().meta({ description: 'Default true' }),
   secretFrom: SecretRef.optional().meta({ description: 'The signing secret (whsec_...) used when the endpoint is created; absent: one is generated' }),
 }).meta({ id: 'WebhookSpec' });
+
+/**
+ * metadata.name is the automation's name. The settings of POST /automations/ci/edit's `changes`,
+ * with `params` as a map (documents are YAML already) and the repositories it is written to.
+ */
+export const CiAutomationSpec = EditChanges.omit({ name: true, yamlParams: true })
+  .extend({
+    modeId: EditBody.shape.modeId.unwrap(),
+    repositories: z
+      .array(EditBody.shape.repos.element.shape.repoFullName)
+      .min(1, 'repositories must name at least one owner/name')
+      .max(50, 'at most 50 repositories'),
+    params: z.partialRecord(z.enum(PARAM_KEYS), z.string()).optional().meta({ description: "Inputs of the generated workflow's agentplane step" }),
+  })
+  .superRefine((s, ctx) => {
+    if (s.modeId !== 'custom') return;
+    if (!s.customPrompt) ctx.addIssue({ code: 'custom', path: ['customPrompt'], message: 'the custom mode needs a customPrompt' });
+    if (!s.schedule && !s.githubEvents?.length) {
+      ctx.addIssue({ code: 'custom', path: ['schedule'], message: 'the custom mode needs a schedule or at least one of githubEvents' });
+    }
+  })
+  .meta({ id: 'CiAutomationSpec', description: 'Its workflow files are written through pull requests after the apply' });
 
 // ---- documents ----
 
