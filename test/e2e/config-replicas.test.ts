@@ -42,7 +42,11 @@ describe.skipIf(skip)('config on two replicas on PostgreSQL', () => {
     return { status: res.status, body: (await res.json().catch(() => undefined)) as any };
   };
   const head = async () => (await gitea.api('GET', `/repos/${REPO}/branches/main`)).body.commit.id as string;
-  const reconciledBy = (s: ServerProcess, sourceId: string) => s.output().split('\n').filter((l) => l.includes('config source reconciled') && l.includes(sourceId)).length;
+  const reconciledBy = (s: ServerProcess, sourceId: string) =>
+    s
+      .output()
+      .split('\n')
+      .filter((l) => l.includes('config source reconciled') && l.includes(sourceId)).length;
 
   beforeAll(async () => {
     database = await createTestDatabase();
@@ -85,7 +89,10 @@ describe.skipIf(skip)('config on two replicas on PostgreSQL', () => {
         return source.body.status.lastAppliedCommit === commit && pending.rows[0].n === 0;
       });
     }
-    const revisions = await db.query<{ commit: string; n: number }>(`SELECT commit, count(*)::int AS n FROM config_revisions WHERE source = $1 GROUP BY commit`, [id]);
+    const revisions = await db.query<{ commit: string; n: number }>(
+      `SELECT commit, count(*)::int AS n FROM config_revisions WHERE source = $1 GROUP BY commit`,
+      [id],
+    );
     expect(Object.fromEntries(revisions.rows.map((r) => [r.commit, r.n]))).toEqual(Object.fromEntries(commits.map((c) => [c, 1])));
     expect(reconciledBy(a, id)).toBeGreaterThan(0);
     expect(reconciledBy(b, id)).toBeGreaterThan(0);

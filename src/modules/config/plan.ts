@@ -82,8 +82,8 @@ export function checkReferences(documents: ConfigDocument[], state: State, opts:
       problems.push({
         ...locate(doc, []),
         message: handler.singleton
-          ? `a second ${doc.kind} document; there is one per organization (the first is ${first.kind}/${first.name} in ${first.file}:${first.line})`
-          : `declares the same object as ${first.kind}/${first.name} in ${first.file}:${first.line} (${handler.key(doc.name, doc.spec)})`,
+          ? `a second ${doc.kind} document; there is one per organization (the first is ${first.kind}/${first.name} in ${first.file}:${first.at([]).line})`
+          : `declares the same object as ${first.kind}/${first.name} in ${first.file}:${first.at([]).line} (${handler.key(doc.name, doc.spec)})`,
       });
     }
     seen.set(key, doc);

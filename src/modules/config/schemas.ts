@@ -236,3 +236,23 @@ export const CreatedSourceSchema = SourceSchema.extend({
   webhookSecret: z.string().meta({ description: "The push webhook's secret, shown only in this response: set it on the forge's webhook" }),
 }).meta({ id: 'CreatedConfigSource' });
 export const SourceListResponse = z.strictObject({ sources: z.array(SourceSchema) }).meta({ id: 'ConfigSourceList' });
+
+// ---- managed objects ----
+
+const ManagedSchema = z
+  .strictObject({
+    kind: z.string(),
+    key: z.string().meta({ description: 'What identifies the object: a name, a provider, an email, a host, a URL' }),
+    name: z.string().meta({ description: "The document's metadata.name" }),
+    resourceId: z.string().meta({ description: "The object's id (a provider, an email or the kind for settings without one)" }),
+    file: z.string().nullable(),
+    source: z.strictObject({
+      id: z.string().meta({ description: '"api" (plan/apply requests) or the config source id' }),
+      repository: z.string().nullable(),
+      branch: z.string().nullable(),
+      path: z.string().nullable(),
+    }),
+  })
+  .meta({ id: 'ConfigManagedResource' });
+export type ManagedView = z.infer<typeof ManagedSchema>;
+export const ManagedListResponse = z.strictObject({ resources: z.array(ManagedSchema) }).meta({ id: 'ConfigManagedResources' });
