@@ -211,6 +211,56 @@ describe.skipIf(skip)(`GitOps sources against a real Gitea on ${backend}`, () =>
     expect(await api.db.prisma.configRevision.count({ where: { organizationId: api.acme.id, commit } })).toBe(1);
   });
 
+  it.skipIf(skipWithout("the console's Configuration page", chromiumMissing()))(
+    'the console shows sources with their commit and drift, the latest plan and the revisions',
+    { timeout: 180_000 },
+    async () => {
+      const [live] = (await api.call('GET', '/api/v0/config/sources', { as: owner })).body.sources as Source[];
+      const browser = await launchChromium();
+      try {
+        const page = await signInConsole(browser, api.url, owner, '#/configuration');
+        await page.getByRole('heading', { level: 1, name: 'Configuration' }).waitFor();
+        const sources = page.getByRole('region', { name: 'Sources' });
+        await sources.getByText(repoUrl).waitFor();
+        await sources.getByRole('code').getByText(live!.status.lastAppliedCommit!.slice(0, 12)).waitFor();
+        const revisions = page.getByRole('region', { name: 'Revisions' });
+        const count = await api.db.prisma.configRevision.count({ where: { organizationId: api.acme.id } });
+        await revisions.getByRole('button', { name: `#${count}` }).click();
+        await revisions.getByText('setupScript').waitFor();
+        await expectAccessible(page, 'the Configuration page');
+        // Reconcile now, from the page.
+        const before = (await api.db.prisma.configSource.findUniqueOrThrow({ where: { id: live!.id } })).lastAttemptAt!.getTime();
+        await sources.getByRole('button', { name: 'Reconcile now' }).click();
+        await waitFor(
+          'the reconcile the page asked for',
+          async () => (await api.db.prisma.configSource.findUniqueOrThrow({ where: { id: live!.id } })).lastAttemptAt!.getTime() > before,
+        );
+
+        // Pages that show a managed object mark it with its source and file; other objects are not marked.
+        const managed = (await api.call('GET', '/api/v0/config/managed', { as: api.acme.members.user.apiKey })).body.resources as any[];
+        const web = managed.find((m) => m.kind === 'ComputerTemplate' && m.key === 'web');
+        expect(web).toMatchObject({ file: 'config/templates.yaml', source: { repository: repoUrl, branch: 'main', path: 'config' } });
+        expect((await api.call('GET', '/api/v0/config/managed', { as: api.globex.members.owner.apiKey })).body.resources).toEqual([]);
+        await page.goto(`${api.url}/#/templates`);
+        const templates = page.getByRole('region', { name: 'Templates' });
+        const webRow = templates.getByRole('row').filter({ has: page.getByRole('rowheader', { name: /^web/ }) });
+        await webRow.getByText('Managed by config').waitFor();
+        await webRow.getByRole('link', { name: `${repoUrl} (main, config)` }).waitFor();
+        await webRow.getByRole('code').getByText('config/templates.yaml').waitFor();
+        expect(
+          await templates
+            .getByRole('row')
+            .filter({ has: page.getByRole('rowheader', { name: /^batch/ }) })
+            .getByText('Managed by config')
+            .count(),
+        ).toBe(0);
+        await expectAccessible(page, 'the Templates page with managed marks');
+      } finally {
+        await browser.close();
+      }
+    },
+  );
+
   it('a CiAutomation applies with the transaction; its pull requests follow as a queued job; prune removes it', { timeout: 120_000 }, async () => {
     const automation = (extra: string) =>
       `apiVersion: agentplane.dev/v1\nkind: CiAutomation\nmetadata:\n  name: reviewer\nspec:\n  modeId: code-review\n  repositories: [alice/app]\n${extra}`;
@@ -286,34 +336,4 @@ describe.skipIf(skip)(`GitOps sources against a real Gitea on ${backend}`, () =>
     const [removed] = await settled(3);
     expect(removed).toMatchObject({ action: 'delete', status: 'succeeded', repos: [expect.objectContaining({ filePath: workflowPath })] });
   });
-
-  it.skipIf(skipWithout("the console's Configuration page", chromiumMissing()))(
-    'the console shows sources with their commit and drift, the latest plan and the revisions',
-    { timeout: 180_000 },
-    async () => {
-      const [live] = (await api.call('GET', '/api/v0/config/sources', { as: owner })).body.sources as Source[];
-      const browser = await launchChromium();
-      try {
-        const page = await signInConsole(browser, api.url, owner, '#/configuration');
-        await page.getByRole('heading', { level: 1, name: 'Configuration' }).waitFor();
-        const sources = page.getByRole('region', { name: 'Sources' });
-        await sources.getByText(repoUrl).waitFor();
-        await sources.getByRole('code').getByText(live!.status.lastAppliedCommit!.slice(0, 12)).waitFor();
-        const revisions = page.getByRole('region', { name: 'Revisions' });
-        const count = await api.db.prisma.configRevision.count({ where: { organizationId: api.acme.id } });
-        await revisions.getByRole('button', { name: `#${count}` }).click();
-        await revisions.getByText('setupScript').waitFor();
-        await expectAccessible(page, 'the Configuration page');
-        // Reconcile now, from the page.
-        const before = (await api.db.prisma.configSource.findUniqueOrThrow({ where: { id: live!.id } })).lastAttemptAt!.getTime();
-        await sources.getByRole('button', { name: 'Reconcile now' }).click();
-        await waitFor(
-          'the reconcile the page asked for',
-          async () => (await api.db.prisma.configSource.findUniqueOrThrow({ where: { id: live!.id } })).lastAttemptAt!.getTime() > before,
-        );
-      } finally {
-        await browser.close();
-      }
-    },
-  );
 });
