@@ -37,9 +37,14 @@ export interface State {
 
 const managedKey = (kind: string, key: string) => `${kind}\u0000${key}`;
 
-export async function readState(db: Db, organizationId: string): Promise<State> {
+/** `kinds`: read only these kinds' objects (the others' maps stay empty). */
+export async function readState(db: Db, organizationId: string, kinds?: ReadonlySet<string>): Promise<State> {
   const actual = new Map<string, Map<string, Actual>>();
   for (const handler of KINDS) {
+    if (kinds && !kinds.has(handler.kind)) {
+      actual.set(handler.kind, new Map());
+      continue;
+    }
     const rows = await handler.current(db, organizationId);
     actual.set(handler.kind, new Map(rows.map((a) => [a.key, a])));
   }
