@@ -6,6 +6,7 @@ import { chromiumMissing, launchChromium } from '../support/browser.ts';
 import { expectAccessible, signInConsole } from '../support/console-page.ts';
 import { giteaBinDir, giteaMissing, mergeWhenReady, startGitea, type Gitea, type GiteaUser } from '../support/gitea.ts';
 import { skipWithout } from '../support/parts.ts';
+import { localProviderMissing } from '../support/local-computers.ts';
 import { BACKENDS } from '../support/test-db.ts';
 import { waitFor } from '../support/wait.ts';
 
@@ -13,6 +14,11 @@ const bin = giteaBinDir();
 const skip = skipWithout('the GitOps tests against a real Gitea', giteaMissing());
 // PostgreSQL where the tests have it (concurrent reconciles are its case); PGlite otherwise.
 const backend = BACKENDS.at(-1)!;
+// The warm pool's convergence after a push provisions a real `local` computer where the host can.
+const localMissing = await localProviderMissing();
+const LOCAL: Record<string, string> = localMissing
+  ? {}
+  : { AGENTPLANE_LOCAL_PROVIDER: 'true', AGENTPLANE_COMPUTER_CPUS: '0.5', AGENTPLANE_COMPUTER_MEMORY_MIB: '256' };
 
 const template = (name: string, script: string) =>
   `apiVersion: agentplane.dev/v1\nkind: ComputerTemplate\nmetadata:\n  name: ${name}\nspec:\n  repos: []\n  setupScript: ${script}\n`;
@@ -75,7 +81,7 @@ describe.skipIf(skip)(`GitOps sources against a real Gitea on ${backend}`, () =>
       files: { '.github/workflows/ci.yml': 'name: CI\non: [push]\njobs:\n  t:\n    runs-on: ubuntu-latest\n    steps:\n      - run: echo t\n' },
     });
     repoUrl = `${gitea.url}/${REPO}.git`;
-    api = await startTestApi(backend, { worker: true, env: ALLOW_LOOPBACK });
+    api = await startTestApi(backend, { worker: true, env: { ...ALLOW_LOOPBACK, ...LOCAL } });
     owner = api.acme.members.owner.apiKey;
   }, 120_000);
   afterAll(async () => {
@@ -336,4 +342,45 @@ describe.skipIf(skip)(`GitOps sources against a real Gitea on ${backend}`, () =>
     const [removed] = await settled(3);
     expect(removed).toMatchObject({ action: 'delete', status: 'succeeded', repos: [expect.objectContaining({ filePath: workflowPath })] });
   });
+  it.skipIf(skipWithout('the warm pool a push sizes', localMissing))(
+    'a push that changes warmPoolSize makes the pool converge',
+    { timeout: 300_000 },
+    async () => {
+      const pooled = (size: number) =>
+        `apiVersion: agentplane.dev/v1\nkind: ComputerTemplate\nmetadata:\n  name: pooled\nspec:\n  provider: local\n  repos: []\n  warmPoolSize: ${size}\n`;
+      await gitea.commitFiles(alice, REPO, { 'pool/templates.yaml': pooled(0) }, { message: 'pooled, no pool' });
+      const created = await api.call('POST', '/api/v0/config/sources', { as: owner, body: { repository: repoUrl, branch: 'main', path: 'pool' } });
+      expect(created.status).toBe(201);
+      const { id, webhookUrl, webhookSecret } = created.body as Source & { webhookSecret: string };
+      await applied(id, await head());
+      const hook = { type: 'gitea', active: true, events: ['push'], config: { url: webhookUrl, content_type: 'json', secret: webhookSecret } };
+      expect((await gitea.api('POST', `/repos/${REPO}/hooks`, { as: alice, body: hook })).status).toBe(201);
+      const pool = async () =>
+        (
+          (await api.call('GET', '/api/v0/computers/pool', { as: owner })).body.pools as {
+            templateId?: string;
+            size: number;
+            ready: number;
+            provisioning: number;
+          }[]
+        ).find((p) => p.templateId === templateId);
+      const templateId = await (async () =>
+        (await api.db.prisma.computerTemplate.findFirstOrThrow({ where: { organizationId: api.acme.id, name: 'pooled' } })).id)();
+
+      await gitea.commitFiles(alice, REPO, { 'pool/templates.yaml': pooled(1) }, { message: 'pool of 1' });
+      const commit = await head();
+      await applied(id, commit);
+      const [revision] = (await api.call('GET', '/api/v0/config/revisions?limit=1', { as: owner })).body.revisions;
+      expect(revision).toMatchObject({
+        commit,
+        plan: { changes: [expect.objectContaining({ name: 'pooled', pending: ['the warm pool converges to the new size'] })] },
+      });
+      await waitFor('the pool to hold 1 ready computer', async () => (await pool())?.ready === 1, 240_000, 500);
+
+      // Back to 0: the pool drains.
+      await gitea.commitFiles(alice, REPO, { 'pool/templates.yaml': pooled(0) }, { message: 'no pool' });
+      await applied(id, await head());
+      await waitFor('the pool drained', async () => (await pool()) === undefined, 240_000, 500);
+    },
+  );
 });
