@@ -2,6 +2,7 @@ import { Command } from 'commander';
 import type { Config } from './config.ts';
 import type { Database } from './db/client.ts';
 import type { Logger } from './lib/logger.ts';
+import type { BackupOptions } from './backup/backup-command.ts';
 import type { AgentCommandOptions } from './on-machine/machine-agent/command.ts';
 import type { CiRunOptions } from './on-machine/ci-run/run.ts';
 import { registerRelayCommands } from './on-machine/relay-client/commands.ts';
@@ -183,6 +184,26 @@ program
     // The runner's agent tunnel may leave sockets closing; the job is done either way.
     const { runCi } = await import('./on-machine/ci-run/run.ts');
     process.exit(await runCi(opts));
+  });
+
+program
+  .command('backup')
+  .description('write an encrypted archive of this installation (AGENTPLANE_BACKUP_PASSPHRASE), consistent while the server runs')
+  .requiredOption('--out <file>', 'the archive to write (replaced whole, never left half-written)')
+  .option('--pulumi-state-only', 'only the Pulumi state and the encryption key (with PostgreSQL, beside pg_dump or PITR)')
+  .action(async (opts: BackupOptions) => {
+    const { config } = await setup('stderr');
+    const { runBackup } = await import('./backup/backup-command.ts');
+    await runBackup(config, opts, (line) => process.stdout.write(`${line}\n`));
+  });
+
+program
+  .command('restore <file>')
+  .description('restore an archive `backup` wrote into AGENTPLANE_DATA_DIR, which must be empty or absent')
+  .action(async (file: string) => {
+    const { config } = await setup('stderr');
+    const { runRestore } = await import('./backup/restore-command.ts');
+    await runRestore(config.dataDir, file, (line) => process.stdout.write(`${line}\n`));
   });
 
 registerRelayCommands(program);

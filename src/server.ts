@@ -1,3 +1,4 @@
+import { startAdminSocket } from './backup/admin-socket.ts';
 import { compose } from './compose.ts';
 import type { Config } from './config.ts';
 import { openDatabase, type Database } from './db/client.ts';
@@ -7,6 +8,7 @@ import { systemClock } from './lib/clock.ts';
 import type { Logger } from './lib/logger.ts';
 import { bootstrapOrganization, hasAnyOrganization } from './modules/organization/bootstrap.ts';
 import type { ProviderRegistry } from './provisioning/providers/registry.ts';
+import { pulumiBackendUrl } from './provisioning/pulumi/state-settings.ts';
 
 export interface RunningServer {
   url: string;
@@ -26,9 +28,18 @@ export async function startServer(config: Config, log: Logger): Promise<RunningS
   const plane = await compose({ config, db, log });
   await logProviders(plane.provisioner.providers, log);
   await plane.start();
+  const admin = await startAdminSocket({
+    dataDir: config.dataDir,
+    db,
+    stacks: plane.provisioner.stacks,
+    pulumiBackendUrl: pulumiBackendUrl(config.dataDir, config.managed.pulumiBackendUrl),
+    encryptionKeyFromEnvironment: config.encryptionKey !== undefined,
+    log,
+  });
   let stopping: Promise<void> | undefined;
   const stop = () =>
     (stopping ??= (async () => {
+      await admin.close();
       await plane.stop();
       await db.close();
       log.info('agentplane stopped');

@@ -35,7 +35,7 @@ export type Database = ({ kind: 'pglite'; pglite: PGlite } | { kind: 'postgres';
 export type DatabaseTarget = { databaseUrl?: string; dataDir: string };
 
 /** Where the embedded database keeps its files inside the data directory. */
-function pgliteDir(dataDir: string): string {
+export function pgliteDir(dataDir: string): string {
   return path.join(dataDir, 'pgdata');
 }
 

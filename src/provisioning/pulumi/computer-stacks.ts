@@ -8,6 +8,7 @@ import type { Logger } from '../../lib/logger.ts';
 import type { SecretBox } from '../../lib/secret-box.ts';
 import type { ComputerProgramInput, ManagedProvider } from '../providers/types.ts';
 import { engineEnv, pulumiCommand } from './engine-env.ts';
+import { createOperationGate } from './operation-gate.ts';
 import { repairInterruptedWrites } from './file-backend-repair.ts';
 import { KEEPER_SECRETS_PROVIDER, startStackKeeper, type StackKeeper } from './stack-keeper.ts';
 import type { PulumiStateSettings } from './state-settings.ts';
@@ -37,6 +38,8 @@ export interface ComputerStacks {
   up(provider: ManagedProvider, input: ComputerProgramInput, opts: StackRunOptions): Promise<ComputerEndpoint>;
   /** `pulumi destroy`, then the stack and its workspace directory are removed. Idempotent. */
   destroy(provider: ManagedProvider, input: ComputerProgramInput, opts: StackRunOptions): Promise<void>;
+  /** Runs `fn` while no stack operation of this process runs (new ones wait): the state is at rest. */
+  whileIdle<T>(fn: () => Promise<T>): Promise<T>;
 }
 
 /** A Pulumi operation that failed; `message` holds the engine's error diagnostics. */
@@ -168,37 +171,42 @@ export function createComputerStacks(opts: ComputerStacksOptions): ComputerStack
     await stack.cancel();
   }
 
+  const gate = createOperationGate();
   return {
-    async up(provider, input, runOpts) {
-      const o = await up(await open(provider, input, runOpts.log, runOpts.fresh), runOpts);
-      const value = (key: string) => {
-        const v = o[key]?.value;
-        if (v === undefined || v === null || v === '') throw new StackOperationFailed(`provider ${provider.name} gave no ${key} output`);
-        return v as unknown;
-      };
-      return {
-        host: String(value('host')),
-        port: Number(value('port')),
-        username: String(value('username')),
-        hostPublicKey: String(value('hostPublicKey')).trim(),
-      };
-    },
+    up: (provider, input, runOpts) =>
+      gate.run(async () => {
+        const o = await up(await open(provider, input, runOpts.log, runOpts.fresh), runOpts);
+        const value = (key: string) => {
+          const v = o[key]?.value;
+          if (v === undefined || v === null || v === '') throw new StackOperationFailed(`provider ${provider.name} gave no ${key} output`);
+          return v as unknown;
+        };
+        return {
+          host: String(value('host')),
+          port: Number(value('port')),
+          username: String(value('username')),
+          hostPublicKey: String(value('hostPublicKey')).trim(),
+        };
+      }),
 
-    async destroy(provider, input, runOpts) {
-      const stack = await open(provider, input, runOpts.log);
-      // A run killed mid-create leaves "pending creates" that destroy would forget: bring the
-      // stack up first, which adopts them (programs' creates are idempotent), then tear it down.
-      const state = await stack.exportStack();
-      const pending = (state.deployment as { pending_operations?: unknown[] } | undefined)?.pending_operations ?? [];
-      if (pending.length > 0) {
-        runOpts.log.warn({ stack: input.computerId, pending: pending.length }, 'adopting interrupted operations before destroy');
-        await up(stack, runOpts);
-      }
-      stack.info = async () => undefined;
-      await run(stack, runOpts, (onEvent) => stack.destroy({ signal: runOpts.signal, onEvent, color: 'never' }));
-      await stack.workspace.removeStack(input.computerId);
-      await rm(path.join(opts.workspacesDir, input.computerId), { recursive: true, force: true });
-    },
+    destroy: (provider, input, runOpts) =>
+      gate.run(async () => {
+        const stack = await open(provider, input, runOpts.log);
+        // A run killed mid-create leaves "pending creates" that destroy would forget: bring the
+        // stack up first, which adopts them (programs' creates are idempotent), then tear it down.
+        const state = await stack.exportStack();
+        const pending = (state.deployment as { pending_operations?: unknown[] } | undefined)?.pending_operations ?? [];
+        if (pending.length > 0) {
+          runOpts.log.warn({ stack: input.computerId, pending: pending.length }, 'adopting interrupted operations before destroy');
+          await up(stack, runOpts);
+        }
+        stack.info = async () => undefined;
+        await run(stack, runOpts, (onEvent) => stack.destroy({ signal: runOpts.signal, onEvent, color: 'never' }));
+        await stack.workspace.removeStack(input.computerId);
+        await rm(path.join(opts.workspacesDir, input.computerId), { recursive: true, force: true });
+      }),
+
+    whileIdle: (fn) => gate.whileIdle(fn),
   };
 }
 

@@ -18,7 +18,12 @@ export interface PulumiStateSettings {
  */
 export function pulumiStateSettings(opts: { dataDir: string; derivePassphrase: () => string; backendUrl?: string; passphrase?: string }): PulumiStateSettings {
   return {
-    backendUrl: opts.backendUrl ?? pathToFileURL(path.join(opts.dataDir, 'pulumi', 'state')).href,
+    backendUrl: pulumiBackendUrl(opts.dataDir, opts.backendUrl),
     passphrase: opts.passphrase ?? opts.derivePassphrase(),
   };
+}
+
+/** AGENTPLANE_PULUMI_BACKEND_URL, else the file:// backend in the data directory. */
+export function pulumiBackendUrl(dataDir: string, configured?: string): string {
+  return configured ?? pathToFileURL(path.join(dataDir, 'pulumi', 'state')).href;
 }
