@@ -18,7 +18,8 @@
  * - the control-plane's resident memory per running turn during the slow burst;
  * - two replicas ÷ one, the same bursts (the second replica works the same job queue).
  *
- * `--env` passes settings to the replicas (e.g. `AGENTPLANE_TURN_CONCURRENCY=64`). The CLI start
+ * `--env` passes settings to the replicas (e.g. `AGENTPLANE_TURN_CONCURRENCY=64`); the turn limits
+ * per owner and organization are lifted (one owner sends every message). The CLI start
  * time and relay throughput figures are bench/gateway.ts's.
  */
 import { randomBytes } from 'node:crypto';
@@ -47,12 +48,18 @@ const TURNS = Number(args.turns);
 const LATENCY_MS = Number(args['latency-ms']);
 const REPLICAS = args.replicas.split(',').map(Number);
 const IDLE_RUNS = Number(args['idle-runs']);
-const EXTRA_ENV = Object.fromEntries(
-  args.env
-    .split(',')
-    .filter(Boolean)
-    .map((kv) => [kv.slice(0, kv.indexOf('=')), kv.slice(kv.indexOf('=') + 1)]),
-);
+// One owner sends every message here: the per-owner and per-organization limits (a team's
+// fairness, not one process's capacity) are lifted unless --env sets them.
+const EXTRA_ENV = {
+  AGENTPLANE_TURNS_PER_OWNER: '10000',
+  AGENTPLANE_TURNS_PER_ORGANIZATION: '10000',
+  ...Object.fromEntries(
+    args.env
+      .split(',')
+      .filter(Boolean)
+      .map((kv) => [kv.slice(0, kv.indexOf('=')), kv.slice(kv.indexOf('=') + 1)]),
+  ),
+};
 
 const quantile = (xs: number[], q: number) => {
   const s = [...xs].sort((a, b) => a - b);
@@ -68,7 +75,8 @@ let chunksPerReply = 1;
 const model: ModelServer = await startModelServer();
 const reply = (request: RecordedRequest): ScriptedReply => {
   const last = request.body.messages.at(-1);
-  const base: ScriptedReply = last?.role === 'tool' ? { text: 'done', chunkSize: 64 } : { toolCalls: [{ name: 'run_command', arguments: { command: 'true' } }] };
+  const base: ScriptedReply =
+    last?.role === 'tool' ? { text: 'done', chunkSize: 64 } : { toolCalls: [{ name: 'run_command', arguments: { command: 'true' } }] };
   return delayMs > 0 ? { ...base, chunkDelayMs: delayMs / chunksPerReply } : base;
 };
 model.respondWith(reply);
@@ -154,8 +162,13 @@ try {
     await waitFor(
       'the burst to end',
       async () => {
-        peakRss = Math.max(peakRss, servers.reduce((sum, s) => sum + rssOf(s.child.pid!), 0));
-        const { rows: counts } = await db.query<{ status: string; n: string }>(`SELECT status, count(*) n FROM sessions WHERE id = ANY($1) GROUP BY status`, [ids]);
+        peakRss = Math.max(
+          peakRss,
+          servers.reduce((sum, s) => sum + rssOf(s.child.pid!), 0),
+        );
+        const { rows: counts } = await db.query<{ status: string; n: string }>(`SELECT status, count(*) n FROM sessions WHERE id = ANY($1) GROUP BY status`, [
+          ids,
+        ]);
         const by = Object.fromEntries(counts.map((c) => [c.status, Number(c.n)]));
         peakRunning = Math.max(peakRunning, by.running ?? 0);
         return (by.idle ?? 0) === ids.length;
@@ -169,10 +182,10 @@ try {
        WHERE session_id = ANY($1) AND role = 'user' AND created_at >= $2`,
       [ids, since],
     );
-    const failed = await db.query(`SELECT count(*) n FROM session_messages WHERE session_id = ANY($1) AND role = 'assistant' AND created_at >= $2 AND content::text LIKE '%The turn failed%'`, [
-      ids,
-      since,
-    ]);
+    const failed = await db.query(
+      `SELECT count(*) n FROM session_messages WHERE session_id = ANY($1) AND role = 'assistant' AND created_at >= $2 AND content::text LIKE '%The turn failed%'`,
+      [ids, since],
+    );
     return { elapsed, posted, startMs: started.map((r) => Number(r.ms)), peakRss, peakRunning, failed: Number(failed.rows[0].n) };
   };
   /** One turn on an idle server, `runs` times: the whole turn and message → started. */
@@ -247,6 +260,18 @@ try {
   console.log(`\n| figure | value | baseline (same run) | goal |\n|---|---|---|---|`);
   for (const r of rows) console.log(`| ${r.join(' | ')} |`);
   console.log(`\n(${os.cpus().length} cores; replica settings: ${JSON.stringify(EXTRA_ENV)})`);
+} catch (err) {
+  // What the replicas logged as errors, so a failure says why.
+  for (const s of servers)
+    console.error(
+      s
+        .output()
+        .split('\n')
+        .filter((l) => /"level":(50|60)/.test(l))
+        .slice(-5)
+        .join('\n'),
+    );
+  throw err;
 } finally {
   await Promise.all(servers.map((s) => s.stop('SIGTERM')));
   await db.end().catch(() => {});
