@@ -42,12 +42,15 @@ const { values: args } = parseArgs({
     replicas: { type: 'string', default: '1,2' },
     'idle-runs': { type: 'string', default: '11' },
     env: { type: 'string', default: '' },
+    only: { type: 'string', default: 'slow,instant' },
+    profile: { type: 'string' },
   },
 });
 const TURNS = Number(args.turns);
 const LATENCY_MS = Number(args['latency-ms']);
 const REPLICAS = args.replicas.split(',').map(Number);
 const IDLE_RUNS = Number(args['idle-runs']);
+const ONLY = new Set(args.only.split(','));
 // One owner sends every message here: the per-owner and per-organization limits (a team's
 // fairness, not one process's capacity) are lifted unless --env sets them.
 const EXTRA_ENV = {
@@ -94,6 +97,8 @@ const env = {
   AGENTPLANE_ENCRYPTION_KEY: randomBytes(32).toString('base64'),
   AGENTPLANE_LOCAL_PROVIDER: 'false',
   AGENTPLANE_EGRESS_ALLOW: '127.0.0.0/8',
+  // --profile DIR: each replica writes a V8 CPU profile there when it stops.
+  ...(args.profile ? { NODE_OPTIONS: `--cpu-prof --cpu-prof-dir=${path.resolve(args.profile)}` } : {}),
 };
 const servers: ServerProcess[] = [];
 const db = new pg.Client({ connectionString: postgres.url });
@@ -159,6 +164,7 @@ try {
     const posted = performance.now() - t0;
     let peakRss = 0;
     let peakRunning = 0;
+    const cpu0 = servers.reduce((sum, s) => sum + cpuMsOf(s.child.pid!), 0);
     await waitFor(
       'the burst to end',
       async () => {
@@ -177,6 +183,7 @@ try {
       50,
     );
     const elapsed = performance.now() - t0;
+    const cpuMs = servers.reduce((sum, s) => sum + cpuMsOf(s.child.pid!), 0) - cpu0;
     const { rows: started } = await db.query<{ ms: number }>(
       `SELECT extract(epoch FROM (updated_at - created_at)) * 1000 AS ms FROM session_messages
        WHERE session_id = ANY($1) AND role = 'user' AND created_at >= $2`,
@@ -186,18 +193,20 @@ try {
       `SELECT count(*) n FROM session_messages WHERE session_id = ANY($1) AND role = 'assistant' AND created_at >= $2 AND content::text LIKE '%The turn failed%'`,
       [ids, since],
     );
-    return { elapsed, posted, startMs: started.map((r) => Number(r.ms)), peakRss, peakRunning, failed: Number(failed.rows[0].n) };
+    return { elapsed, posted, cpuMs, startMs: started.map((r) => Number(r.ms)), peakRss, peakRunning, failed: Number(failed.rows[0].n) };
   };
   /** One turn on an idle server, `runs` times: the whole turn and message → started. */
   const alone = async (id: string, urls: string[], runs: number) => {
     const whole: number[] = [];
     const start: number[] = [];
+    let cpuMs = 0;
     for (let i = 0; i < runs; i++) {
       const r = await burst([id], [urls[i % urls.length]!]);
       whole.push(r.elapsed);
       start.push(...r.startMs);
+      cpuMs += r.cpuMs;
     }
-    return { whole: median(whole), start };
+    return { whole: median(whole), start, cpuMs };
   };
 
   const single = (await newSessions(1))[0]!;
@@ -210,39 +219,49 @@ try {
     const urls = servers.slice(0, replicas).map((s) => s.url);
     console.log(`\n${replicas} replica(s), ${TURNS} sessions on one computer, one message each, model ${LATENCY_MS} ms per call`);
 
-    delayMs = LATENCY_MS;
-    const slowAlone = await alone(single, urls, 3);
-    const idleRss = servers.reduce((sum, s) => sum + rssOf(s.child.pid!), 0);
-    const slow = await burst(pool, urls);
-    row(
-      `${replicas}r: ${TURNS} turns, model ${LATENCY_MS} ms/call: burst ÷ single turn`,
-      `${(slow.elapsed / slowAlone.whole).toFixed(2)}x (${fmtMs(slow.elapsed)}, ${slow.failed} failed)`,
-      `single turn ${fmtMs(slowAlone.whole)}`,
-      '< 5x',
-    );
-    row(
-      `${replicas}r: message → turn started under the slow burst, p50 / p99`,
-      `${fmtMs(median(slow.startMs))} / ${fmtMs(quantile(slow.startMs, 0.99))}`,
-      `idle ${fmtMs(median(slowAlone.start))}`,
-      '< 100 ms / < 1 s',
-    );
-    row(
-      `${replicas}r: control-plane memory per running turn (peak ${slow.peakRunning} running)`,
-      `${((slow.peakRss - idleRss) / Math.max(1, slow.peakRunning) / 1024).toFixed(0)} KiB`,
-      `idle RSS ${(idleRss / 1024).toFixed(0)} MiB`,
-      'reported',
-    );
+    if (ONLY.has('slow')) {
+      delayMs = LATENCY_MS;
+      const slowAlone = await alone(single, urls, 3);
+      const idleRss = servers.reduce((sum, s) => sum + rssOf(s.child.pid!), 0);
+      const slow = await burst(pool, urls);
+      row(
+        `${replicas}r: ${TURNS} turns, model ${LATENCY_MS} ms/call: burst ÷ single turn`,
+        `${(slow.elapsed / slowAlone.whole).toFixed(2)}x (${fmtMs(slow.elapsed)}, ${slow.failed} failed)`,
+        `single turn ${fmtMs(slowAlone.whole)}`,
+        '< 5x',
+      );
+      row(
+        `${replicas}r: message → turn started under the slow burst, p50 / p99`,
+        `${fmtMs(median(slow.startMs))} / ${fmtMs(quantile(slow.startMs, 0.99))}`,
+        `idle ${fmtMs(median(slowAlone.start))}`,
+        '< 100 ms / < 1 s',
+      );
+      row(
+        `${replicas}r: control-plane memory per running turn (peak ${slow.peakRunning} running)`,
+        `${((slow.peakRss - idleRss) / Math.max(1, slow.peakRunning) / 1024).toFixed(0)} KiB`,
+        `idle RSS ${(idleRss / 1024).toFixed(0)} MiB`,
+        'reported',
+      );
+      results.set(replicas, { ...(results.get(replicas) ?? { instant: Number.NaN }), slow: slow.elapsed });
+    }
 
+    if (!ONLY.has('instant')) continue;
     delayMs = 0;
     const fastAlone = await alone(single, urls, IDLE_RUNS);
     const fast = await burst(pool, urls);
     const tps = (TURNS / fast.elapsed) * 1000;
-    results.set(replicas, { slow: slow.elapsed, instant: fast.elapsed });
+    results.set(replicas, { ...(results.get(replicas) ?? { slow: Number.NaN }), instant: fast.elapsed });
     row(
       `${replicas}r: ${TURNS} turns, instant model: turns per second (${replicas} replica(s))`,
       `${tps.toFixed(1)}/s (${fmtMs(fast.elapsed)}, ${fast.failed} failed)`,
       `single turn ${fmtMs(fastAlone.whole)}`,
       `≥ ${20 * replicas}`,
+    );
+    row(
+      `${replicas}r: CPU of the replica process(es) per turn, instant burst`,
+      `${(fast.cpuMs / TURNS).toFixed(1)} ms (${(2000 / (fast.cpuMs / TURNS)).toFixed(0)} turns/s on 2 idle cores)`,
+      `single turn ${(fastAlone.cpuMs / IDLE_RUNS).toFixed(1)} ms`,
+      '≤ 100 ms',
     );
     row(
       `${replicas}r: message → turn started, p50 / p99`,
@@ -280,6 +299,13 @@ try {
   await postgres.stop();
   models.dispose();
   fs.rmSync(tmp, { recursive: true, force: true });
+}
+
+/** User and system CPU time a process has used, in ms (clock ticks of 10 ms). */
+function cpuMsOf(pid: number): number {
+  const stat = fs.readFileSync(`/proc/${pid}/stat`, 'utf8');
+  const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+  return (Number(fields[11]) + Number(fields[12])) * 10;
 }
 
 /** Resident memory of a process in KiB. */
