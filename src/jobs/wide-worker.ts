@@ -145,7 +145,7 @@ export function startWideWorker(opts: WideWorkerOptions): WideWorker {
 }
 
 /** The channel pg-boss notifies on when a job lands on a notify-enabled queue (its payload: the queue name). */
-export function jobChannel(schema: string): string {
+function jobChannel(schema: string): string {
   return `pgboss_${createHash('sha224').update(schema).digest('hex').slice(0, 24)}`;
 }
 
