@@ -4,6 +4,7 @@ import type { EgressGuard } from './egress/guard.ts';
 import type { JobQueue } from './jobs/queue.ts';
 import type { Clock } from './lib/clock.ts';
 import type { Logger } from './lib/logger.ts';
+import { automationDeclarations } from './modules/automations/declare.ts';
 import { createTemplatesService } from './modules/computer-templates/service.ts';
 import type { MachineDeps } from './modules/computers/machines.ts';
 import type { ManagedSettings } from './modules/computers/managed/settings.ts';
@@ -54,6 +55,7 @@ export function serviceFactories(deps: ServiceFactoryDeps) {
     organization: (db: PrismaClient) => createOrganizationService({ db, clock, secrets, egress, turnLimits: deps.turnLimits }),
     integrations: (db: PrismaClient) => createIntegrationsService({ db, clock, secrets, egress }),
     webhooks: (db: PrismaClient) => createWebhooksService({ db, clock, secrets, egress }),
+    automations: (db: PrismaClient) => automationDeclarations({ db, clock, queue }),
   };
   return {
     ...f,
@@ -65,6 +67,7 @@ export function serviceFactories(deps: ServiceFactoryDeps) {
       organization: f.organization(db),
       integrations: f.integrations(db),
       webhooks: f.webhooks(db),
+      automations: f.automations(db),
     }),
   };
 }
