@@ -124,6 +124,7 @@ export function createApp(deps: AppDeps) {
     reads: deps.reads,
     egress: deps.egress,
     log: deps.log,
+    turnLimits: deps.config.sessions.turnLimits,
   });
   routes.push(
     ...systemRoutes(createSystemService({ db: deps.prisma, pendingMigrations: deps.pendingMigrations }), openApiDocument),

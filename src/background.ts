@@ -57,6 +57,8 @@ export function createBackground(opts: BackgroundOptions): Background {
     wiki: config.wiki,
     reads: db.reads,
     approvalTimeoutMs: config.sessions.approvalTimeoutMs,
+    turnConcurrency: config.sessions.turnConcurrency,
+    turnLimits: config.sessions.turnLimits,
   });
   const queue = createJobQueue(db, { log, ...opts.queue, jobs });
   let dispatcher: { stop(): Promise<void> } | undefined;

@@ -1,5 +1,6 @@
 import os from 'node:os';
 import path from 'node:path';
+import v8 from 'node:v8';
 import { z } from 'zod';
 import { parseEgressAllow } from './egress/policy.ts';
 import { dnsLabel, dnsSubdomain } from './lib/kubernetes-names.ts';
@@ -64,6 +65,9 @@ const EnvSchema = z.object({
   AGENTPLANE_MAX_CONCURRENT_SESSIONS: z.coerce.number().int().min(1).default(10),
   AGENTPLANE_SESSION_RETENTION_DAYS: z.coerce.number().int().min(0).default(30),
   AGENTPLANE_APPROVAL_TIMEOUT_SECONDS: z.coerce.number().int().min(1).default(3600),
+  AGENTPLANE_TURN_CONCURRENCY: z.coerce.number().int().min(1).max(10_000).optional(),
+  AGENTPLANE_TURNS_PER_ORGANIZATION: z.coerce.number().int().min(1).default(100),
+  AGENTPLANE_TURNS_PER_OWNER: z.coerce.number().int().min(1).default(20),
   AGENTPLANE_DEFAULT_MODEL: z.string().trim().min(1).optional(),
   AGENTPLANE_PULUMI_BACKEND_URL: z
     .string()
@@ -270,6 +274,10 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env) {
       retentionDays: e.AGENTPLANE_SESSION_RETENTION_DAYS,
       // A tool call waiting for approval this long expires: the model is told nobody answered.
       approvalTimeoutMs: e.AGENTPLANE_APPROVAL_TIMEOUT_SECONDS * 1000,
+      // Agent turns this process runs at once (they mostly wait on models and tools); default sized by memory.
+      turnConcurrency: e.AGENTPLANE_TURN_CONCURRENCY ?? defaultTurnConcurrency(),
+      // Running turns at once across every replica, per organization and per owner; the rest wait, pending, in order.
+      turnLimits: { perOrganization: e.AGENTPLANE_TURNS_PER_ORGANIZATION, perOwner: e.AGENTPLANE_TURNS_PER_OWNER },
       // The model a session that names none uses; unset: the first model of the models file.
       defaultModel: e.AGENTPLANE_DEFAULT_MODEL,
     },
@@ -323,4 +331,13 @@ function trustProxy(value: string | undefined): boolean | number | string {
   if (value === undefined || value === 'false') return false;
   if (value === 'true') return true;
   return /^\d+$/.test(value) ? Number(value) : value;
+}
+
+/** What one running turn may hold in memory at most (its history, streams, tool output), measured well above the median. */
+const TURN_MEMORY_BYTES = 4 * 1024 * 1024;
+
+/** Turns at once that half of the V8 heap limit holds, between 16 and 1,000. */
+function defaultTurnConcurrency(): number {
+  const heap = v8.getHeapStatistics().heap_size_limit;
+  return Math.min(1000, Math.max(16, Math.floor(heap / 2 / TURN_MEMORY_BYTES)));
 }

@@ -23,6 +23,7 @@ import type { ReadRows } from './db/reads.ts';
 import { serviceFactories } from './service-factories.ts';
 import type { Provisioner } from './provisioning/provisioner.ts';
 import type { SshClient } from './ssh/index.ts';
+import type { TurnLimits } from './modules/sessions/turn-admission.ts';
 
 /** What job handlers need; the process that runs the worker provides it. */
 export interface JobDeps {
@@ -47,6 +48,10 @@ export interface JobDeps {
   reads: ReadRows;
   /** How long a session's tool call waits for approval (configuration; the turn runner's default where a caller has none). */
   approvalTimeoutMs?: number;
+  /** Agent turns at once in this process (configuration; the job kind's default where a caller has none). */
+  turnConcurrency?: number;
+  /** Running turns at once per organization and per owner (configuration). */
+  turnLimits?: TurnLimits;
 }
 
 /**
@@ -105,6 +110,8 @@ export function jobsFor(deps: JobDeps): JobDefinition[] {
       machines: { ssh: deps.ssh, secrets: deps.secrets, gateway: deps.gateway },
       egress: deps.egress,
       approvalTimeoutMs: deps.approvalTimeoutMs,
+      turnConcurrency: deps.turnConcurrency,
+      turnLimits: deps.turnLimits,
     }),
   ];
 }

@@ -16,6 +16,7 @@ import { createServiceAccountsService } from './modules/service-accounts/service
 import { createWebhooksService } from './modules/webhooks/service.ts';
 import type { ProviderRegistry } from './provisioning/providers/registry.ts';
 import type { RelayUrls } from './relay/urls.ts';
+import type { TurnLimits } from './modules/sessions/turn-admission.ts';
 
 export interface ServiceFactoryDeps {
   clock: Clock;
@@ -27,6 +28,8 @@ export interface ServiceFactoryDeps {
   reads: ReadRows;
   egress: EgressGuard;
   log: Logger;
+  /** Running-turn limits, shown to managers. */
+  turnLimits?: TurnLimits;
 }
 
 /**
@@ -49,7 +52,7 @@ export function serviceFactories(deps: ServiceFactoryDeps) {
         log: deps.log,
       }),
     templates: (db: PrismaClient) => createTemplatesService({ db, clock, queue }),
-    organization: (db: PrismaClient) => createOrganizationService({ db, clock, secrets, egress }),
+    organization: (db: PrismaClient) => createOrganizationService({ db, clock, secrets, egress, turnLimits: deps.turnLimits }),
     integrations: (db: PrismaClient) => createIntegrationsService({ db, clock, secrets, egress }),
     webhooks: (db: PrismaClient) => createWebhooksService({ db, clock, secrets, egress }),
     automations: (db: PrismaClient) => automationDeclarations({ db, clock, queue }),

@@ -34,6 +34,12 @@ export type Database = ({ kind: 'pglite'; pglite: PGlite } | { kind: 'postgres';
 
 export type DatabaseTarget = { databaseUrl?: string; dataDir: string };
 
+/** Connections of one process's Prisma pool on PostgreSQL (pg's default is 10). */
+const POOL_SIZE = 20;
+const TRANSACTION_MAX_WAIT_MS = 30_000;
+// Prisma's default is 5 s, which a busy process on two cores overruns in a burst (a 500 to the caller).
+const TRANSACTION_TIMEOUT_MS = 15_000;
+
 /** Where the embedded database keeps its files inside the data directory. */
 export function pgliteDir(dataDir: string): string {
   return path.join(dataDir, 'pgdata');
@@ -47,7 +53,13 @@ export function pgliteDir(dataDir: string): string {
 export async function openDatabase(target: DatabaseTarget): Promise<Database> {
   if (target.databaseUrl) {
     const url = target.databaseUrl;
-    const prisma = new PrismaClient({ adapter: new PrismaPg({ connectionString: url }) });
+    // A burst (hundreds of messages posted at once, hundreds of turns storing their steps) queues
+    // for the pool's connections: a transaction waits up to TRANSACTION_MAX_WAIT_MS for one
+    // rather than Prisma's 2 s, after which it would fail the request with a 500.
+    const prisma = new PrismaClient({
+      adapter: new PrismaPg({ connectionString: url, max: POOL_SIZE }),
+      transactionOptions: { maxWait: TRANSACTION_MAX_WAIT_MS, timeout: TRANSACTION_TIMEOUT_MS },
+    });
     const hot = pipelinedReads({ connectionString: url });
     return {
       kind: 'postgres',

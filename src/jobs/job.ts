@@ -42,6 +42,12 @@ export interface JobSpec<P extends object, I> {
    * computer); different keys run concurrently.
    */
   serializeBy?: (payload: P) => string;
+  /**
+   * Handlers mostly wait (on a model stream, on a remote machine): one fetch loop claims up to
+   * `concurrency` jobs and runs them side by side (src/jobs/wide-worker.ts) rather than one
+   * pg-boss worker, with its own poll, per slot. Sized for hundreds.
+   */
+  ioBound?: boolean;
 }
 
 /** What the process running the worker may set for a job from its configuration. */
@@ -60,6 +66,7 @@ export interface JobKind<P = unknown, I = P> {
   readonly heartbeatSeconds: number;
   readonly concurrency: number;
   readonly serialized: boolean;
+  readonly ioBound: boolean;
   serializeBy(payload: P): string | undefined;
 }
 
@@ -106,6 +113,7 @@ export function defineJobKind<P extends object, I>(spec: JobSpec<P, I>): Declare
     heartbeatSeconds: heartbeat,
     concurrency: spec.concurrency ?? 1,
     serialized: serializeBy !== undefined,
+    ioBound: spec.ioBound ?? false,
     serializeBy: (payload) => serializeBy?.(payload),
     handledBy: (handler, tuning = {}) => {
       const problems = tuningProblems(tuning);

@@ -4,6 +4,7 @@ import { z } from 'zod';
 import type { Database, Db } from '../db/client.ts';
 import type { Logger } from '../lib/logger.ts';
 import type { JobDefinition, JobKind } from './job.ts';
+import { listenForJobs, startWideWorker, type WideWorker } from './wide-worker.ts';
 
 export interface JobQueueOptions {
   log: Logger;
@@ -85,8 +86,9 @@ export function createJobQueue(db: Database, opts: JobQueueOptions): JobQueue {
     defs.set(def.name, def);
   }
 
+  const schema = opts.schema ?? 'pgboss';
   const common: ConstructorOptions = {
-    schema: opts.schema ?? 'pgboss',
+    schema,
     useListenNotify: true,
     // pg-boss fails expired and heartbeat-silent jobs only in its supervise pass, and only when the
     // queue's monitor interval has also elapsed: both bound crash recovery.
@@ -105,6 +107,9 @@ export function createJobQueue(db: Database, opts: JobQueueOptions): JobQueue {
   let stopping: Promise<void> | undefined;
   const stopRequested = new AbortController();
   let sweepTimer: NodeJS.Timeout | undefined;
+  /** Workers of the kinds whose handlers mostly wait (`ioBound`), by queue name. */
+  const wide = new Map<string, WideWorker>();
+  let unlisten: (() => Promise<void>) | undefined;
 
   async function ensureQueues(): Promise<void> {
     const names = [...defs.values()].flatMap((d) => (d.serialized ? [d.name, failedQueueName(d)] : [d.name]));
@@ -258,6 +263,9 @@ export function createJobQueue(db: Database, opts: JobQueueOptions): JobQueue {
         ...(sendOpts.id ? { id: sendOpts.id } : {}),
         ...(singletonKey ? { singletonKey } : {}),
       });
+      // Sent outside a transaction, it can be fetched now; one sent in a transaction is announced
+      // by NOTIFY when it commits.
+      if (!sendOpts.tx) wide.get(def.name)?.wake();
       if (id) return id;
       // pg-boss inserts with ON CONFLICT DO NOTHING; neither policy in use rejects a new job, so
       // only a duplicate id lands here.
@@ -273,6 +281,10 @@ export function createJobQueue(db: Database, opts: JobQueueOptions): JobQueue {
     async work() {
       if (!started || stopping) throw new Error('job queue is not running: call start() first, and not after stop()');
       for (const def of defs.values()) {
+        if (def.ioBound) {
+          wide.set(def.name, startWideWorker({ boss, def, log, pollingSeconds, run: (job) => runJob(def, job) }));
+          continue;
+        }
         await boss.work(
           def.name,
           {
@@ -287,6 +299,12 @@ export function createJobQueue(db: Database, opts: JobQueueOptions): JobQueue {
           (jobs) => Promise.all(jobs.map((job) => runJob(def, job))),
         );
       }
+      if (wide.size > 0) {
+        unlisten = await listenForJobs(db.listen, schema, wide, log).catch((err: unknown) => {
+          log.warn({ err }, 'job notifications unavailable; polling');
+          return undefined;
+        });
+      }
       startSweeping();
     },
 
@@ -295,10 +313,15 @@ export function createJobQueue(db: Database, opts: JobQueueOptions): JobQueue {
       stopping ??= (async () => {
         clearInterval(sweepTimer);
         stopRequested.abort(new Error('the worker is stopping'));
+        await unlisten?.();
+        const timeoutMs = stopOpts.timeoutMs ?? 30_000;
         // The pool stays open at first: an aborted handler still settles its job through pg-boss
         // (a no-op by then, the job was failed for the retry), and a closed pool turns that into an
         // error event on every such shutdown.
-        await boss.stop({ graceful: true, timeout: stopOpts.timeoutMs ?? 30_000, close: false });
+        await Promise.all([
+          ...[...wide.values()].map((w) => w.stop({ timeoutMs, abortGraceMs: ABORT_GRACE_MS })),
+          boss.stop({ graceful: true, timeout: timeoutMs, close: false }),
+        ]);
         const deadline = Date.now() + ABORT_GRACE_MS;
         while (boss.getWipData().length > 0 && Date.now() < deadline) await delay(50);
         const stuck = boss.getWipData().length;

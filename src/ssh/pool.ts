@@ -11,6 +11,12 @@ export interface PoolOptions {
   keepaliveCountMax?: number;
   /** A connection with no session open for this long is closed. Default 60 s. */
   idleTimeoutMs?: number;
+  /**
+   * Connections to one target at most, each carrying up to its `maxSessions` channels; the next
+   * connection opens only when the open ones are full. Default 4: well inside sshd's MaxStartups
+   * (10 unauthenticated at once by default) and 40 channels at sshd's default MaxSessions.
+   */
+  connectionsPerTarget?: number;
 }
 
 export interface PoolStats {
@@ -23,21 +29,30 @@ export interface PoolStats {
   queued: number;
 }
 
-/** Everything the pool knows about one target, across reconnects. */
-interface Machine {
-  readonly sessions: Semaphore;
+/** One connection to a target (across reconnects) and the channels open on it. */
+interface Lane {
   active: number;
   connection?: Connection;
   connecting?: Promise<Connection>;
   idleTimer?: NodeJS.Timeout;
+}
+
+/** Everything the pool knows about one target, across reconnects. */
+interface Machine {
+  /** Channels at once on all its connections; calls beyond wait in FIFO order. */
+  readonly sessions: Semaphore;
+  /** Channels at once per connection (sshd's MaxSessions). */
+  readonly perLane: number;
+  readonly lanes: Lane[];
   /** Host key accepted by trust on first use: pinned from then on. */
   trustedFingerprint?: string;
 }
 
 /**
- * One SSH connection per target, shared by many channels; at most `maxSessions` channels at
- * once per connection (sshd's MaxSessions), extra calls wait in FIFO order. A dropped connection
- * is forgotten and the next call dials again; idle connections are closed.
+ * A few SSH connections per target (`connectionsPerTarget`), shared by many channels; at most
+ * `maxSessions` channels at once per connection (sshd's MaxSessions), filled one connection after
+ * the other, extra calls wait in FIFO order. A dropped connection is forgotten and the next call
+ * on it dials again; idle connections are closed.
  */
 export class ConnectionPool {
   readonly #machines = new Map<string, Machine>();
@@ -51,6 +66,7 @@ export class ConnectionPool {
       keepaliveIntervalMs: opts.keepaliveIntervalMs ?? 10_000,
       keepaliveCountMax: opts.keepaliveCountMax ?? 3,
       idleTimeoutMs: opts.idleTimeoutMs ?? 60_000,
+      connectionsPerTarget: opts.connectionsPerTarget ?? 4,
     };
   }
 
@@ -67,15 +83,17 @@ export class ConnectionPool {
     } catch {
       throw abortedError(target, signal);
     }
-    machine.active++;
-    clearTimeout(machine.idleTimer);
+    // The semaphore guarantees a lane with room: the first, so later connections open only when needed.
+    const lane = machine.lanes.find((l) => l.active < machine.perLane)!;
+    lane.active++;
+    clearTimeout(lane.idleTimer);
     try {
-      const conn = await this.#connection(machine, target, signal);
+      const conn = await this.#connection(machine, lane, target, signal);
       return await fn(conn);
     } finally {
-      machine.active--;
+      lane.active--;
       release();
-      if (machine.active === 0 && machine.sessions.waiting === 0) this.#scheduleIdle(machine);
+      if (lane.active === 0) this.#scheduleIdle(lane);
     }
   }
 
@@ -84,8 +102,10 @@ export class ConnectionPool {
     let active = 0;
     let queued = 0;
     for (const m of this.#machines.values()) {
-      if (m.connection && !m.connection.closed) connections++;
-      active += m.active;
+      for (const lane of m.lanes) {
+        if (lane.connection && !lane.connection.closed) connections++;
+        active += lane.active;
+      }
       queued += m.sessions.waiting;
     }
     return { connections, opened: this.#opened, active, queued };
@@ -95,10 +115,10 @@ export class ConnectionPool {
   async close(): Promise<void> {
     this.#closed = true;
     const open: Connection[] = [];
-    for (const m of this.#machines.values()) {
-      clearTimeout(m.idleTimer);
-      if (m.connection && !m.connection.closed) open.push(m.connection);
-      m.connection = undefined;
+    for (const lane of [...this.#machines.values()].flatMap((m) => m.lanes)) {
+      clearTimeout(lane.idleTimer);
+      if (lane.connection && !lane.connection.closed) open.push(lane.connection);
+      lane.connection = undefined;
     }
     this.#machines.clear();
     await Promise.all(
@@ -120,50 +140,52 @@ export class ConnectionPool {
     const key = targetKey(target);
     let machine = this.#machines.get(key);
     if (!machine) {
-      machine = { sessions: new Semaphore(target.maxSessions ?? DEFAULT_MAX_SESSIONS), active: 0 };
+      const perLane = target.maxSessions ?? DEFAULT_MAX_SESSIONS;
+      const lanes = Array.from({ length: this.#opts.connectionsPerTarget }, () => ({ active: 0 }));
+      machine = { sessions: new Semaphore(perLane * lanes.length), perLane, lanes };
       this.#machines.set(key, machine);
     }
     return machine;
   }
 
-  async #connection(machine: Machine, target: SshTarget, signal: AbortSignal | undefined): Promise<Connection> {
-    if (machine.connection && !machine.connection.closed) return machine.connection;
-    if (!machine.connecting) {
-      // Shared by every caller waiting for this target; no caller's signal cancels it.
-      machine.connecting = connect(target, { ...this.#opts, trustedFingerprint: machine.trustedFingerprint }).then(
+  async #connection(machine: Machine, lane: Lane, target: SshTarget, signal: AbortSignal | undefined): Promise<Connection> {
+    if (lane.connection && !lane.connection.closed) return lane.connection;
+    if (!lane.connecting) {
+      // Shared by every caller waiting for this connection; no caller's signal cancels it.
+      lane.connecting = connect(target, { ...this.#opts, trustedFingerprint: machine.trustedFingerprint }).then(
         (conn) => {
-          machine.connecting = undefined;
+          lane.connecting = undefined;
           this.#opened++;
           if (this.#closed) {
             conn.end();
             throw new ConnectionLost({ host: target.host, port: portOf(target), reason: 'the SSH pool is shut down' });
           }
           if (!target.hostKeyFingerprint) machine.trustedFingerprint ??= conn.hostKey.fingerprint;
-          machine.connection = conn;
+          lane.connection = conn;
           conn.onClose(() => {
-            if (machine.connection === conn) machine.connection = undefined;
+            if (lane.connection === conn) lane.connection = undefined;
           });
           return conn;
         },
         (err: unknown) => {
-          machine.connecting = undefined;
+          lane.connecting = undefined;
           throw err;
         },
       );
     }
-    if (!signal) return machine.connecting;
-    return raceAbort(machine.connecting, signal, () => abortedError(target, signal));
+    if (!signal) return lane.connecting;
+    return raceAbort(lane.connecting, signal, () => abortedError(target, signal));
   }
 
-  #scheduleIdle(machine: Machine): void {
-    clearTimeout(machine.idleTimer);
-    machine.idleTimer = setTimeout(() => {
-      if (machine.active > 0 || !machine.connection) return;
-      const conn = machine.connection;
-      machine.connection = undefined;
+  #scheduleIdle(lane: Lane): void {
+    clearTimeout(lane.idleTimer);
+    lane.idleTimer = setTimeout(() => {
+      if (lane.active > 0 || !lane.connection) return;
+      const conn = lane.connection;
+      lane.connection = undefined;
       conn.end();
     }, this.#opts.idleTimeoutMs);
-    machine.idleTimer.unref();
+    lane.idleTimer.unref();
   }
 }
 

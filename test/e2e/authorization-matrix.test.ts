@@ -42,6 +42,7 @@ const MATRIX: Record<string, Rule> = {
   'GET /api/v0/organization/enterprise-controls': { minRole: 'manager', humanOnly: false },
   'PUT /api/v0/organization/enterprise-controls': { minRole: 'manager', humanOnly: true, body: () => ({ settings: { matrix: newId('v') } }) },
   'GET /api/v0/organization/enterprise-controls/history': { minRole: 'manager', humanOnly: false },
+  'GET /api/v0/organization/turns': { minRole: 'manager', humanOnly: false },
 };
 
 const ADMIN_PATHS = /^\/api\/v0\/(service-accounts|organization)(\/|$)/;

@@ -880,6 +880,7 @@ describe.each(BACKENDS)('organization management on %s', (backend) => {
       'get /api/v0/organization/enterprise-controls': ['401', '403', '500'],
       'put /api/v0/organization/enterprise-controls': ['400', '401', '403', '500'],
       'get /api/v0/organization/enterprise-controls/history': ['400', '401', '403', '500'],
+      'get /api/v0/organization/turns': ['401', '403', '500'],
     };
     for (const [key, statuses] of Object.entries(expected)) {
       const [method, path] = key.split(' ') as [string, string];

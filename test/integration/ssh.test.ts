@@ -18,6 +18,7 @@ import {
 } from '../../src/ssh/index.ts';
 import { netnsMissing, sshdMissing, startSshd, type TestSshd } from '../support/sshd.ts';
 import { skipWithout } from '../support/parts.ts';
+import { waitFor } from '../support/wait.ts';
 
 const missing = sshdMissing();
 const skip = skipWithout('the SSH tests', missing);
@@ -121,7 +122,7 @@ describe.skipIf(skip)('SSH connection layer against a real sshd', () => {
     });
 
     it('runs 50 commands in parallel over one connection, never more sessions than MaxSessions', async () => {
-      const client = createSshClient();
+      const client = createSshClient({ connectionsPerTarget: 1 });
       try {
         const dir = `/tmp/ap-sessions-${randomBytes(4).toString('hex')}`;
         await client.exec(target, `mkdir -p ${dir}`);
@@ -143,6 +144,30 @@ describe.skipIf(skip)('SSH connection layer against a real sshd', () => {
         // 50 sessions of 0.2 s, 10 at a time: at least 5 waves.
         expect(elapsed).toBeGreaterThanOrEqual(1_000);
         expect(client.stats()).toMatchObject({ opened: 1, connections: 1, active: 0, queued: 0 });
+      } finally {
+        await client.close();
+      }
+    });
+
+    it('spreads 50 commands over a few connections, filled one after the other, at most MaxSessions each', async () => {
+      const client = createSshClient({ connectionsPerTarget: 3 });
+      try {
+        const dir = `/tmp/ap-lanes-${randomBytes(4).toString('hex')}`;
+        await client.exec(target, `mkdir -p ${dir}`);
+        // Five at once fit on the first connection: no second one opens.
+        await Promise.all(Array.from({ length: 5 }, () => client.exec(target, 'true')));
+        expect(client.stats()).toMatchObject({ opened: 1, connections: 1 });
+        const all = Promise.all(
+          Array.from({ length: 50 }, (_, i) => client.exec(target, `touch ${dir}/${i}; ls ${dir} | wc -l; sleep 0.3; rm ${dir}/${i}; echo done-${i}`)),
+        );
+        await waitFor('30 sessions on three connections', () => client.stats().active === 30 && client.stats().connections === 3);
+        expect(client.stats()).toMatchObject({ active: 30, queued: 20, connections: 3 });
+        const results = await all;
+        results.forEach((r, i) => expect(r.stdout).toContain(`done-${i}`));
+        const peak = Math.max(...results.map((r) => Number(r.stdout.split('\n')[0])));
+        expect(peak).toBeLessThanOrEqual(30);
+        expect(peak).toBeGreaterThan(10);
+        expect(client.stats()).toMatchObject({ opened: 3, connections: 3, active: 0, queued: 0 });
       } finally {
         await client.close();
       }

@@ -163,3 +163,32 @@ const EnterpriseControlChangeSchema = z
 export const EnterpriseHistorySchema = z
   .strictObject({ changes: z.array(EnterpriseControlChangeSchema), pagination: PaginationSchema })
   .meta({ id: 'EnterpriseControlChangeList' });
+
+// ---- agent turns (agentplane extension) ----
+
+const TurnCountsSchema = {
+  running: z.number().int().meta({ description: 'Agent turns running now' }),
+  pending: z.number().int().meta({ description: 'Sessions with messages waiting for a turn (status pending), including those over a limit' }),
+};
+
+export const TurnQueueSchema = z
+  .strictObject({
+    limits: z
+      .strictObject({
+        perOrganization: z
+          .number()
+          .int()
+          .meta({ description: "Turns of this organization running at once across every replica; more wait, pending, in their messages' order" }),
+        perOwner: z.number().int().meta({ description: 'Turns of one user or service account running at once' }),
+      })
+      .meta({ description: "The deployment's limits (AGENTPLANE_TURNS_PER_ORGANIZATION, AGENTPLANE_TURNS_PER_OWNER)" }),
+    ...TurnCountsSchema,
+    owners: z.array(
+      z.strictObject({
+        ownerKind: z.enum(['human', 'service']),
+        ownerId: z.string().meta({ description: 'The user (usr_...) or service account id' }),
+        ...TurnCountsSchema,
+      }),
+    ),
+  })
+  .meta({ id: 'TurnQueue' });

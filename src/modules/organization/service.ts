@@ -7,6 +7,8 @@ import type { SecretBox } from '../../lib/secret-box.ts';
 import { getGlobalLimit, getUserLimits, setGlobalLimit, setUserLimits } from './credit-limits.ts';
 import { getEnterpriseControls, listEnterpriseControlChanges, setEnterpriseControls } from './enterprise-controls.ts';
 import { inviteUser, listUsers, removeUser } from './members.ts';
+import type { TurnLimits } from '../sessions/turn-admission.ts';
+import { getTurnQueue } from './turn-queue.ts';
 import type { EnterpriseControlsBody, InviteBody, UserLimitsBody } from './schemas.ts';
 
 export interface OrganizationDeps {
@@ -16,6 +18,8 @@ export interface OrganizationDeps {
   secrets: Pick<SecretBox, 'seal' | 'open'>;
   /** Custom models' base URLs must pass it. */
   egress: Pick<EgressGuard, 'screen'>;
+  /** Running-turn limits in force (configuration; DEFAULT_TURN_LIMITS where a caller has none). */
+  turnLimits?: TurnLimits;
 }
 
 /** Organization management; every operation acts inside the caller's own organization. */
@@ -31,6 +35,7 @@ export function createOrganizationService(deps: OrganizationDeps) {
     getEnterpriseControls: (actor: Principal) => getEnterpriseControls(deps, actor),
     setEnterpriseControls: (actor: Principal, body: EnterpriseControlsBody) => setEnterpriseControls(deps, actor, body.settings),
     listEnterpriseControlChanges: (actor: Principal, page: PageQuery) => listEnterpriseControlChanges(deps, actor, page),
+    getTurnQueue: (actor: Principal) => getTurnQueue(deps, actor),
   };
 }
 export type OrganizationService = ReturnType<typeof createOrganizationService>;

@@ -14,7 +14,10 @@ export const sessionTurnJob = defineJobKind({
   retryDelaySeconds: 1,
   expireInSeconds: 3 * 3600,
   heartbeatSeconds: 10,
-  concurrency: 8,
+  // A turn is almost all waiting (model stream, tools): hundreds run side by side in one process.
+  // The configured AGENTPLANE_TURN_CONCURRENCY replaces this default.
+  concurrency: 64,
+  ioBound: true,
   serializeBy: (p) => p.sessionId,
 });
 

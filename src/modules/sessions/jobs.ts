@@ -39,9 +39,9 @@ export async function purgeExpiredSessions(deps: { db: Db; clock: Clock }): Prom
   return count;
 }
 
-export function sessionJobs(deps: TurnRunnerDeps & { db: PrismaClient }): JobDefinition[] {
+export function sessionJobs(deps: TurnRunnerDeps & { db: PrismaClient; turnConcurrency?: number }): JobDefinition[] {
   return [
-    sessionTurnJob.handledBy((p, ctx) => runSessionTurn(deps, p.sessionId, ctx)),
+    sessionTurnJob.handledBy((p, ctx) => runSessionTurn(deps, p.sessionId, ctx), { concurrency: deps.turnConcurrency }),
     sessionApprovalExpireJob.handledBy((p, ctx) => expireApproval(deps, p, ctx.send)),
     sessionPurgeJob.handledBy(async (_payload, ctx) => {
       const purged = await purgeExpiredSessions(deps);

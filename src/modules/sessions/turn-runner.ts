@@ -26,6 +26,7 @@ import { systemPrompt } from './system-prompt.ts';
 import { turnEvents } from './turn-events.ts';
 import { watchTurn } from './turn-watch.ts';
 import { storedSettings } from './views.ts';
+import { admissibleWaiting, admitTurn, DEFAULT_TURN_LIMITS, TurnNotAdmitted, type TurnLimits } from './turn-admission.ts';
 
 export interface TurnRunnerDeps {
   db: PrismaClient;
@@ -39,6 +40,8 @@ export interface TurnRunnerDeps {
   env?: NodeJS.ProcessEnv;
   /** How long a tool call waits for approval before it expires (default an hour). */
   approvalTimeoutMs?: number;
+  /** Running turns at once per organization and per owner (default DEFAULT_TURN_LIMITS). */
+  turnLimits?: TurnLimits;
 }
 
 const DEFAULT_APPROVAL_TIMEOUT_MS = 3_600_000;
@@ -64,6 +67,16 @@ export async function runSessionTurn(deps: TurnRunnerDeps, sessionId: string, ct
   if (!begun) return;
   const session = await deps.db.session.findUniqueOrThrow({ where: { id: sessionId } });
   try {
+    await runBegunTurn(deps, session, begun, ctx);
+  } finally {
+    // Its slot is free (ended, paused or failed): the organization's next waiting turns may start.
+    await startWaitingTurns(deps, session.organizationId, ctx);
+  }
+}
+
+async function runBegunTurn(deps: TurnRunnerDeps, session: Session, begun: 'new' | 'continued' | 'resumed', ctx: JobContext): Promise<void> {
+  const sessionId = session.id;
+  try {
     const result = await executeTurn(deps, session, ctx);
     if (result === 'shutdown') throw new Error('the control plane stopped during the turn');
     if (result.stopReason === 'awaiting_approval') {
@@ -88,7 +101,7 @@ export async function runSessionTurn(deps: TurnRunnerDeps, sessionId: string, ct
  */
 async function beginTurn(deps: TurnRunnerDeps, sessionId: string): Promise<false | 'new' | 'continued' | 'resumed'> {
   const now = deps.clock.now();
-  return deps.db.$transaction(async (tx) => {
+  const begun = deps.db.$transaction(async (tx) => {
     const session = await tx.session.findFirst({ where: { id: sessionId, deletedAt: null } });
     if (!session) return false;
     if (session.status === 'running') {
@@ -114,11 +127,24 @@ async function beginTurn(deps: TurnRunnerDeps, sessionId: string): Promise<false
       if (session.status === 'pending') await sessionEvents.turnEnded(tx, session.id, 'idle', interruptedBeforeStart ? 'interrupted' : 'completed');
       return false;
     }
+    // Over its organization's or owner's limit: rolled back, the session stays pending with its
+    // messages queued until a turn of the organization ends (startWaitingTurns) or the reaper.
+    if (!(await admitTurn(tx, session, deps.turnLimits ?? DEFAULT_TURN_LIMITS))) throw new TurnNotAdmitted();
     await tx.session.update({ where: { id: session.id }, data: { status: 'running', turnHeartbeatAt: now, updatedAt: now } });
     await sessionEvents.status(tx, session.id, 'running');
     await recordEvents(tx, [turnEvents(session, storedSettings(session)).userTurn(now)]);
-    return 'new';
+    return 'new' as const;
   });
+  return begun.catch((err: unknown) => {
+    if (err instanceof TurnNotAdmitted) return false;
+    throw err;
+  });
+}
+
+/** Sends the turn jobs of the organization's sessions waiting for a slot that may start now, oldest first. */
+async function startWaitingTurns(deps: TurnRunnerDeps, organizationId: string, ctx: JobContext): Promise<void> {
+  const ids = await admissibleWaiting(deps.db, organizationId, deps.turnLimits ?? DEFAULT_TURN_LIMITS);
+  for (const id of ids) await ctx.send(sessionTurnJob, { sessionId: id });
 }
 
 /** Said where a turn ended (refused, failed) before the calls of its last message ran: a resumed turn's. */

@@ -1,0 +1,315 @@
+/**
+ * The figures of issue #32 (agents at team scale), on PostgreSQL with real server processes, run
+ * on demand:
+ *
+ *   node bench/scale.ts [--turns 200] [--latency-ms 1000] [--replicas 1,2] [--idle-runs 11] [--env K=V,...]
+ *
+ * It starts a private PostgreSQL, the scripted model server of the tests (the OpenAI wire; each
+ * call answers after `--latency-ms`, or at once for the instant-model figures), a real sshd and
+ * one `agentplane serve` replica, then a second one on the same database. Every turn is one
+ * `run_command true` over SSH and a final answer: two model calls. The table prints each figure
+ * beside its baseline from the same run:
+ *
+ * - a burst of `--turns` messages (one per session, all on one computer) with the slow model:
+ *   how long the burst takes ÷ how long one such turn takes alone;
+ * - the same burst with the instant model: turns per second;
+ * - message → turn started (the queued message taken by the turn), p50 / p99, on an idle server
+ *   and under the burst;
+ * - the control-plane's resident memory per running turn during the slow burst;
+ * - two replicas ÷ one, the same bursts (the second replica works the same job queue).
+ *
+ * `--env` passes settings to the replicas (e.g. `AGENTPLANE_TURN_CONCURRENCY=64`); the turn limits
+ * per owner and organization are lifted (one owner sends every message). The CLI start
+ * time and relay throughput figures are bench/gateway.ts's.
+ */
+import { randomBytes } from 'node:crypto';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { parseArgs } from 'node:util';
+import pg from 'pg';
+import { startModelServer, type ModelServer, type RecordedRequest, type ScriptedReply } from '../test/support/model-server.ts';
+import { CODER_KEY_ENV, coderModel, writeModelsFile } from '../test/support/models-file.ts';
+import { startPostgres } from '../test/support/postgres-server.ts';
+import { startServerProcess, type ServerProcess } from '../test/support/server-process.ts';
+import { startSshd } from '../test/support/sshd.ts';
+import { waitFor } from '../test/support/wait.ts';
+
+const { values: args } = parseArgs({
+  options: {
+    turns: { type: 'string', default: '200' },
+    'latency-ms': { type: 'string', default: '1000' },
+    replicas: { type: 'string', default: '1,2' },
+    'idle-runs': { type: 'string', default: '11' },
+    env: { type: 'string', default: '' },
+    only: { type: 'string', default: 'slow,instant' },
+    profile: { type: 'string' },
+  },
+});
+const TURNS = Number(args.turns);
+const LATENCY_MS = Number(args['latency-ms']);
+const REPLICAS = args.replicas.split(',').map(Number);
+const IDLE_RUNS = Number(args['idle-runs']);
+const ONLY = new Set(args.only.split(','));
+// One owner sends every message here: the per-owner and per-organization limits (a team's
+// fairness, not one process's capacity) are lifted unless --env sets them.
+const EXTRA_ENV = {
+  AGENTPLANE_TURNS_PER_OWNER: '10000',
+  AGENTPLANE_TURNS_PER_ORGANIZATION: '10000',
+  ...Object.fromEntries(
+    args.env
+      .split(',')
+      .filter(Boolean)
+      .map((kv) => [kv.slice(0, kv.indexOf('=')), kv.slice(kv.indexOf('=') + 1)]),
+  ),
+};
+
+const quantile = (xs: number[], q: number) => {
+  const s = [...xs].sort((a, b) => a - b);
+  return s[Math.min(s.length - 1, Math.floor(s.length * q))] ?? Number.NaN;
+};
+const median = (xs: number[]) => quantile(xs, 0.5);
+const fmtMs = (n: number) => (n >= 10_000 ? `${(n / 1000).toFixed(1)} s` : `${n.toFixed(0)} ms`);
+
+// --- the scripted model: every turn runs `true` once, then answers; `delayMs` before each reply ---
+let delayMs = 0;
+/** Calls of the OpenAI wire: the role chunk, content, finish and usage chunks each wait `chunkDelayMs`. */
+let chunksPerReply = 1;
+const model: ModelServer = await startModelServer();
+const reply = (request: RecordedRequest): ScriptedReply => {
+  const last = request.body.messages.at(-1);
+  const base: ScriptedReply =
+    last?.role === 'tool' ? { text: 'done', chunkSize: 64 } : { toolCalls: [{ name: 'run_command', arguments: { command: 'true' } }] };
+  return delayMs > 0 ? { ...base, chunkDelayMs: delayMs / chunksPerReply } : base;
+};
+model.respondWith(reply);
+
+const postgres = await startPostgres();
+if (!postgres) throw new Error('PostgreSQL not found (/usr/lib/postgresql): bench/scale.ts needs it');
+const sshd = await startSshd({ maxSessions: 10 });
+const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'agentplane-scale-'));
+fs.chmodSync(tmp, 0o755);
+const models = writeModelsFile([coderModel(model)], { [CODER_KEY_ENV]: model.apiKey });
+const env = {
+  ...models.env,
+  ...EXTRA_ENV,
+  DATABASE_URL: postgres.url,
+  AGENTPLANE_ENCRYPTION_KEY: randomBytes(32).toString('base64'),
+  AGENTPLANE_LOCAL_PROVIDER: 'false',
+  AGENTPLANE_EGRESS_ALLOW: '127.0.0.0/8',
+  // --profile DIR: each replica writes a V8 CPU profile there when it stops.
+  ...(args.profile ? { NODE_OPTIONS: `--cpu-prof --cpu-prof-dir=${path.resolve(args.profile)}` } : {}),
+};
+const servers: ServerProcess[] = [];
+const db = new pg.Client({ connectionString: postgres.url });
+const rows: [string, string, string, string][] = [];
+const row = (figure: string, value: string, baseline: string, goal: string) => {
+  rows.push([figure, value, baseline, goal]);
+  console.log(`  ${figure}: ${value} (baseline ${baseline}; goal ${goal})`);
+};
+
+try {
+  const first = await startServerProcess({ ...env, AGENTPLANE_DATA_DIR: path.join(tmp, 'server-0') });
+  servers.push(first);
+  const key = first.firstStartKey!;
+  await db.connect();
+  const call = async (url: string, method: string, p: string, body?: unknown) => {
+    const res = await fetch(`${url}${p}`, {
+      method,
+      headers: { authorization: `Bearer ${key}`, ...(body ? { 'content-type': 'application/json' } : {}) },
+      body: body ? JSON.stringify(body) : undefined,
+    });
+    const json = (await res.json().catch(() => undefined)) as any;
+    if (res.status >= 300) throw new Error(`${method} ${p}: ${res.status} ${JSON.stringify(json)}`);
+    return json;
+  };
+  sshd.authorizeKey((await call(first.url, 'GET', '/api/v0/computers/ssh-public-key')).publicKey);
+  const computer = await call(first.url, 'POST', '/api/v0/computers', {
+    name: 'scale-box',
+    provider: 'byom',
+    remoteUser: sshd.username,
+    connection: { host: sshd.host, port: sshd.port },
+  });
+  const newSessions = async (n: number) => {
+    const ids: string[] = [];
+    for (let i = 0; i < n; i += 20) {
+      const batch = await Promise.all(
+        Array.from({ length: Math.min(20, n - i) }, () =>
+          call(first.url, 'POST', '/api/v0/sessions', { computerId: computer.id, cwd: '/tmp', sessionSettings: { model: 'coder', autonomyLevel: 'high' } }),
+        ),
+      );
+      ids.push(...batch.map((s) => s.sessionId as string));
+    }
+    return ids;
+  };
+
+  // Calibrate the slow model: one call's chunks, so that a whole call takes LATENCY_MS.
+  delayMs = 100;
+  chunksPerReply = 1;
+  {
+    const t0 = performance.now();
+    await fetch(`${model.baseUrl}/chat/completions`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${model.apiKey}`, 'content-type': 'application/json' },
+      body: JSON.stringify({ model: 'upstream-coder', stream: true, messages: [{ role: 'user', content: 'go' }] }),
+    }).then((r) => r.text());
+    chunksPerReply = Math.max(1, Math.round((performance.now() - t0) / 100));
+  }
+
+  /** Posts one message to each session at once; resolves when every session is idle again. */
+  const burst = async (ids: string[], urls: string[]) => {
+    const since = new Date();
+    const t0 = performance.now();
+    await Promise.all(ids.map((id, i) => call(urls[i % urls.length]!, 'POST', `/api/v0/sessions/${id}/messages`, { text: 'go' })));
+    const posted = performance.now() - t0;
+    let peakRss = 0;
+    let peakRunning = 0;
+    const cpu0 = servers.reduce((sum, s) => sum + cpuMsOf(s.child.pid!), 0);
+    await waitFor(
+      'the burst to end',
+      async () => {
+        peakRss = Math.max(
+          peakRss,
+          servers.reduce((sum, s) => sum + rssOf(s.child.pid!), 0),
+        );
+        const { rows: counts } = await db.query<{ status: string; n: string }>(`SELECT status, count(*) n FROM sessions WHERE id = ANY($1) GROUP BY status`, [
+          ids,
+        ]);
+        const by = Object.fromEntries(counts.map((c) => [c.status, Number(c.n)]));
+        peakRunning = Math.max(peakRunning, by.running ?? 0);
+        return (by.idle ?? 0) === ids.length;
+      },
+      30 * 60_000,
+      50,
+    );
+    const elapsed = performance.now() - t0;
+    const cpuMs = servers.reduce((sum, s) => sum + cpuMsOf(s.child.pid!), 0) - cpu0;
+    const { rows: started } = await db.query<{ ms: number }>(
+      `SELECT extract(epoch FROM (updated_at - created_at)) * 1000 AS ms FROM session_messages
+       WHERE session_id = ANY($1) AND role = 'user' AND created_at >= $2`,
+      [ids, since],
+    );
+    const failed = await db.query(
+      `SELECT count(*) n FROM session_messages WHERE session_id = ANY($1) AND role = 'assistant' AND created_at >= $2 AND content::text LIKE '%The turn failed%'`,
+      [ids, since],
+    );
+    return { elapsed, posted, cpuMs, startMs: started.map((r) => Number(r.ms)), peakRss, peakRunning, failed: Number(failed.rows[0].n) };
+  };
+  /** One turn on an idle server, `runs` times: the whole turn and message → started. */
+  const alone = async (id: string, urls: string[], runs: number) => {
+    const whole: number[] = [];
+    const start: number[] = [];
+    let cpuMs = 0;
+    for (let i = 0; i < runs; i++) {
+      const r = await burst([id], [urls[i % urls.length]!]);
+      whole.push(r.elapsed);
+      start.push(...r.startMs);
+      cpuMs += r.cpuMs;
+    }
+    return { whole: median(whole), start, cpuMs };
+  };
+
+  const single = (await newSessions(1))[0]!;
+  const pool = await newSessions(TURNS);
+  const results = new Map<number, { slow: number; instant: number }>();
+  for (const replicas of REPLICAS) {
+    while (servers.length < replicas) {
+      servers.push(await startServerProcess({ ...env, AGENTPLANE_DATA_DIR: path.join(tmp, `server-${servers.length}`) }));
+    }
+    const urls = servers.slice(0, replicas).map((s) => s.url);
+    console.log(`\n${replicas} replica(s), ${TURNS} sessions on one computer, one message each, model ${LATENCY_MS} ms per call`);
+
+    if (ONLY.has('slow')) {
+      delayMs = LATENCY_MS;
+      const slowAlone = await alone(single, urls, 3);
+      const idleRss = servers.reduce((sum, s) => sum + rssOf(s.child.pid!), 0);
+      const slow = await burst(pool, urls);
+      row(
+        `${replicas}r: ${TURNS} turns, model ${LATENCY_MS} ms/call: burst ÷ single turn`,
+        `${(slow.elapsed / slowAlone.whole).toFixed(2)}x (${fmtMs(slow.elapsed)}, ${slow.failed} failed)`,
+        `single turn ${fmtMs(slowAlone.whole)}`,
+        '< 5x',
+      );
+      row(
+        `${replicas}r: message → turn started under the slow burst, p50 / p99`,
+        `${fmtMs(median(slow.startMs))} / ${fmtMs(quantile(slow.startMs, 0.99))}`,
+        `idle ${fmtMs(median(slowAlone.start))}`,
+        '< 100 ms / < 1 s',
+      );
+      row(
+        `${replicas}r: control-plane memory per running turn (peak ${slow.peakRunning} running)`,
+        `${((slow.peakRss - idleRss) / Math.max(1, slow.peakRunning) / 1024).toFixed(0)} KiB`,
+        `idle RSS ${(idleRss / 1024).toFixed(0)} MiB`,
+        'reported',
+      );
+      results.set(replicas, { ...(results.get(replicas) ?? { instant: Number.NaN }), slow: slow.elapsed });
+    }
+
+    if (!ONLY.has('instant')) continue;
+    delayMs = 0;
+    const fastAlone = await alone(single, urls, IDLE_RUNS);
+    const fast = await burst(pool, urls);
+    const tps = (TURNS / fast.elapsed) * 1000;
+    results.set(replicas, { ...(results.get(replicas) ?? { slow: Number.NaN }), instant: fast.elapsed });
+    row(
+      `${replicas}r: ${TURNS} turns, instant model: turns per second (${replicas} replica(s))`,
+      `${tps.toFixed(1)}/s (${fmtMs(fast.elapsed)}, ${fast.failed} failed)`,
+      `single turn ${fmtMs(fastAlone.whole)}`,
+      `≥ ${20 * replicas}`,
+    );
+    row(
+      `${replicas}r: CPU of the replica process(es) per turn, instant burst`,
+      `${(fast.cpuMs / TURNS).toFixed(1)} ms (${(2000 / (fast.cpuMs / TURNS)).toFixed(0)} turns/s on 2 idle cores)`,
+      `single turn ${(fastAlone.cpuMs / IDLE_RUNS).toFixed(1)} ms`,
+      '≤ 100 ms',
+    );
+    row(
+      `${replicas}r: message → turn started, p50 / p99`,
+      `burst ${fmtMs(median(fast.startMs))} / ${fmtMs(quantile(fast.startMs, 0.99))}`,
+      `idle ${fmtMs(median(fastAlone.start))} / ${fmtMs(quantile(fastAlone.start, 0.99))}`,
+      '< 100 ms / < 1 s',
+    );
+  }
+  const one = results.get(1);
+  const two = results.get(2);
+  if (one && two) {
+    row('two replicas ÷ one, slow burst', `${(two.slow / one.slow).toFixed(2)}x`, `one ${fmtMs(one.slow)}`, '≤ 0.55x');
+    row('two replicas ÷ one, instant burst', `${(two.instant / one.instant).toFixed(2)}x`, `one ${fmtMs(one.instant)}`, '≤ 0.55x');
+  }
+  console.log(`\n| figure | value | baseline (same run) | goal |\n|---|---|---|---|`);
+  for (const r of rows) console.log(`| ${r.join(' | ')} |`);
+  console.log(`\n(${os.cpus().length} cores; replica settings: ${JSON.stringify(EXTRA_ENV)})`);
+} catch (err) {
+  // What the replicas logged as errors, so a failure says why.
+  for (const s of servers)
+    console.error(
+      s
+        .output()
+        .split('\n')
+        .filter((l) => /"level":(50|60)/.test(l))
+        .slice(-5)
+        .join('\n'),
+    );
+  throw err;
+} finally {
+  await Promise.all(servers.map((s) => s.stop('SIGTERM')));
+  await db.end().catch(() => {});
+  await model.close();
+  await sshd.stop();
+  await postgres.stop();
+  models.dispose();
+  fs.rmSync(tmp, { recursive: true, force: true });
+}
+
+/** User and system CPU time a process has used, in ms (clock ticks of 10 ms). */
+function cpuMsOf(pid: number): number {
+  const stat = fs.readFileSync(`/proc/${pid}/stat`, 'utf8');
+  const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+  return (Number(fields[11]) + Number(fields[12])) * 10;
+}
+
+/** Resident memory of a process in KiB. */
+function rssOf(pid: number): number {
+  const m = /VmRSS:\s+(\d+)/.exec(fs.readFileSync(`/proc/${pid}/status`, 'utf8'));
+  return m ? Number(m[1]) : 0;
+}

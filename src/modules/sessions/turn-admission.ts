@@ -1,0 +1,74 @@
+import type { Db } from '../../db/client.ts';
+import type { Session } from '../../generated/prisma/client.ts';
+
+/** Running turns at once across every replica (AGENTPLANE_TURNS_PER_ORGANIZATION, AGENTPLANE_TURNS_PER_OWNER). */
+export interface TurnLimits {
+  perOrganization: number;
+  perOwner: number;
+}
+
+export const DEFAULT_TURN_LIMITS: TurnLimits = { perOrganization: 100, perOwner: 20 };
+
+type Owner = Pick<Session, 'organizationId' | 'ownerKind' | 'ownerId'>;
+
+/** Thrown inside beginTurn's transaction to roll it back when the turn may not start yet. */
+export class TurnNotAdmitted extends Error {}
+
+/**
+ * Whether a new turn of `session` may start now: its organization and its owner are under their
+ * running-turn limits. Holds the organization's advisory lock to the end of the transaction, so
+ * turns starting at once on several replicas are counted one after the other; the caller marks
+ * the session running in the same transaction. Subagent sessions run inside their parent's turn
+ * and are not counted.
+ */
+export async function admitTurn(tx: Db, session: Owner, limits: TurnLimits): Promise<boolean> {
+  await tx.$queryRaw`SELECT 1 FROM (SELECT pg_advisory_xact_lock(hashtext(${`turns:${session.organizationId}`}))) AS locked`;
+  const [row] = await tx.$queryRaw<{ org: bigint; owner: bigint }[]>`
+    SELECT count(*) AS org, count(*) FILTER (WHERE owner_kind = ${session.ownerKind} AND owner_id = ${session.ownerId}) AS owner
+    FROM sessions
+    WHERE organization_id = ${session.organizationId} AND status = 'running' AND deleted_at IS NULL AND parent_session_id IS NULL`;
+  return Number(row!.org) < limits.perOrganization && Number(row!.owner) < limits.perOwner;
+}
+
+/**
+ * The sessions of `organizationId` waiting for a turn slot that may start now, oldest queued
+ * message first: at most the organization's free slots, none of an owner at its limit. Their turn
+ * jobs are sent again when a turn of the organization ends (the reaper re-sends the rest).
+ */
+export async function admissibleWaiting(db: Db, organizationId: string, limits: TurnLimits): Promise<string[]> {
+  const rows = await db.$queryRaw<{ id: string }[]>`
+    WITH running AS (
+      SELECT owner_kind, owner_id, count(*) AS n FROM sessions
+      WHERE organization_id = ${organizationId} AND status = 'running' AND deleted_at IS NULL AND parent_session_id IS NULL
+      GROUP BY owner_kind, owner_id
+    ), waiting AS (
+      SELECT s.id, s.owner_kind, s.owner_id, min(m.created_at) AS since
+      FROM sessions s JOIN session_messages m ON m.session_id = s.id AND m.queue_status = 'queued'
+      WHERE s.organization_id = ${organizationId} AND s.status = 'pending' AND s.turn_paused_at IS NULL
+        AND s.deleted_at IS NULL AND s.parent_session_id IS NULL
+      GROUP BY s.id
+    )
+    SELECT w.id FROM waiting w LEFT JOIN running r ON r.owner_kind = w.owner_kind AND r.owner_id = w.owner_id
+    WHERE coalesce(r.n, 0) < ${limits.perOwner}
+    ORDER BY w.since, w.id
+    LIMIT greatest(0, ${limits.perOrganization} - (SELECT coalesce(sum(n), 0) FROM running))::int`;
+  return rows.map((r) => r.id);
+}
+
+/** Running turns and sessions waiting for one in an organization, in all and per owner: what managers see. */
+export async function turnQueue(db: Db, organizationId: string) {
+  const rows = await db.$queryRaw<{ owner_kind: string; owner_id: string; running: bigint; waiting: bigint }[]>`
+    SELECT owner_kind, owner_id,
+      count(*) FILTER (WHERE status = 'running') AS running,
+      count(*) FILTER (WHERE status = 'pending' AND turn_paused_at IS NULL) AS waiting
+    FROM sessions
+    WHERE organization_id = ${organizationId} AND status IN ('running', 'pending') AND deleted_at IS NULL AND parent_session_id IS NULL
+    GROUP BY owner_kind, owner_id
+    ORDER BY owner_kind, owner_id`;
+  const owners = rows.map((r) => ({ ownerKind: r.owner_kind, ownerId: r.owner_id, running: Number(r.running), pending: Number(r.waiting) }));
+  return {
+    running: owners.reduce((n, o) => n + o.running, 0),
+    pending: owners.reduce((n, o) => n + o.pending, 0),
+    owners,
+  };
+}
