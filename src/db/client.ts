@@ -27,6 +27,8 @@ interface Opened {
   authEpoch: AuthEpoch;
   /** Notifications of a channel (NOTIFY), from any process writing to the database. */
   listen: Listen;
+  /** PostgreSQL: Prisma's pool now (connections open, idle, requests waiting); PGlite has one connection and no pool. */
+  poolUse?(): { total: number; idle: number; waiting: number };
   close(): Promise<void>;
 }
 
@@ -47,7 +49,9 @@ function pgliteDir(dataDir: string): string {
 export async function openDatabase(target: DatabaseTarget): Promise<Database> {
   if (target.databaseUrl) {
     const url = target.databaseUrl;
-    const prisma = new PrismaClient({ adapter: new PrismaPg({ connectionString: url }) });
+    // The pool is ours (not the adapter's) so its use can be read: agentplane_db_pool_connections.
+    const pool = new pg.Pool({ connectionString: url });
+    const prisma = new PrismaClient({ adapter: new PrismaPg(pool) });
     const hot = pipelinedReads({ connectionString: url });
     return {
       kind: 'postgres',
@@ -56,9 +60,11 @@ export async function openDatabase(target: DatabaseTarget): Promise<Database> {
       reads: hot.reads,
       authEpoch: fencedEpochReads(hot.reads),
       listen: postgresListen(url),
+      poolUse: () => ({ total: pool.totalCount, idle: pool.idleCount, waiting: pool.waitingCount }),
       close: async () => {
         await hot.close();
         await prisma.$disconnect();
+        await pool.end();
       },
     };
   }
