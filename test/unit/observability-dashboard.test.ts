@@ -57,8 +57,8 @@ describe('METRIC_NAMES', () => {
     expect(ours.sort()).toEqual([...METRIC_NAMES].sort());
     for (const m of await registry.getMetricsAsJSON()) {
       if (!m.name.startsWith('agentplane_')) continue;
-      if (m.type === 'counter') expect(m.name).toMatch(/_total$/);
-      if (m.type === 'histogram') expect(m.name).toMatch(/_seconds$/);
+      if (String(m.type) === 'counter') expect(m.name).toMatch(/_total$/);
+      if (String(m.type) === 'histogram') expect(m.name).toMatch(/_seconds$/);
       // Bounded labels: never an id.
       for (const v of m.values) for (const label of Object.keys(v.labels)) expect(label).not.toMatch(/id$/i);
     }
