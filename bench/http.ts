@@ -214,7 +214,8 @@ async function benchBackend(kind: string) {
     });
     // The server's default level, as `npm start` runs it; the lines go nowhere, as they would to a collector's pipe.
     const log = createLogger({ level: process.env.BENCH_LOG_LEVEL ?? 'info', destination: pino.destination({ dest: '/dev/null', sync: true }) });
-    const observed = process.env.BENCH_OBSERVED === 'on' ? await observedEnv() : undefined;
+    const mode = process.env.BENCH_OBSERVED;
+    const observed = mode === 'on' || mode === 'metrics' || mode === 'traces' ? await observedEnv(mode) : undefined;
     const plane = await compose({
       config: loadConfig({ AGENTPLANE_DATA_DIR: dataDir, ...observed?.env }),
       db,
@@ -279,7 +280,7 @@ async function benchBackend(kind: string) {
  * Metrics and tracing on, as an operator runs them: a metrics port scraped every second, and an
  * OTLP/HTTP endpoint (a sink here that counts what it receives, so the figure includes the export).
  */
-async function observedEnv(): Promise<{ env: Record<string, string>; close(): string }> {
+async function observedEnv(mode: 'on' | 'metrics' | 'traces'): Promise<{ env: Record<string, string>; close(): string }> {
   let exports = 0;
   let bytes = 0;
   const sink = express();
@@ -300,9 +301,12 @@ async function observedEnv(): Promise<{ env: Record<string, string>; close(): st
     fetch(`http://127.0.0.1:${metricsPort}/metrics`)
       .then((r) => r.text())
       .then(() => scrapes++, () => {});
-  }, 1000);
+  }, Number(process.env.BENCH_SCRAPE_MS ?? 1000));
   return {
-    env: { AGENTPLANE_METRICS_PORT: String(metricsPort), OTEL_EXPORTER_OTLP_ENDPOINT: sinkServer.url },
+    env: {
+      ...(mode === 'traces' ? {} : { AGENTPLANE_METRICS_PORT: String(metricsPort) }),
+      ...(mode === 'metrics' ? {} : { OTEL_EXPORTER_OTLP_ENDPOINT: sinkServer.url }),
+    },
     close: () => {
       clearInterval(scraper);
       void sinkServer.close();

@@ -44,13 +44,19 @@ export function observability(opts: {
 }
 
 function scrapeSources(db: Database, queue?: Pick<JobQueue, 'boss'>) {
-  return {
-    async computers() {
-      const rows = await db.prisma.$queryRaw<{ provider: string; status: string; pooled: boolean; template: boolean; count: bigint }[]>`
+  // Two gauges read the computers' counts: one query per scrape serves both.
+  let counted: { at: number; rows: ReturnType<typeof countComputers> } | undefined;
+  const countComputers = async () => {
+    const rows = await db.prisma.$queryRaw<{ provider: string; status: string; pooled: boolean; template: boolean; count: bigint }[]>`
         SELECT provider_type AS provider, status::text AS status, owner_kind = 'pool' AS pooled,
                coalesce(source->>'templateId', '') <> '' AS template, count(*) AS count
         FROM computers WHERE deleted_at IS NULL GROUP BY 1, 2, 3, 4`;
-      return rows.map((r) => ({ ...r, count: Number(r.count) }));
+    return rows.map((r) => ({ ...r, count: Number(r.count) }));
+  };
+  return {
+    computers() {
+      if (!counted || Date.now() - counted.at > 500) counted = { at: Date.now(), rows: countComputers() };
+      return counted.rows;
     },
     async queues() {
       if (!queue) return [];
