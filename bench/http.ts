@@ -297,11 +297,17 @@ async function observedEnv(mode: 'on' | 'metrics' | 'traces'): Promise<{ env: Re
     });
   });
   let scrapes = 0;
-  const scraper = setInterval(() => {
-    fetch(`http://127.0.0.1:${metricsPort}/metrics`)
-      .then((r) => r.text())
-      .then(() => scrapes++, () => {});
-  }, Number(process.env.BENCH_SCRAPE_MS ?? 1000));
+  const scraper = setInterval(
+    () => {
+      fetch(`http://127.0.0.1:${metricsPort}/metrics`)
+        .then((r) => r.text())
+        .then(
+          () => scrapes++,
+          () => {},
+        );
+    },
+    Number(process.env.BENCH_SCRAPE_MS ?? 1000),
+  );
   return {
     env: {
       ...(mode === 'traces' ? {} : { AGENTPLANE_METRICS_PORT: String(metricsPort) }),
@@ -319,6 +325,7 @@ async function observedEnv(mode: 'on' | 'metrics' | 'traces'): Promise<{ env: Re
 async function compareObserved(): Promise<void> {
   const file = fileURLToPath(import.meta.url);
   const rps: Record<'off' | 'on', number[]> = { off: [], on: [] };
+  const cpu: Record<'off' | 'on', number[]> = { off: [], on: [] };
   for (let i = 0; i < RUNS; i++) {
     for (const mode of ['off', 'on'] as const) {
       const out = await new Promise<string>((resolve, reject) => {
@@ -330,15 +337,23 @@ async function compareObserved(): Promise<void> {
         child.stdout.on('data', (d: Buffer) => (text += d.toString()));
         child.on('exit', (code) => (code === 0 ? resolve(text) : reject(new Error(`bench child (${mode}) exited with ${code}: ${text}`))));
       });
-      const run = /service-accounts: (\d+) req\/s/.exec(out);
+      const run = /service-accounts: (\d+) req\/s.*CPU\/request (\d+) µs server/.exec(out);
       if (!run) throw new Error(`no figure in the child's output: ${out}`);
       rps[mode].push(Number(run[1]));
-      console.log(`  run ${i + 1} metrics and tracing ${mode}: ${run[1]} req/s${mode === 'on' ? ` (${/observed: (.*)/.exec(out)?.[1]})` : ''}`);
+      cpu[mode].push(Number(run[2]));
+      console.log(
+        `  run ${i + 1} metrics and tracing ${mode}: ${run[1]} req/s, ${run[2]} µs CPU/request${mode === 'on' ? ` (${/observed: (.*)/.exec(out)?.[1]})` : ''}`,
+      );
     }
   }
   const [off, on] = [median(rps.off), median(rps.on)];
   console.log(`\nmedians (${BACKENDS[0]}, GET /api/v0/service-accounts, ${RUNS} runs x ${SECONDS} s each)`);
-  console.log(`  off ${off.toFixed(0)} req/s   on ${on.toFixed(0)} req/s   on/off ${(on / off).toFixed(3)}x  ${on / off >= 0.9 ? 'goal met' : 'goal MISSED'} (>= 0.9x)`);
+  console.log(
+    `  off ${off.toFixed(0)} req/s   on ${on.toFixed(0)} req/s   on/off ${(on / off).toFixed(3)}x  ${on / off >= 0.9 ? 'goal met' : 'goal MISSED'} (>= 0.9x)`,
+  );
+  console.log(
+    `  CPU/request: off ${median(cpu.off).toFixed(0)} µs   on ${median(cpu.on).toFixed(0)} µs   sampler ${process.env.OTEL_TRACES_SAMPLER ?? 'parentbased_always_on'} ${process.env.OTEL_TRACES_SAMPLER_ARG ?? ''}`,
+  );
 }
 
 const pct = (x: number) => `${(x * 100).toFixed(1)}%`;

@@ -211,11 +211,7 @@ export class ControlPlane extends pulumi.ComponentResource {
               args.workerReplicas === 0,
               args.resources,
               {
-                ports: [
-                  { name: 'http', containerPort: HTTP_PORT },
-                  { name: 'relay-peer', containerPort: RELAY_PEER_PORT },
-                  METRICS_CONTAINER_PORT,
-                ],
+                ports: [{ name: 'http', containerPort: HTTP_PORT }, { name: 'relay-peer', containerPort: RELAY_PEER_PORT }, METRICS_CONTAINER_PORT],
                 startupProbe: probe('/healthz', 2, 60),
                 livenessProbe: probe('/healthz', 10, 3),
                 readinessProbe: probe('/readyz', 5, 2),

@@ -71,7 +71,13 @@ async function startPrometheus(dir: string, target: string): Promise<Part> {
   const config = path.join(dir, 'prometheus.yml');
   writeFileSync(
     config,
-    ['global: {scrape_interval: 1s, evaluation_interval: 1s}', 'scrape_configs:', '  - job_name: agentplane', `    static_configs: [{targets: ['${target}']}]`, ''].join('\n'),
+    [
+      'global: {scrape_interval: 1s, evaluation_interval: 1s}',
+      'scrape_configs:',
+      '  - job_name: agentplane',
+      `    static_configs: [{targets: ['${target}']}]`,
+      '',
+    ].join('\n'),
   );
   const url = `http://127.0.0.1:${port}`;
   const part = await startPart(
@@ -243,52 +249,56 @@ describe.skipIf(skip)('metrics and traces through Prometheus and Jaeger', () => 
     rmSync(dir, { recursive: true, force: true });
   }, PROVISION_MS + 30_000);
 
-  it('runs a session turn on a byom computer and provisions a local computer, each request carrying a traceparent', async () => {
-    machine.sshd.authorizeKey((await api.call('GET', '/api/v0/computers/ssh-public-key', { as: user })).body.publicKey);
-    const byom = await api.call('POST', '/api/v0/computers', {
-      as: user,
-      body: { name: 'observed-byom', provider: 'byom', remoteUser: machine.sshd.username, connection: { host: machine.sshd.host, port: machine.sshd.port } },
-    });
-    expect(byom.status, byom.body.detail).toBe(201);
-    const session = await api.call('POST', '/api/v0/sessions', {
-      as: user,
-      body: { computerId: byom.body.id, cwd: machine.scratch, sessionSettings: { model: 'coder', autonomyLevel: 'high' } },
-    });
-    expect(session.status, session.body.detail).toBe(201);
-    model.enqueue({ toolCalls: [{ id: 'call_1', name: 'run_command', arguments: { command: 'echo TOPSECRET-COMMAND' } }] }, { text: 'Done.' });
-    const traced = (trace: string) => ({
-      authorization: `Bearer ${user}`,
-      'content-type': 'application/json',
-      traceparent: `00-${trace}-${callerSpan}-01`,
-    });
-    const sent = await fetch(`${api.url}/api/v0/sessions/${session.body.sessionId}/messages`, {
-      method: 'POST',
-      headers: traced(turnTrace),
-      body: JSON.stringify({ text: 'TOPSECRET-PROMPT: say hi', waitForCompletion: true, waitTimeoutMs: 30_000 }),
-    });
-    expect(sent.status).toBe(200);
-    expect(await sent.json()).toMatchObject({ status: 'idle' });
+  it(
+    'runs a session turn on a byom computer and provisions a local computer, each request carrying a traceparent',
+    async () => {
+      machine.sshd.authorizeKey((await api.call('GET', '/api/v0/computers/ssh-public-key', { as: user })).body.publicKey);
+      const byom = await api.call('POST', '/api/v0/computers', {
+        as: user,
+        body: { name: 'observed-byom', provider: 'byom', remoteUser: machine.sshd.username, connection: { host: machine.sshd.host, port: machine.sshd.port } },
+      });
+      expect(byom.status, byom.body.detail).toBe(201);
+      const session = await api.call('POST', '/api/v0/sessions', {
+        as: user,
+        body: { computerId: byom.body.id, cwd: machine.scratch, sessionSettings: { model: 'coder', autonomyLevel: 'high' } },
+      });
+      expect(session.status, session.body.detail).toBe(201);
+      model.enqueue({ toolCalls: [{ id: 'call_1', name: 'run_command', arguments: { command: 'echo TOPSECRET-COMMAND' } }] }, { text: 'Done.' });
+      const traced = (trace: string) => ({
+        authorization: `Bearer ${user}`,
+        'content-type': 'application/json',
+        traceparent: `00-${trace}-${callerSpan}-01`,
+      });
+      const sent = await fetch(`${api.url}/api/v0/sessions/${session.body.sessionId}/messages`, {
+        method: 'POST',
+        headers: traced(turnTrace),
+        body: JSON.stringify({ text: 'TOPSECRET-PROMPT: say hi', waitForCompletion: true, waitTimeoutMs: 30_000 }),
+      });
+      expect(sent.status).toBe(200);
+      expect(await sent.json()).toMatchObject({ status: 'idle' });
 
-    const created = await fetch(`${api.url}/api/v0/computers`, {
-      method: 'POST',
-      headers: traced(provisionTrace),
-      body: JSON.stringify({ name: 'observed-local', provider: 'local' }),
-    });
-    const body = (await created.json()) as { id: string; detail?: string };
-    expect(created.status, body.detail).toBe(201);
-    managedId = body.id;
-    const computer = await waitFor(
-      'the local computer to be active',
-      async () => {
-        const c = (await api.call('GET', `/api/v0/computers/${managedId}`, { as: user })).body;
-        if (c.status === 'error') throw new Error(`provisioning failed: ${JSON.stringify(c)}`);
-        return c.status === 'active' && c;
-      },
-      PROVISION_MS,
-      250,
-    );
-    expect(computer.status).toBe('active');
-  }, PROVISION_MS + 60_000);
+      const created = await fetch(`${api.url}/api/v0/computers`, {
+        method: 'POST',
+        headers: traced(provisionTrace),
+        body: JSON.stringify({ name: 'observed-local', provider: 'local' }),
+      });
+      const body = (await created.json()) as { id: string; detail?: string };
+      expect(created.status, body.detail).toBe(201);
+      managedId = body.id;
+      const computer = await waitFor(
+        'the local computer to be active',
+        async () => {
+          const c = (await api.call('GET', `/api/v0/computers/${managedId}`, { as: user })).body;
+          if (c.status === 'error') throw new Error(`provisioning failed: ${JSON.stringify(c)}`);
+          return c.status === 'active' && c;
+        },
+        PROVISION_MS,
+        250,
+      );
+      expect(computer.status).toBe('active');
+    },
+    PROVISION_MS + 60_000,
+  );
 
   it('Prometheus scrapes the request, job, provisioning and model series the traffic made', async () => {
     expect((await untilSeries('up{job="agentplane"}', (r) => r[0]?.value === 1))[0]!.value).toBe(1);
@@ -337,49 +347,58 @@ describe.skipIf(skip)('metrics and traces through Prometheus and Jaeger', () => 
     expect((await promQuery(exprs[0]!)).data.result.length).toBeGreaterThan(0);
   });
 
-  it.skipIf(!process.env.AGENTPLANE_DASHBOARD_PNG)("draws the dashboard's panels from their queries over this run (the README's picture)", async () => {
-    const dashboard = JSON.parse(readFileSync(new URL('../../docs/dashboards/agentplane.json', import.meta.url), 'utf8'));
-    const end = Date.now() / 1000;
-    const start = end - (end - startedAt);
-    const panels = [];
-    for (const p of dashboard.panels as { type: string; title: string; fieldConfig: { defaults: { unit: string } }; targets: { expr: string; legendFormat: string }[] }[]) {
-      if (p.type === 'row') {
-        panels.push({ row: p.title });
-        continue;
-      }
-      const series = [];
-      for (const t of p.targets) {
-        const q = new URLSearchParams({ query: t.expr, start: String(start), end: String(end), step: '2' });
-        const answer = (await (await fetch(`${prometheus.url}/api/v1/query_range?${q}`)).json()) as {
-          data: { result: { metric: Record<string, string>; values: [number, string][] }[] };
-        };
-        for (const r of answer.data.result) {
-          // A quantile of no observations is NaN: a gap, as Grafana draws it.
-          const values = r.values.map(([ts, v]) => [ts, Number.isFinite(Number(v)) ? Number(v) : null] as const);
-          const max = Math.max(0, ...values.map(([, v]) => v ?? 0));
-          series.push({ label: t.legendFormat.replace(/\{\{(\w+)\}\}/g, (_, k: string) => r.metric[k] ?? ''), values, max });
+  it.skipIf(!process.env.AGENTPLANE_DASHBOARD_PNG)(
+    "draws the dashboard's panels from their queries over this run (the README's picture)",
+    async () => {
+      const dashboard = JSON.parse(readFileSync(new URL('../../docs/dashboards/agentplane.json', import.meta.url), 'utf8'));
+      const end = Date.now() / 1000;
+      const start = end - (end - startedAt);
+      const panels = [];
+      for (const p of dashboard.panels as {
+        type: string;
+        title: string;
+        fieldConfig: { defaults: { unit: string } };
+        targets: { expr: string; legendFormat: string }[];
+      }[]) {
+        if (p.type === 'row') {
+          panels.push({ row: p.title });
+          continue;
         }
+        const series = [];
+        for (const t of p.targets) {
+          const q = new URLSearchParams({ query: t.expr, start: String(start), end: String(end), step: '2' });
+          const answer = (await (await fetch(`${prometheus.url}/api/v1/query_range?${q}`)).json()) as {
+            data: { result: { metric: Record<string, string>; values: [number, string][] }[] };
+          };
+          for (const r of answer.data.result) {
+            // A quantile of no observations is NaN: a gap, as Grafana draws it.
+            const values = r.values.map(([ts, v]) => [ts, Number.isFinite(Number(v)) ? Number(v) : null] as const);
+            const max = Math.max(0, ...values.map(([, v]) => v ?? 0));
+            series.push({ label: t.legendFormat.replace(/\{\{(\w+)\}\}/g, (_, k: string) => r.metric[k] ?? ''), values, max });
+          }
+        }
+        panels.push({ title: p.title, unit: p.fieldConfig.defaults.unit, series });
       }
-      panels.push({ title: p.title, unit: p.fieldConfig.defaults.unit, series });
-    }
-    const browser = await launchChromium();
-    try {
-      const page = await browser.newPage({ width: 1600, height: 1000 });
-      const uplot = createRequire(import.meta.url).resolve('uplot/dist/uPlot.iife.min.js');
-      await page.setContent(
-        `<html><head><style>${readFileSync(uplot.replace('uPlot.iife.min.js', 'uPlot.min.css'), 'utf8')}
+      const browser = await launchChromium();
+      try {
+        const page = await browser.newPage({ width: 1600, height: 1000 });
+        const uplot = createRequire(import.meta.url).resolve('uplot/dist/uPlot.iife.min.js');
+        await page.setContent(
+          `<html><head><style>${readFileSync(uplot.replace('uPlot.iife.min.js', 'uPlot.min.css'), 'utf8')}
         body{font:13px system-ui;margin:12px;background:#fff} h1{font-size:18px;margin:4px 0 8px} h2{font-size:14px;margin:14px 0 4px;border-bottom:1px solid #ddd}
         .grid{display:flex;flex-wrap:wrap;gap:8px} .p{border:1px solid #ddd;border-radius:4px;padding:4px;width:500px} .t{font-weight:600;margin:2px 4px}
         .none{height:150px;display:flex;align-items:center;justify-content:center;color:#888}</style></head>
         <body><h1>agentplane (docs/dashboards/agentplane.json): each panel's PromQL on Prometheus after this test's traffic, drawn with uPlot</h1><div id=d></div></body></html>`,
-      );
-      await page.addScriptTag({ path: uplot });
-      await page.addScriptTag({ content: `const DATA = ${JSON.stringify(panels)};\n(${DRAW})();` });
-      await page.screenshot({ path: process.env.AGENTPLANE_DASHBOARD_PNG!, fullPage: true });
-    } finally {
-      await browser.close();
-    }
-  }, 60_000);
+        );
+        await page.addScriptTag({ path: uplot });
+        await page.addScriptTag({ content: `const DATA = ${JSON.stringify(panels)};\n(${DRAW})();` });
+        await page.screenshot({ path: process.env.AGENTPLANE_DASHBOARD_PNG!, fullPage: true });
+      } finally {
+        await browser.close();
+      }
+    },
+    60_000,
+  );
 
   it('Jaeger holds one trace from the create request through the jobs, the provisioning steps and the Pulumi run', async () => {
     const want = ['POST /api/v0/computers', 'job computers.stack', 'step create-infrastructure', 'pulumi up', 'job computers.setup', 'step connect'];

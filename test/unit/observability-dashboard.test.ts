@@ -17,7 +17,16 @@ describe('the Grafana dashboard', () => {
     expect(dashboard.__inputs).toEqual([expect.objectContaining({ name: 'DS_PROMETHEUS', type: 'datasource', pluginId: 'prometheus' })]);
     expect(dashboard.uid).toBe('agentplane-overview');
     const titles = dashboard.panels.map((p: { title: string }) => p.title).join('\n');
-    for (const words of ['Requests per second', 'Request latency', 'Queue depth', 'Provisioning step', 'Warm pools', 'Active turns', 'Model call latency', 'Model tokens']) {
+    for (const words of [
+      'Requests per second',
+      'Request latency',
+      'Queue depth',
+      'Provisioning step',
+      'Warm pools',
+      'Active turns',
+      'Model call latency',
+      'Model tokens',
+    ]) {
       expect(titles).toContain(words);
     }
     for (const p of dashboard.panels.filter((p: { type: string }) => p.type !== 'row')) {
