@@ -306,7 +306,7 @@ async function observedEnv(mode: 'on' | 'metrics' | 'traces'): Promise<{ env: Re
           () => {},
         );
     },
-    Number(process.env.BENCH_SCRAPE_MS ?? 1000),
+    Number(process.env.BENCH_SCRAPE_MS ?? 15_000),
   );
   return {
     env: {
