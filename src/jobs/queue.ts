@@ -68,6 +68,14 @@ const NIL_UUID = '00000000-0000-0000-0000-000000000000';
 // to unwind before the caller closes the database under it.
 const ABORT_GRACE_MS = 5_000;
 
+/** Whether a queue row already has these settings: a start that changes nothing writes nothing. */
+function sameSettings(found: object, want: Record<string, unknown>): boolean {
+  return Object.entries(want).every(([key, value]) => ((found as Record<string, unknown>)[key] ?? null) === (value ?? null));
+}
+
+// Embedded databases a queue of this process has started on (see reclaimOrphanedJobs).
+const queuedDatabases = new WeakSet<Database>();
+
 export function createJobQueue(db: Database, opts: JobQueueOptions): JobQueue {
   const { log } = opts;
   const maintenanceSeconds = opts.maintenanceIntervalSeconds ?? 10;
@@ -121,7 +129,7 @@ export function createJobQueue(db: Database, opts: JobQueueOptions): JobQueue {
           `job queue ${def.name} exists with policy ${found.policy}, but its definition needs ${policy}; ` +
             'a policy cannot change: give the job a new name, or delete the queue once it is drained',
         );
-      } else {
+      } else if (!sameSettings(found, { ...options, deadLetter })) {
         await boss.updateQueue(def.name, { ...options, deadLetter });
       }
     }
@@ -213,6 +221,22 @@ export function createJobQueue(db: Database, opts: JobQueueOptions): JobQueue {
     return parsed.data;
   }
 
+  // An embedded data directory has one process at a time (src/db/data-dir-lock.ts), so a job still
+  // `active` when this process's first queue on it starts belongs to a process that died. It is failed (and so retried)
+  // now instead of after its heartbeat and the next supervise pass, 10-20 s later, and without the
+  // retry delay, which is for a failed attempt to cool down, not for one that was cut off.
+  async function reclaimOrphanedJobs(): Promise<void> {
+    const schema = common.schema!;
+    const { rows } = await boss.getDb().executeSql(`SELECT name, id FROM ${schema}.job WHERE state = 'active'`);
+    const byName = new Map<string, string[]>();
+    for (const row of rows as Array<{ name: string; id: string }>) byName.set(row.name, [...(byName.get(row.name) ?? []), row.id]);
+    for (const [name, ids] of byName) {
+      await boss.fail(name, ids, { message: 'the process running this job stopped before it finished' });
+      await boss.getDb().executeSql(`UPDATE ${schema}.job SET start_after = now() WHERE id = ANY($1::uuid[]) AND state = 'retry'`, [ids]);
+      log.info({ job: name, jobIds: ids }, 'retrying jobs a stopped process left running');
+    }
+  }
+
   const api: JobQueue = {
     boss,
 
@@ -221,6 +245,10 @@ export function createJobQueue(db: Database, opts: JobQueueOptions): JobQueue {
       await boss.start();
       started = true;
       await ensureQueues();
+      if (db.kind === 'pglite' && !queuedDatabases.has(db)) {
+        queuedDatabases.add(db);
+        await reclaimOrphanedJobs();
+      }
     },
 
     async send(def, payload, sendOpts = {}) {

@@ -137,6 +137,12 @@ describe.skipIf(skip)('the first day in the console', { timeout: 300_000 }, () =
     await page.getByLabel('Message').fill('Deploy it.');
     await page.getByRole('button', { name: 'Send' }).click();
     await approval.waitFor({ timeout: 30_000 });
+    // The session list says which session waits for an approval, and leads back to it.
+    await page.goto(`${api.url}/#/sessions`);
+    const waiting = page.getByRole('link', { name: 'waits for your approval (1 call)' });
+    await waiting.waitFor();
+    await waiting.click();
+    await approval.waitFor();
     await page.getByText('Nobody approved the deploy, so I did not run it.').waitFor({ timeout: (APPROVAL_SECONDS + 30) * 1000 });
     expect(await approval.count()).toBe(0);
     const expired = page.locator('details[data-tool="run_command"]').nth(2);

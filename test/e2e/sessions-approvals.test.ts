@@ -3,15 +3,12 @@ import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { APPROVAL_RESULTS } from '../../src/modules/sessions/approvals.ts';
-import { compose } from '../../src/compose.ts';
-import { loadConfig } from '../../src/config.ts';
-import { openDatabase } from '../../src/db/client.ts';
-import { migrateDatabase } from '../../src/db/migrations.ts';
-import { createLogger } from '../../src/lib/logger.ts';
-import { ALLOW_LOOPBACK, createOrgFixture, startTestApi, type TestApi } from '../support/api.ts';
+import { ALLOW_LOOPBACK, startTestApi, type TestApi } from '../support/api.ts';
 import { skipMachineTests, startMachine, type TestMachine } from '../support/machine.ts';
 import { startModelServer, type ModelServer } from '../support/model-server.ts';
 import { CODER_KEY_ENV, coderModel, writeModelsFile } from '../support/models-file.ts';
+import { seedDataDir } from '../support/pglite-template.ts';
+import { startServerProcess, type ServerProcess } from '../support/server-process.ts';
 import { BACKENDS } from '../support/test-db.ts';
 import { waitFor } from '../support/wait.ts';
 
@@ -270,56 +267,159 @@ describe.skipIf(skipMachineTests || !BACKENDS.includes('postgres'))('approvals o
     }
     expect((await decide(saSession, 'call_x', body, api.globex.members.owner.apiKey)).status).toBe(404);
   });
+
+  it('answers the waiting calls a raised autonomy allows (audited as the change), leaves the others, and lists the waiting session', async () => {
+    const id = await newSession();
+    const file = `raised-${Date.now()}.txt`;
+    model.enqueue(
+      {
+        toolCalls: [
+          { id: 'call_write', name: 'write_file', arguments: { path: file, content: 'raised' } },
+          { id: 'call_cat', name: 'run_command', arguments: { command: `cat ${file}` } },
+        ],
+      },
+      { text: 'Wrote and read it.' },
+    );
+    await say(id, 'Write and cat.');
+    await paused(id);
+    // The list says the session waits for an approval, with the calls it waits on.
+    const listed = (await api.call('GET', '/api/v0/sessions?limit=50', { as: key })).body.sessions.find((s: { sessionId: string }) => s.sessionId === id);
+    expect(listed).toMatchObject({ status: 'pending', pendingApprovals: [{ toolUseId: 'call_write' }, { toolUseId: 'call_cat' }] });
+
+    // low runs file writes, not commands: the write is answered by the change, the command still waits, nothing resumes.
+    const low = await api.call('PATCH', `/api/v0/sessions/${id}`, { as: key, body: { sessionSettings: { autonomyLevel: 'low' } } });
+    expect(low.status, low.body?.detail).toBe(200);
+    expect(low.body).toMatchObject({ status: 'pending', sessionSettings: { autonomyLevel: 'low' } });
+    expect(low.body.pendingApprovals.map((a: { toolUseId: string }) => a.toolUseId)).toEqual(['call_cat']);
+    const rows = await api.db.prisma.sessionApproval.findMany({ where: { sessionId: id }, orderBy: { position: 'asc' } });
+    expect(rows.map((r) => [r.toolUseId, r.status])).toEqual([
+      ['call_write', 'approved'],
+      ['call_cat', 'pending'],
+    ]);
+    const audit = await api.db.prisma.auditRecord.findMany({
+      where: { organizationId: api.acme.id, eventType: 'session_change' },
+      orderBy: { createdAt: 'desc' },
+      take: 1,
+    });
+    expect(audit[0]?.payload).toMatchObject({ action: 'tool_call_approved', toolUseId: 'call_write', by: 'autonomy_change', autonomyLevel: 'low' });
+    const resolved = await api.db.prisma.event.findFirst({ where: { sessionId: id, type: 'session.approval_resolved' } });
+    expect(resolved?.data).toMatchObject({ toolUseId: 'call_write', status: 'approved', by: 'autonomy_change' });
+    const callsBefore = model.requests.length;
+    expect((await get(id)).status).toBe('pending');
+
+    // medium runs commands too: the last call is answered, and the turn resumes and completes on its own.
+    const medium = await fetch(`${replica.url}/api/v0/sessions/${id}`, {
+      method: 'PATCH',
+      headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' },
+      body: JSON.stringify({ sessionSettings: { autonomyLevel: 'medium' } }),
+    });
+    expect(medium.status).toBe(200);
+    await idle(id);
+    expect(model.requests.length).toBe(callsBefore + 1);
+    const results = (await transcript(id)).find((m) => m.role === 'tool').content;
+    expect(results.map((r: { toolUseId: string; isError: boolean }) => [r.toolUseId, r.isError])).toEqual([
+      ['call_write', false],
+      ['call_cat', false],
+    ]);
+    expect(results[1].content).toContain('raised');
+    // A lower level answers nothing.
+    const lowered = await api.call('PATCH', `/api/v0/sessions/${id}`, { as: key, body: { sessionSettings: { autonomyLevel: 'off' } } });
+    expect(lowered.body).toMatchObject({ status: 'idle', pendingApprovals: [] });
+  });
+
+  it("enforces the organization's maxAutonomyLevel on create, PATCH and at run time", async () => {
+    const owner = api.acme.members.owner.apiKey;
+    const controls = (settings: unknown) => api.call('PUT', '/api/v0/organization/enterprise-controls', { as: owner, body: { settings } });
+    // Created before the maximum is lowered: it asks for high.
+    const before = await api.call('POST', '/api/v0/sessions', {
+      as: key,
+      body: { computerId, cwd: machine.scratch, sessionSettings: { model: 'coder', autonomyLevel: 'high' } },
+    });
+    expect(before.status, before.body?.detail).toBe(201);
+    expect((await controls({ maxAutonomyLevel: 'low', sessionDefaultSettings: { autonomyLevel: 'high' } })).status).toBe(200);
+    try {
+      const count = () => api.db.prisma.session.count({ where: { organizationId: api.acme.id } });
+      const sessions = await count();
+      const create = (sessionSettings: unknown) =>
+        api.call('POST', '/api/v0/sessions', { as: key, body: { computerId, cwd: machine.scratch, sessionSettings } });
+      const high = await create({ model: 'coder', autonomyLevel: 'high' });
+      expect(high.status).toBe(400);
+      expect(high.body.detail).toBe(
+        `sessionSettings.autonomyLevel "high" is above the organization's maxAutonomyLevel "low" (enterprise controls); use one of off, low`,
+      );
+      expect(high.body.metadata).toEqual({
+        errors: [{ field: 'sessionSettings.autonomyLevel', message: 'above maxAutonomyLevel low' }],
+        maxAutonomyLevel: 'low',
+      });
+      const mode = await create({ model: 'coder', autonomyMode: 'auto-medium' });
+      expect(mode.status).toBe(400);
+      expect(mode.body.metadata.errors[0].field).toBe('sessionSettings.autonomyMode');
+      expect(await count()).toBe(sessions);
+      // The organization's default above its own maximum is lowered to it, not refused.
+      const defaulted = await create({ model: 'coder' });
+      expect(defaulted.status, defaulted.body?.detail).toBe(201);
+      expect(defaulted.body.sessionSettings.autonomyLevel).toBe('low');
+      const id = defaulted.body.sessionId as string;
+      const raise = await api.call('PATCH', `/api/v0/sessions/${id}`, {
+        as: key,
+        body: { sessionSettings: { autonomyLevel: 'medium', reasoningEffort: 'high' } },
+      });
+      expect(raise.status).toBe(400);
+      expect(raise.body.detail).toMatch(/autonomyLevel "medium" is above the organization's maxAutonomyLevel "low"/);
+      expect((await get(id)).sessionSettings).toMatchObject({ autonomyLevel: 'low' });
+      expect((await get(id)).sessionSettings.reasoningEffort).toBeUndefined();
+      expect((await api.call('PATCH', `/api/v0/sessions/${id}`, { as: key, body: { sessionSettings: { autonomyLevel: 'off' } } })).status).toBe(200);
+
+      // The session set to high before runs at the maximum: its command waits for approval.
+      model.enqueue({ toolCalls: [{ id: 'call_capped', name: 'run_command', arguments: { command: 'echo capped' } }] }, { text: 'Asked first.' });
+      await say(before.body.sessionId, 'Run it.');
+      const waiting = await paused(before.body.sessionId);
+      expect(waiting.pendingApprovals.map((a: { toolUseId: string }) => a.toolUseId)).toEqual(['call_capped']);
+      expect(waiting.sessionSettings.autonomyLevel).toBe('high');
+      // A level at the maximum answers nothing a command needs; approving does.
+      const capped = await api.call('PATCH', `/api/v0/sessions/${before.body.sessionId}`, { as: key, body: { sessionSettings: { autonomyLevel: 'low' } } });
+      expect(capped.body.pendingApprovals.map((a: { toolUseId: string }) => a.toolUseId)).toEqual(['call_capped']);
+      expect((await decide(before.body.sessionId, 'call_capped', { decision: 'approve' })).status).toBe(200);
+      await idle(before.body.sessionId);
+    } finally {
+      expect((await controls({})).status).toBe(200);
+    }
+  });
 });
 
 /**
- * A control plane on the embedded database stopped while a turn waits for approval, and a new one
- * started on the same data directory: nothing of the pause lived in the first one's memory.
+ * `agentplane serve` on the embedded database stopped while a turn waits for approval (SIGTERM,
+ * then kill -9) and started again on the same data directory each time: nothing of the pause lived
+ * in a process, and the approval answered by the third process resumes the turn to its end.
  */
 describe.skipIf(skipMachineTests)('approvals across a control-plane restart', () => {
   let machine: TestMachine;
   let model: ModelServer;
   let models: ReturnType<typeof writeModelsFile>;
+  let server: ServerProcess | undefined;
+  let env: Record<string, string>;
   const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'agentplane-approvals-'));
-  const log = createLogger({ level: 'silent' });
-
-  /** `serve` in this process: open and migrate the data directory's database, compose, work jobs, listen. */
-  async function start() {
-    const opened = await openDatabase({ dataDir });
-    const db = Object.assign(opened, { dispose: () => opened.close() });
-    await migrateDatabase(db, log);
-    const config = loadConfig({ ...ALLOW_LOOPBACK, AGENTPLANE_DATA_DIR: dataDir, AGENTPLANE_HOST: '127.0.0.1', AGENTPLANE_LOCAL_PROVIDER: 'false' });
-    const plane = await compose({ config, db, log, overrides: { work: true, schedules: false, queueTimings: { pollingIntervalSeconds: 0.5 } } });
-    await plane.start();
-    const { url } = await plane.listen(0, '127.0.0.1');
-    return {
-      url,
-      db,
-      stop: async () => {
-        await plane.stop(5_000);
-        await db.dispose();
-      },
-    };
-  }
 
   beforeAll(async () => {
     [machine, model] = await Promise.all([startMachine(), startModelServer()]);
     models = writeModelsFile([coderModel(model)], { [CODER_KEY_ENV]: model.apiKey });
-    Object.assign(process.env, models.env);
+    env = { ...models.env, ...ALLOW_LOOPBACK, AGENTPLANE_DATA_DIR: dataDir, AGENTPLANE_LOCAL_PROVIDER: 'false' };
+    seedDataDir(dataDir);
   });
   afterAll(async () => {
+    await server?.stop('SIGKILL');
     models?.dispose();
     await model?.close();
     await machine?.stop();
     fs.rmSync(dataDir, { recursive: true, force: true });
   });
 
-  it('keeps the pending call through a restart and resumes when it is approved', { timeout: 120_000 }, async () => {
-    let server = await start();
-    const org = await createOrgFixture(server.db, 'restart');
-    const key = org.members.user.apiKey;
+  it('keeps the pending call through SIGTERM and kill -9, and resumes when it is approved', { timeout: 120_000 }, async () => {
+    server = await startServerProcess(env);
+    const key = server.firstStartKey!;
+    expect(key).toMatch(/^apk_/);
     const call = async (method: string, p: string, body?: unknown) => {
-      const res = await fetch(`${server.url}${p}`, {
+      const res = await fetch(`${server!.url}${p}`, {
         method,
         headers: { authorization: `Bearer ${key}`, ...(body ? { 'content-type': 'application/json' } : {}) },
         body: body ? JSON.stringify(body) : undefined,
@@ -342,21 +442,27 @@ describe.skipIf(skipMachineTests)('approvals across a control-plane restart', ()
     model.enqueue({ toolCalls: [{ id: 'call_r', name: 'run_command', arguments: { command: 'echo after-restart' } }] }, { text: 'Back and done.' });
     await call('POST', `/api/v0/sessions/${id}/messages`, { text: 'Run it.' });
     await waitFor('the pause', async () => (await call('GET', `/api/v0/sessions/${id}`)).body.pendingApprovals?.length === 1, 30_000);
-
-    await server.stop();
-    server = await start();
-    try {
+    const stillWaiting = async () => {
       const session = (await call('GET', `/api/v0/sessions/${id}`)).body;
       expect(session.status).toBe('pending');
       expect(session.pendingApprovals.map((a: { toolUseId: string }) => a.toolUseId)).toEqual(['call_r']);
-      expect((await call('POST', `/api/v0/sessions/${id}/approvals/call_r`, { decision: 'approve' })).status).toBe(200);
-      await waitFor('the resumed turn', async () => (await call('GET', `/api/v0/sessions/${id}`)).body.status === 'idle', 30_000, 100);
-      const messages = [...(await call('GET', `/api/v0/sessions/${id}/messages?limit=100`)).body.messages].reverse();
-      expect(messages.map((m: { role: string }) => m.role)).toEqual(['user', 'assistant', 'tool', 'assistant']);
-      expect(messages[2].content[0].content).toContain('after-restart');
-      expect(model.remaining()).toBe(0);
-    } finally {
-      await server.stop();
-    }
+    };
+
+    // A graceful stop does not wait for the approval (nothing holds a worker), and exits 0.
+    expect(await server.stop('SIGTERM')).toBe(0);
+    server = await startServerProcess(env);
+    await stillWaiting();
+    expect(await server.stop('SIGKILL')).toBeNull();
+    server = await startServerProcess(env);
+    await stillWaiting();
+    expect(model.requests).toHaveLength(1);
+
+    expect((await call('POST', `/api/v0/sessions/${id}/approvals/call_r`, { decision: 'approve' })).status).toBe(200);
+    await waitFor('the resumed turn', async () => (await call('GET', `/api/v0/sessions/${id}`)).body.status === 'idle', 30_000, 100);
+    const messages = [...(await call('GET', `/api/v0/sessions/${id}/messages?limit=100`)).body.messages].reverse();
+    expect(messages.map((m: { role: string }) => m.role)).toEqual(['user', 'assistant', 'tool', 'assistant']);
+    expect(messages[2].content[0]).toMatchObject({ toolUseId: 'call_r', isError: false, content: expect.stringContaining('after-restart') });
+    expect(messages[3].content).toEqual([{ type: 'text', text: 'Back and done.' }]);
+    expect(model.remaining()).toBe(0);
   });
 });

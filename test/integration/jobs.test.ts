@@ -1,10 +1,15 @@
 import { randomUUID } from 'node:crypto';
+import { mkdtempSync, rmSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { defineJobKind, type JobDefinition } from '../../src/jobs/job.ts';
+import { openDatabase } from '../../src/db/client.ts';
 import { createJobQueue, failedQueueName, type JobQueue } from '../../src/jobs/queue.ts';
 import { createLogger } from '../../src/lib/logger.ts';
+import { seedDataDir } from '../support/pglite-template.ts';
 import { BACKENDS, openTestDatabase } from '../support/test-db.ts';
 import { waitFor } from '../support/wait.ts';
 
@@ -209,6 +214,23 @@ describe.each(BACKENDS)('job queue on %s', (backend) => {
     expect(dead).toMatchObject({ sourceId: failedId, sourceOutput: { message: 'provisioning failed' } });
   });
 
+  it('a start updates a queue whose definition changed and writes nothing when it did not', async () => {
+    const kind = (retryLimit: number) =>
+      defineJobKind({ name: 'test.settings', payload: z.object({}), retryLimit, expireInSeconds: 30 }).handledBy(async () => {});
+    const startWith = async (retryLimit: number) => {
+      const q = createJobQueue(db, { log, jobs: [kind(retryLimit)], ...TUNING });
+      await q.start();
+      await q.stop({ timeoutMs: 1_000 });
+      const [row] = await queue.boss.getQueues(['test.settings']);
+      return row!;
+    };
+    await startWith(1);
+    const changed = await startWith(3);
+    expect(changed.retryLimit).toBe(3);
+    const again = await startWith(3);
+    expect(again).toMatchObject({ retryLimit: 3, updatedOn: changed.updatedOn });
+  });
+
   it('lets a running handler finish within the stop timeout, then aborts and retries the rest', async () => {
     const events: string[] = [];
     const slow = defineJobKind({
@@ -240,5 +262,48 @@ describe.each(BACKENDS)('job queue on %s', (backend) => {
     expect(events).toContain('aborted 60000');
     expect((await queue.boss.findJobs(slow.name, { id: quick }))[0]?.state).toBe('completed');
     expect((await queue.boss.findJobs(slow.name, { id: stuck }))[0]).toMatchObject({ state: 'retry', retryCount: 0 });
+  });
+});
+
+describe('job queue on an embedded data directory', () => {
+  it('retries at once a job a dead process left active, without waiting for its heartbeat or retry delay', async () => {
+    const dataDir = seedDataDir(mkdtempSync(path.join(os.tmpdir(), 'agentplane-orphan-')));
+    const attempts: number[] = [];
+    const slow = defineJobKind({
+      name: 'test.orphan',
+      payload: z.object({}),
+      retryLimit: 2,
+      retryDelaySeconds: 600,
+      expireInSeconds: 600,
+    }).handledBy(async (_p, ctx) => {
+      attempts.push(ctx.attempt);
+    });
+    try {
+      // A process claims the job and dies: the claim is taken without a worker, so nothing settles it.
+      let db = await openDatabase({ dataDir });
+      const first = createJobQueue(db, { log, jobs: [slow], ...TUNING });
+      await first.start();
+      const id = await first.send(slow, {});
+      expect(await first.boss.fetch(slow.name)).toMatchObject([{ id }]);
+      await first.stop({ timeoutMs: 1_000 });
+      await db.close();
+
+      db = await openDatabase({ dataDir });
+      const second = createJobQueue(db, { log, jobs: [slow], ...TUNING });
+      try {
+        await second.start();
+        const [row] = await second.boss.findJobs(slow.name, { id });
+        expect(row).toMatchObject({ state: 'retry', output: { message: 'the process running this job stopped before it finished' } });
+        expect(row!.startAfter.getTime()).toBeLessThanOrEqual(Date.now());
+        await second.work();
+        await waitFor('the retried job', () => attempts.length === 1, 10_000);
+        expect(attempts).toEqual([2]);
+      } finally {
+        await second.stop({ timeoutMs: 1_000 });
+        await db.close();
+      }
+    } finally {
+      rmSync(dataDir, { recursive: true, force: true });
+    }
   });
 });

@@ -65,6 +65,21 @@ export function EnterpriseFields({ settings, set }: { settings: Settings; set: (
       <span class="hint">What a session's agent may do without asking, unless the session sets its own level.</span>
     </label>
     <label
+      >Highest autonomy level (<code>maxAutonomyLevel</code>)
+      <select
+        value=${typeof settings.maxAutonomyLevel === 'string' ? settings.maxAutonomyLevel : ''}
+        onChange=${(e: Event) => {
+          const { maxAutonomyLevel: _, ...rest } = settings;
+          const level = (e.target as HTMLSelectElement).value;
+          set(level ? { ...rest, maxAutonomyLevel: level } : rest);
+        }}
+      >
+        <option value="">no limit</option>
+        ${AUTONOMY.map(([value, label]) => html`<option value=${value}>${label}</option>`)}
+      </select>
+      <span class="hint">No session runs above it: a session asking for more is refused (400), and sessions set higher before run at this level.</span>
+    </label>
+    <label
       >Models sessions may use (<code>modelPolicy.allowedModelIds</code>)
       <input
         value=${allowed}

@@ -67,7 +67,10 @@ function SessionList({ computerId }: { computerId: string }) {
                     ${pages.sessions.map(
                       (s) => html`<tr key=${s.sessionId}>
                         <th scope="row"><a href=${href('sessions', s.sessionId)}>${s.title || s.sessionId}</a></th>
-                        <td><${Badge} value=${s.status} /></td>
+                        <td>
+                          <${Badge} value=${s.status} />
+                          ${s.pendingApprovals?.length ? html` <a class="waiting" href=${href('sessions', s.sessionId)}>${waitingFor(s.pendingApprovals.length)}</a>` : null}
+                        </td>
                         <td>${s.messageCount}</td>
                         <td>${number(s.serviceCredits)}</td>
                         <td>${s.computerId ? html`<a href=${href('computers', s.computerId)}>${names.of('computers', s.computerId)}</a>` : '—'}</td>
@@ -82,6 +85,9 @@ function SessionList({ computerId }: { computerId: string }) {
     }
   `;
 }
+
+/** What a paused session's row says: its agent waits for someone to answer. */
+const waitingFor = (calls: number) => `waits for your approval (${calls} ${calls === 1 ? 'call' : 'calls'})`;
 
 function CreateSession({ computerId }: { computerId: string }) {
   const computers = useResource(async () => (await must(api.GET('/api/v0/computers'))).computers.filter((c) => c.status === 'active'), []);

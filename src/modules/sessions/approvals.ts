@@ -2,7 +2,7 @@ import type { Db, Prisma } from '../../db/client.ts';
 import type { SessionApproval } from '../../generated/prisma/client.ts';
 import type { JobKind } from '../../jobs/job.ts';
 import type { SendOptions } from '../../jobs/queue.ts';
-import { approvalKey, type ContentBlock, type GateDecision, type GatedCall } from '../../agent/index.ts';
+import { approvalKey, defaultTools, runsWithoutApproval, type AutonomyLevel, type ContentBlock, type GateDecision, type GatedCall } from '../../agent/index.ts';
 import { publish } from '../events/publish.ts';
 import { sessionApprovalExpireJob } from './job-kinds.ts';
 import type { PendingApprovalView } from './schemas.ts';
@@ -126,7 +126,7 @@ export async function pauseTurn(tx: Db, sessionId: string, calls: readonly Gated
 export async function settleApproval(
   tx: Db,
   key: { sessionId: string; toolUseId: string },
-  change: { status: 'approved' | 'denied' | 'expired'; scope?: 'once' | 'session'; decidedBy?: string; now: Date },
+  change: { status: 'approved' | 'denied' | 'expired'; scope?: 'once' | 'session'; decidedBy?: string; now: Date; by?: 'autonomy_change' },
   resume: () => Promise<unknown>,
 ): Promise<SessionApproval | null> {
   // Decisions of one session take turns: two answered at once must not each see the other still
@@ -141,11 +141,35 @@ export async function settleApproval(
   await publish(tx, {
     type: 'session.approval_resolved',
     sessionId: key.sessionId,
-    data: { toolUseId: key.toolUseId, status: row.status, ...(row.scope ? { scope: row.scope } : {}) },
+    data: { toolUseId: key.toolUseId, status: row.status, ...(row.scope ? { scope: row.scope } : {}), ...(change.by ? { by: change.by } : {}) },
   });
   const left = await tx.sessionApproval.count({ where: { sessionId: key.sessionId, status: 'pending' } });
   if (left === 0) await resume();
   return row;
+}
+
+/**
+ * A session's autonomy was raised while its turn waited: each pending call the new level runs
+ * without asking is approved (once, by whoever raised it), and the turn resumes when none is left
+ * pending; the others keep waiting. Returns the calls it approved. Call it in a transaction.
+ */
+export async function approveAllowedCalls(
+  tx: Db,
+  sessionId: string,
+  level: AutonomyLevel,
+  opts: { decidedBy: string; now: Date; resume: () => Promise<unknown> },
+): Promise<SessionApproval[]> {
+  const kinds = new Map(defaultTools.map((t) => [t.name, t.kind]));
+  const pending = await tx.sessionApproval.findMany({ where: { sessionId, status: 'pending' }, orderBy: { position: 'asc' } });
+  const approved: SessionApproval[] = [];
+  for (const row of pending) {
+    const kind = kinds.get(row.toolName);
+    if (!kind || !runsWithoutApproval(level, kind)) continue;
+    const change = { status: 'approved' as const, decidedBy: opts.decidedBy, now: opts.now, by: 'autonomy_change' as const };
+    const settled = await settleApproval(tx, { sessionId, toolUseId: row.toolUseId }, change, opts.resume);
+    if (settled) approved.push(settled);
+  }
+  return approved;
 }
 
 /**

@@ -15,6 +15,7 @@ import {
   type TurnOptions,
   type TurnResult,
 } from '../../agent/index.ts';
+import { effectiveAutonomy } from './autonomy-policy.ts';
 import type { StoredSettings } from './settings.ts';
 import { sessionDeltas, sessionToolOutput } from './session-events.ts';
 import { addActiveTime, addUsage, appendMessage } from './store.ts';
@@ -31,12 +32,8 @@ export interface TurnEnvironment {
   /** The model that compacts the context (default: `model`), or `off` (sessionSettings.compactionThresholdCheckEnabled false). */
   compaction?: { model: ModelClient; pricing?: ModelPricing } | 'off';
   system: string;
-}
-
-/** Spec mode only looks: its tools run as if autonomy were off. */
-function effectiveAutonomy(settings: StoredSettings): AutonomyLevel {
-  if (settings.interactionMode === 'spec') return 'off';
-  return settings.autonomyLevel ?? 'off';
+  /** The organization's maxAutonomyLevel (enterprise controls), above which no call runs unasked. */
+  maxAutonomy?: AutonomyLevel;
 }
 
 /**
@@ -64,7 +61,7 @@ export async function runPersistedTurn(
     model: env.model,
     tools: opts.tools,
     host: env.host,
-    autonomyLevel: effectiveAutonomy(settings),
+    autonomyLevel: effectiveAutonomy(settings, env.maxAutonomy),
     history: opts.history,
     system: env.system,
     signal: opts.signal,

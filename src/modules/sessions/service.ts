@@ -30,7 +30,8 @@ import { mergeSettings, organizationDefaults, type StoredSettings } from './sett
 import { enterpriseSettingsOf } from '../organization/enterprise-settings.ts';
 import { sessionEvents } from './session-events.ts';
 import { appendMessage } from './store.ts';
-import { cancelPausedTurn, pendingApprovals } from './approvals.ts';
+import { approveAllowedCalls, cancelPausedTurn, pendingApprovals } from './approvals.ts';
+import { effectiveAutonomy, enforceMaxAutonomy, maxAutonomyLevelOf } from './autonomy-policy.ts';
 import { decideApproval, type DecisionInput } from './decide-approval.ts';
 import { messageView, sessionView, storedSettings } from './views.ts';
 
@@ -177,6 +178,7 @@ export function createSessionsService(deps: SessionsDeps) {
         );
       }
       checkModels(settings, enterprise);
+      enforceMaxAutonomy(settings, input.sessionSettings ?? {}, enterprise);
       const busy = await db.session.count({
         where: { organizationId: principal.organizationId, ownerKind: owner.kind, ownerId: owner.id, deletedAt: null, status: { not: 'idle' } },
       });
@@ -247,12 +249,33 @@ export function createSessionsService(deps: SessionsDeps) {
 
     async update(principal: Principal, sessionId: string, change: SessionSettingsInput) {
       const session = await reachableSession(db, principal, sessionId);
+      const enterprise = await enterpriseSettingsOf(db, principal.organizationId);
       const settings = mergeSettings(storedSettings(session), change);
-      checkModels({ model: change.model, specModeModel: change.specModeModel }, await enterpriseSettingsOf(db, principal.organizationId));
+      checkModels({ model: change.model, specModeModel: change.specModeModel }, enterprise);
+      enforceMaxAutonomy(settings, change, enterprise);
       const archivedAt = change.archivedAt === undefined ? session.archivedAt : change.archivedAt === null ? null : new Date(change.archivedAt);
-      const updated = await db.session.update({
-        where: { id: session.id },
-        data: { settings: settings as Prisma.InputJsonObject, archivedAt, updatedAt: clock.now() },
+      const now = clock.now();
+      const updated = await db.$transaction(async (tx) => {
+        const row = await tx.session.update({ where: { id: session.id }, data: { settings: settings as Prisma.InputJsonObject, archivedAt, updatedAt: now } });
+        if (!session.turnPausedAt) return row;
+        // Calls the turn waits on that the new autonomy allows are answered by the change.
+        const level = effectiveAutonomy(settings, maxAutonomyLevelOf(enterprise));
+        const owner = ownerOf(principal);
+        const approved = await approveAllowedCalls(tx, session.id, level, {
+          decidedBy: `${owner.kind}:${owner.id}`,
+          now,
+          resume: () => deps.queue.send(sessionTurnJob, { sessionId: session.id }, { tx }),
+        });
+        for (const a of approved) {
+          await recordSessionChange(
+            tx,
+            principal,
+            session.id,
+            { action: 'tool_call_approved', toolUseId: a.toolUseId, toolName: a.toolName, by: 'autonomy_change', autonomyLevel: level },
+            now,
+          );
+        }
+        return approved.length > 0 ? tx.session.findUniqueOrThrow({ where: { id: session.id } }) : row;
       });
       return view(updated);
     },

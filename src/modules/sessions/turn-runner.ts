@@ -8,6 +8,7 @@ import { machineUnavailable, targetFor, type MachineDeps } from '../computers/ma
 import { creditsExhausted, creditStanding } from '../organization/credit-usage.ts';
 import { openCustomModelKeys } from '../organization/custom-model-keys.ts';
 import { enterpriseSettingsOf } from '../organization/enterprise-settings.ts';
+import { maxAutonomyLevelOf } from './autonomy-policy.ts';
 import { resolveModel } from '../../agent/models.ts';
 import { runtimeHistory } from './context-history.ts';
 import { runPersistedTurn, type TurnEnvironment } from './persisted-turn.ts';
@@ -203,6 +204,7 @@ async function environment(deps: TurnRunnerDeps, session: Session, settings: Sto
     pricing: resolved.pricing,
     compaction: compactionModel(settings, modelId, enterpriseSettings, deps),
     system: systemPrompt(computer, session.cwd, settings, instructions),
+    maxAutonomy: maxAutonomyLevelOf(enterpriseSettings),
   };
 }
 

@@ -1,4 +1,3 @@
 export { createKubernetesProvider } from './provider.ts';
-export { kubernetesComputerProgram } from './program.ts';
 export { missingPrerequisites, kubernetesPluginPath } from './availability.ts';
 export { IMAGE as COMPUTER_IMAGE_CONTRACT } from './image-contract.ts';

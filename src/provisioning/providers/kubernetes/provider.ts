@@ -1,7 +1,6 @@
 import type { PulumiToolchain } from '../../pulumi/toolchain.ts';
 import type { ManagedProvider } from '../types.ts';
 import { missingPrerequisites } from './availability.ts';
-import { kubernetesComputerProgram } from './program.ts';
 import type { KubernetesSettings } from './settings.ts';
 
 export interface KubernetesProviderOptions {
@@ -22,6 +21,7 @@ export function createKubernetesProvider(o: KubernetesProviderOptions): ManagedP
   return {
     name: 'kubernetes',
     missingPrerequisites: () => missingPrerequisites(o.toolchain, o.env, o.inClusterToken),
-    program: kubernetesComputerProgram(o.settings, o.hostKeySecret),
+    // Loaded when a stack runs: @pulumi/kubernetes and @pulumi/pulumi cost a second at every start.
+    program: async (input) => (await import('./program.ts')).kubernetesComputerProgram(o.settings, o.hostKeySecret)(input),
   };
 }
