@@ -6,8 +6,10 @@
  * Plan: POST /api/v0/config/plan of N ComputerTemplate documents against N existing templates,
  * beside listing those templates (GET /api/v0/computer-templates); goal p50 under 1 s.
  * Push: a commit to a source's repository applied (revision recorded) after Gitea sends its push
- * webhook, beside the commit call itself; goal under 5 s. Unchanged: the control plane's CPU for
- * one reconcile of a source whose head is applied, beside the same wall time idle; goal under 50 ms.
+ * webhook (from the webhook's arrival, and from the commit call's return), beside the commit call
+ * itself; goal under 5 s. Unchanged: the control plane's CPU for one reconcile of a source whose
+ * head is applied, beside the same wall time spent polling without one (PGlite runs in this
+ * process, so the polling's queries count); goal under 50 ms above that baseline.
  */
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -100,6 +102,7 @@ try {
     // ---- push to revision ----
     const pushes: number[] = [];
     const commits: number[] = [];
+    const fromWebhook: number[] = [];
     for (let r = 0; r < RUNS; r++) {
       const c = performance.now();
       await gitea.commitFiles(user, repo, { 'config/templates.yaml': documents(20, () => `echo run-${r}`) }, { message: `run ${r}` });
@@ -109,14 +112,20 @@ try {
       const commit = await head();
       await until(async () => (await db.prisma.configRevision.count({ where: { organizationId: org.id, commit } })) === 1);
       pushes.push(performance.now() - t);
+      // The reconcile the webhook sent: from its arrival (the job's creation) to the revision.
+      const [sent] = await db.prisma.$queryRaw<
+        { at: Date }[]
+      >`SELECT created_on AS at FROM pgboss.job WHERE name = 'config.reconcile' ORDER BY created_on DESC LIMIT 1`;
+      fromWebhook.push(Date.now() - sent!.at.getTime());
     }
     process.stdout.write(
-      `push to revision: median ${ms(median(pushes))} (goal < 5000 ms); after the commit call returns (Gitea sends the webhook then); baseline, the commit call itself: ${ms(median(commits))}\n`,
+      `push to revision: median ${ms(median(fromWebhook))} after the webhook arrives (goal < 5000 ms), ${ms(median(pushes))} after the commit call returns (Gitea sends the webhook after it); baseline, the commit call itself: ${ms(median(commits))}\n`,
     );
 
     // ---- reconcile of an unchanged source: this process's CPU ----
     const busy: number[] = [];
     const idle: number[] = [];
+    const net: number[] = [];
     for (let r = 0; r < RUNS; r++) {
       const before = (await row()).lastAttemptAt!.getTime();
       const start = performance.now();
@@ -132,9 +141,10 @@ try {
       await until(async () => (await row()) !== null && performance.now() > end);
       const still = process.cpuUsage(quiet);
       idle.push((still.user + still.system) / 1000);
+      net.push(busy.at(-1)! - idle.at(-1)!);
     }
     process.stdout.write(
-      `unchanged reconcile: median ${ms(median(busy))} of control-plane CPU (goal < 50 ms; git runs in its own process); baseline, the same wall time polling with no reconcile: ${ms(median(idle))}\n`,
+      `unchanged reconcile: median ${ms(median(net))} of control-plane CPU above the baseline (goal < 50 ms; git runs in its own process), ${ms(median(busy))} in all; baseline, the same wall time polling with no reconcile: ${ms(median(idle))}\n`,
     );
   }
 } finally {

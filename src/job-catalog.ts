@@ -17,6 +17,7 @@ import type { WebhookSettings } from './modules/webhooks/settings.ts';
 import { DEFAULT_WIKI_JOB_SETTINGS, type WikiJobSettings } from './modules/wiki/generate/job-deps.ts';
 import { wikiJobs } from './modules/wiki/jobs.ts';
 import { configJobs } from './modules/config/jobs.ts';
+import { automationJobs } from './modules/automations/jobs.ts';
 import { configSchedules } from './modules/config/job-kinds.ts';
 import type { ReadRows } from './db/reads.ts';
 import { serviceFactories } from './service-factories.ts';
@@ -78,6 +79,7 @@ export function jobsFor(deps: JobDeps): JobDefinition[] {
       computers,
       settings: deps.wiki ?? DEFAULT_WIKI_JOB_SETTINGS,
     }),
+    ...automationJobs({ db: deps.prisma, clock: deps.clock, secrets: deps.secrets, egress: deps.egress }),
     ...configJobs({
       db: deps.prisma,
       clock: deps.clock,

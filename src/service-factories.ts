@@ -4,6 +4,7 @@ import type { EgressGuard } from './egress/guard.ts';
 import type { JobQueue } from './jobs/queue.ts';
 import type { Clock } from './lib/clock.ts';
 import type { Logger } from './lib/logger.ts';
+import { automationDeclarations } from './modules/automations/declare.ts';
 import { createTemplatesService } from './modules/computer-templates/service.ts';
 import type { MachineDeps } from './modules/computers/machines.ts';
 import type { ManagedSettings } from './modules/computers/managed/settings.ts';
@@ -51,6 +52,7 @@ export function serviceFactories(deps: ServiceFactoryDeps) {
     organization: (db: PrismaClient) => createOrganizationService({ db, clock, secrets, egress }),
     integrations: (db: PrismaClient) => createIntegrationsService({ db, clock, secrets, egress }),
     webhooks: (db: PrismaClient) => createWebhooksService({ db, clock, secrets, egress }),
+    automations: (db: PrismaClient) => automationDeclarations({ db, clock, queue }),
   };
   return {
     ...f,
@@ -62,6 +64,7 @@ export function serviceFactories(deps: ServiceFactoryDeps) {
       organization: f.organization(db),
       integrations: f.integrations(db),
       webhooks: f.webhooks(db),
+      automations: f.automations(db),
     }),
   };
 }

@@ -1,11 +1,35 @@
+import { execFile } from 'node:child_process';
+import { promisify } from 'node:util';
 import { CloneFailed } from './errors.ts';
 import type { PinnedClone } from './pinned-clone.ts';
 import { redactCredentials } from './redact.ts';
 import { shellQuote } from '../ssh/index.ts';
 import type { RepoWorkspace } from './workspace.ts';
 
+const git = promisify(execFile);
 const CHECKOUT_DIR = 'repo';
 const CLONE_TIMEOUT_MS = 15 * 60_000;
+
+/** git's environment for a network operation: no prompts, network transports only, no LFS downloads, pinned ssh. */
+function gitEnv(pinned: PinnedClone | undefined): Record<string, string> {
+  const ssh = ['ssh', '-o', 'BatchMode=yes', ...(pinned?.sshOptions ?? []).flatMap((o) => ['-o', o])].join(' ');
+  return { GIT_TERMINAL_PROMPT: '0', GIT_ALLOW_PROTOCOL: 'https:http:ssh:git', GIT_LFS_SKIP_SMUDGE: '1', GIT_SSH_COMMAND: ssh };
+}
+
+/**
+ * The commit a branch's head is at on the remote (`git ls-remote`, run from the control plane
+ * under the same rules as a clone), without cloning anything; undefined when there is no such branch.
+ */
+export async function remoteHead(source: { repoUrl: string; branch: string }, signal: AbortSignal, pinned: PinnedClone): Promise<string | undefined> {
+  const args = [...pinned.config.flatMap((c) => ['-c', c]), 'ls-remote', '--heads', '--', pinned.url, `refs/heads/${source.branch}`];
+  try {
+    const { stdout } = await git('git', args, { env: { ...process.env, ...gitEnv(pinned) }, signal, timeout: CLONE_TIMEOUT_MS });
+    return /^([0-9a-f]{40,64})\t/m.exec(stdout)?.[1];
+  } catch (err) {
+    const reason = redactCredentials(((err as { stderr?: string }).stderr ?? (err as Error).message).trim().split('\n').slice(-3).join(' '));
+    throw new CloneFailed(`reading the head of ${redactCredentials(source.repoUrl)} (branch ${source.branch}) failed: ${reason}`);
+  }
+}
 
 /**
  * Clones into a scratch workspace (readiness evaluations, wiki runs) with nothing interactive and
@@ -23,8 +47,9 @@ export async function cloneRepository(
   opts: { bare?: boolean } = {},
 ): Promise<string> {
   const branch = source.branch ? `--branch ${shellQuote(source.branch)} --single-branch ` : '';
-  const ssh = ['ssh', '-o', 'BatchMode=yes', ...(pinned?.sshOptions ?? []).flatMap((o) => ['-o', o])].join(' ');
-  const env = ['GIT_TERMINAL_PROMPT=0', 'GIT_ALLOW_PROTOCOL=https:http:ssh:git', 'GIT_LFS_SKIP_SMUDGE=1', `GIT_SSH_COMMAND=${shellQuote(ssh)}`].join(' ');
+  const env = Object.entries(gitEnv(pinned))
+    .map(([k, v]) => `${k}=${shellQuote(v)}`)
+    .join(' ');
   const config = (pinned?.config ?? []).map((c) => `-c ${shellQuote(c)} `).join('');
   const url = pinned?.url ?? source.repoUrl;
   const res = await ws.exec(`${env} git ${config}clone --quiet --no-tags ${opts.bare ? '--bare ' : ''}${branch}-- ${shellQuote(url)} ${CHECKOUT_DIR}`, {

@@ -4,8 +4,9 @@ import { configReconcileJob } from '../../src/modules/config/job-kinds.ts';
 import { ALLOW_LOOPBACK, startTestApi, type TestApi } from '../support/api.ts';
 import { chromiumMissing, launchChromium } from '../support/browser.ts';
 import { expectAccessible, signInConsole } from '../support/console-page.ts';
-import { giteaBinDir, giteaMissing, startGitea, type Gitea, type GiteaUser } from '../support/gitea.ts';
+import { giteaBinDir, giteaMissing, mergeWhenReady, startGitea, type Gitea, type GiteaUser } from '../support/gitea.ts';
 import { skipWithout } from '../support/parts.ts';
+import { localProviderMissing } from '../support/local-computers.ts';
 import { BACKENDS } from '../support/test-db.ts';
 import { waitFor } from '../support/wait.ts';
 
@@ -13,6 +14,11 @@ const bin = giteaBinDir();
 const skip = skipWithout('the GitOps tests against a real Gitea', giteaMissing());
 // PostgreSQL where the tests have it (concurrent reconciles are its case); PGlite otherwise.
 const backend = BACKENDS.at(-1)!;
+// The warm pool's convergence after a push provisions a real `local` computer where the host can.
+const localMissing = await localProviderMissing();
+const LOCAL: Record<string, string> = localMissing
+  ? {}
+  : { AGENTPLANE_LOCAL_PROVIDER: 'true', AGENTPLANE_COMPUTER_CPUS: '0.5', AGENTPLANE_COMPUTER_MEMORY_MIB: '256' };
 
 const template = (name: string, script: string) =>
   `apiVersion: agentplane.dev/v1\nkind: ComputerTemplate\nmetadata:\n  name: ${name}\nspec:\n  repos: []\n  setupScript: ${script}\n`;
@@ -70,8 +76,12 @@ describe.skipIf(skip)(`GitOps sources against a real Gitea on ${backend}`, () =>
         'other/ignored.yaml': 'not: [valid',
       },
     });
+    await gitea.createRepo(alice, {
+      name: 'app',
+      files: { '.github/workflows/ci.yml': 'name: CI\non: [push]\njobs:\n  t:\n    runs-on: ubuntu-latest\n    steps:\n      - run: echo t\n' },
+    });
     repoUrl = `${gitea.url}/${REPO}.git`;
-    api = await startTestApi(backend, { worker: true, env: ALLOW_LOOPBACK });
+    api = await startTestApi(backend, { worker: true, env: { ...ALLOW_LOOPBACK, ...LOCAL } });
     owner = api.acme.members.owner.apiKey;
   }, 120_000);
   afterAll(async () => {
@@ -231,9 +241,146 @@ describe.skipIf(skip)(`GitOps sources against a real Gitea on ${backend}`, () =>
           'the reconcile the page asked for',
           async () => (await api.db.prisma.configSource.findUniqueOrThrow({ where: { id: live!.id } })).lastAttemptAt!.getTime() > before,
         );
+
+        // Pages that show a managed object mark it with its source and file; other objects are not marked.
+        const managed = (await api.call('GET', '/api/v0/config/managed', { as: api.acme.members.user.apiKey })).body.resources as any[];
+        const web = managed.find((m) => m.kind === 'ComputerTemplate' && m.key === 'web');
+        expect(web).toMatchObject({ file: 'config/templates.yaml', source: { repository: repoUrl, branch: 'main', path: 'config' } });
+        expect((await api.call('GET', '/api/v0/config/managed', { as: api.globex.members.owner.apiKey })).body.resources).toEqual([]);
+        await page.goto(`${api.url}/#/templates`);
+        const templates = page.getByRole('region', { name: 'Templates' });
+        const webRow = templates.getByRole('row').filter({ has: page.getByRole('rowheader', { name: /^web/ }) });
+        await webRow.getByText('Managed by config').waitFor();
+        await webRow.getByRole('link', { name: `${repoUrl} (main, config)` }).waitFor();
+        await webRow.getByRole('code').getByText('config/templates.yaml').waitFor();
+        expect(
+          await templates
+            .getByRole('row')
+            .filter({ has: page.getByRole('rowheader', { name: /^batch/ }) })
+            .getByText('Managed by config')
+            .count(),
+        ).toBe(0);
+        await expectAccessible(page, 'the Templates page with managed marks');
       } finally {
         await browser.close();
       }
+    },
+  );
+
+  it('a CiAutomation applies with the transaction; its pull requests follow as a queued job; prune removes it', { timeout: 120_000 }, async () => {
+    const automation = (extra: string) =>
+      `apiVersion: agentplane.dev/v1\nkind: CiAutomation\nmetadata:\n  name: reviewer\nspec:\n  modeId: code-review\n  repositories: [alice/app]\n${extra}`;
+    const files = (content: string) => ({ files: [{ path: 'ci.yaml', content }] });
+    const pulls = async () =>
+      (await gitea.api('GET', '/repos/alice/app/pulls?state=all&limit=50')).body as { number: number; title: string; merged: boolean }[];
+    const jobs = async () =>
+      (await api.call('GET', '/api/v0/automations/ci/jobs', { as: owner })).body.jobs as { action: string; status: string; repos: any[] }[];
+    const settled = (n: number) =>
+      waitFor(`${n} CI jobs settled`, async () => {
+        const all = await jobs();
+        return all.length === n && all.every((j) => j.status !== 'queued') && all;
+      });
+    expect(
+      (await api.call('POST', '/api/v0/integrations/source-control', { as: owner, body: { provider: 'gitea', baseUrl: gitea.url, token: alice.token } }))
+        .status,
+    ).toBe(201);
+
+    // A broken document names its path; a failure later in the apply rolls the automation and its queued job back.
+    const bad = await api.call('POST', '/api/v0/config/plan', {
+      as: owner,
+      body: files(automation('  modeId: custom\n').replace('  modeId: code-review\n', '')),
+    });
+    expect(bad.status).toBe(400);
+    expect(JSON.stringify(bad.body.metadata.problems)).toContain('spec.customPrompt');
+    expect((await api.call('PUT', '/api/v0/config/secrets/not-a-signing-secret', { as: owner, body: { value: 'plain' } })).status).toBe(201);
+    const failing = `${automation('')}---\napiVersion: agentplane.dev/v1\nkind: Webhook\nmetadata:\n  name: hook\nspec:\n  url: https://hooks.example.com/x\n  eventTypes: [config.applied]\n  secretFrom: {secret: not-a-signing-secret}\n`;
+    expect((await api.call('POST', '/api/v0/config/apply', { as: owner, body: files(failing) })).status).toBe(400);
+    expect(await api.db.prisma.ciAutomation.count({ where: { organizationId: api.acme.id } })).toBe(0);
+    expect(await api.db.prisma.ciJob.count({ where: { organizationId: api.acme.id } })).toBe(0);
+    const sent = await api.db.prisma.$queryRaw<{ n: bigint }[]>`SELECT count(*) AS n FROM pgboss.job WHERE name = 'automations.queued-edits'`;
+    expect(Number(sent[0]!.n)).toBe(0);
+
+    // Plan says the pull requests are pending; apply commits the automation, then the job opens the pull request.
+    const plan = await api.call('POST', '/api/v0/config/plan', { as: owner, body: files(automation('')) });
+    expect(plan.body.changes).toEqual([
+      expect.objectContaining({ kind: 'CiAutomation', name: 'reviewer', action: 'create', pending: [expect.stringContaining('alice/app')] }),
+    ]);
+    const applied = await api.call('POST', '/api/v0/config/apply', { as: owner, body: files(automation('')) });
+    expect(applied.status, JSON.stringify(applied.body)).toBe(200);
+    const row = await api.db.prisma.ciAutomation.findFirstOrThrow({ where: { organizationId: api.acme.id, name: 'reviewer' } });
+    expect(row).toMatchObject({ modeId: 'code-review', status: 'active' });
+    const [created] = await settled(1);
+    expect(created).toMatchObject({
+      action: 'create',
+      status: 'succeeded',
+      repos: [expect.objectContaining({ repoFullName: 'alice/app', prUrl: expect.any(String) })],
+    });
+    const [pr] = await pulls();
+    expect(pr!.title).toContain('reviewer');
+    expect(await mergeWhenReady(gitea, 'alice/app', pr!.number, alice)).toBe(200);
+
+    // Export, then plan: no changes. A setting changed rewrites the workflow through another pull request.
+    const exported = (await api.call('GET', '/api/v0/config/export', { as: owner })).body.files as { path: string; content: string }[];
+    const ci = exported.find((f) => f.path === 'ci-automation.yaml')!;
+    expect(ci.content).toContain('repositories:\n    - alice/app');
+    expect((await api.call('POST', '/api/v0/config/plan', { as: owner, body: { files: [ci] } })).body.hasChanges).toBe(false);
+    const scheduled = automation('  params:\n    model: sonnet-test\n');
+    const update = await api.call('POST', '/api/v0/config/apply', { as: owner, body: files(scheduled) });
+    expect(update.body.plan.changes[0]).toMatchObject({ action: 'update', fields: [{ field: 'params', old: {}, new: { model: 'sonnet-test' } }] });
+    const [edited] = await settled(2);
+    expect(edited).toMatchObject({ action: 'edit', status: 'succeeded' });
+    const workflowPath = created!.repos[0].filePath as string;
+    const editPr = (await pulls()).find((p) => !p.merged && p.number !== pr!.number)!;
+    expect(await mergeWhenReady(gitea, 'alice/app', editPr.number, alice)).toBe(200);
+    const workflow = await gitea.api('GET', `/repos/alice/app/contents/${workflowPath}?ref=main`);
+    expect(Buffer.from(workflow.body.content, 'base64').toString('utf8')).toContain('AGENTPLANE_MODEL: sonnet-test');
+
+    // Removed from the documents with prune: deleted at once, its workflow removed by a pull request.
+    const pruned = await api.call('POST', '/api/v0/config/apply', { as: owner, body: { files: [], prune: true } });
+    expect(pruned.body.plan.changes).toEqual(expect.arrayContaining([expect.objectContaining({ kind: 'CiAutomation', action: 'delete' })]));
+    expect((await api.db.prisma.ciAutomation.findUniqueOrThrow({ where: { id: row.id } })).status).toBe('deleted');
+    const [removed] = await settled(3);
+    expect(removed).toMatchObject({ action: 'delete', status: 'succeeded', repos: [expect.objectContaining({ filePath: workflowPath })] });
+  });
+  it.skipIf(skipWithout('the warm pool a push sizes', localMissing))(
+    'a push that changes warmPoolSize makes the pool converge',
+    { timeout: 300_000 },
+    async () => {
+      const pooled = (size: number) =>
+        `apiVersion: agentplane.dev/v1\nkind: ComputerTemplate\nmetadata:\n  name: pooled\nspec:\n  provider: local\n  repos: []\n  warmPoolSize: ${size}\n`;
+      await gitea.commitFiles(alice, REPO, { 'pool/templates.yaml': pooled(0) }, { message: 'pooled, no pool' });
+      const created = await api.call('POST', '/api/v0/config/sources', { as: owner, body: { repository: repoUrl, branch: 'main', path: 'pool' } });
+      expect(created.status).toBe(201);
+      const { id, webhookUrl, webhookSecret } = created.body as Source & { webhookSecret: string };
+      await applied(id, await head());
+      const hook = { type: 'gitea', active: true, events: ['push'], config: { url: webhookUrl, content_type: 'json', secret: webhookSecret } };
+      expect((await gitea.api('POST', `/repos/${REPO}/hooks`, { as: alice, body: hook })).status).toBe(201);
+      const pool = async () =>
+        (
+          (await api.call('GET', '/api/v0/computers/pool', { as: owner })).body.pools as {
+            templateId?: string;
+            size: number;
+            ready: number;
+            provisioning: number;
+          }[]
+        ).find((p) => p.templateId === templateId);
+      const templateId = await (async () =>
+        (await api.db.prisma.computerTemplate.findFirstOrThrow({ where: { organizationId: api.acme.id, name: 'pooled' } })).id)();
+
+      await gitea.commitFiles(alice, REPO, { 'pool/templates.yaml': pooled(1) }, { message: 'pool of 1' });
+      const commit = await head();
+      await applied(id, commit);
+      const [revision] = (await api.call('GET', '/api/v0/config/revisions?limit=1', { as: owner })).body.revisions;
+      expect(revision).toMatchObject({
+        commit,
+        plan: { changes: [expect.objectContaining({ name: 'pooled', pending: ['the warm pool converges to the new size'] })] },
+      });
+      await waitFor('the pool to hold 1 ready computer', async () => (await pool())?.ready === 1, 240_000, 500);
+
+      // Back to 0: the pool drains.
+      await gitea.commitFiles(alice, REPO, { 'pool/templates.yaml': pooled(0) }, { message: 'no pool' });
+      await applied(id, await head());
+      await waitFor('the pool drained', async () => (await pool()) === undefined, 240_000, 500);
     },
   );
 });

@@ -14,7 +14,7 @@ describe('config documents', () => {
     const { documents, problems } = parseDocuments(files);
     expect(problems).toEqual([]);
     expect(new Set(documents.map((d) => d.kind))).toEqual(
-      new Set(['ComputerTemplate', 'ProviderPool', 'Member', 'ServiceAccount', 'CreditLimits', 'SourceControlIntegration', 'Webhook']),
+      new Set(['ComputerTemplate', 'ProviderPool', 'Member', 'ServiceAccount', 'CreditLimits', 'SourceControlIntegration', 'CiAutomation', 'Webhook']),
     );
   });
 
@@ -32,5 +32,27 @@ describe('config documents', () => {
       expect.objectContaining({ line: 19, column: 8, path: 'spec.users.1.email' }),
       expect.objectContaining({ line: 19, column: 20, path: 'spec.users.1.limit' }),
     ]);
+  });
+
+  it('reads valid files quickly and places later problems exactly; aliases and bad files take the exact parser', () => {
+    const member = (name: string) => `apiVersion: agentplane.dev/v1\nkind: Member\nmetadata: {name: ${name}}\nspec:\n  email: ${name}@x.test\n`;
+    const { documents } = parseDocuments([{ path: 'm.yaml', content: `# members\n${member('a')}---\n---\n${member('b')}` }]);
+    expect(documents.map((d) => [d.name, d.at([]), d.at(['spec', 'email'])])).toEqual([
+      ['a', { line: 2, column: 1 }, { line: 6, column: 3 }],
+      ['b', { line: 9, column: 1 }, { line: 13, column: 3 }],
+    ]);
+    // An alias bomb is refused by the exact parser's alias limit, not expanded.
+    const bomb = [
+      'a: &a [x, x, x, x, x, x, x, x, x, x]',
+      ...Array.from({ length: 8 }, (_, i) => `${'bcdefghi'[i]}: &${'bcdefghi'[i]} [${Array(10).fill(`*${'abcdefgh'[i]}`).join(', ')}]`),
+    ].join('\n');
+    const refused = parseDocuments([
+      {
+        path: 'bomb.yaml',
+        content: `apiVersion: agentplane.dev/v1\nkind: Member\nmetadata: {name: x}\nspec:\n  email: x@x.test\n  extra:\n    ${bomb.replaceAll('\n', '\n    ')}\n`,
+      },
+    ]);
+    expect(refused.documents).toEqual([]);
+    expect(refused.problems).toEqual([expect.objectContaining({ file: 'bomb.yaml', line: 1, message: expect.stringContaining('alias') })]);
   });
 });

@@ -1239,6 +1239,23 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v0/config/managed": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Objects config manages, with the source and file of their documents (any member: pages mark them) */
+        get: operations["listConfigManaged"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/v0/config/revisions": {
         parameters: {
             query?: never;
@@ -2936,6 +2953,26 @@ export interface components {
                 plan: components["schemas"]["ConfigPlan"];
                 createdAt: number;
             } | null;
+        };
+        ConfigManagedResources: {
+            resources: components["schemas"]["ConfigManagedResource"][];
+        };
+        ConfigManagedResource: {
+            kind: string;
+            /** @description What identifies the object: a name, a provider, an email, a host, a URL */
+            key: string;
+            /** @description The document's metadata.name */
+            name: string;
+            /** @description The object's id (a provider, an email or the kind for settings without one) */
+            resourceId: string;
+            file: string | null;
+            source: {
+                /** @description "api" (plan/apply requests) or the config source id */
+                id: string;
+                repository: string | null;
+                branch: string | null;
+                path: string | null;
+            };
         };
         ConfigRevisionList: {
             revisions: components["schemas"]["ConfigRevision"][];
@@ -9798,6 +9835,44 @@ export interface operations {
             };
             /** @description Payload Too Large */
             413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Internal Server Error */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    listConfigManaged: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Managed objects */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ConfigManagedResources"];
+                };
+            };
+            /** @description Unauthorized */
+            401: {
                 headers: {
                     [name: string]: unknown;
                 };

@@ -5,6 +5,7 @@ import { Badge, ConfirmButton, Empty, ErrorBox, FormToggle, Loading, Notice, Pag
 import { dateTime } from '../format.ts';
 import { html } from '../html.ts';
 import { useAction, useResource } from '../resource.ts';
+import { ManagedMark, useManaged } from '../managed.ts';
 
 type Integration = components['schemas']['SourceControlIntegration'];
 type Workflow = components['schemas']['CiScan']['workflows'][number];
@@ -71,6 +72,7 @@ export default function AutomationsPage() {
 }
 
 function Connections({ integrations, onChange }: { integrations: ReturnType<typeof useResource<Integration[]>>; onChange: () => Promise<void> }) {
+  const managed = useManaged();
   const [open, setOpen] = useState(false);
   const [form, setForm] = useState({ provider: 'github' as 'github' | 'gitea', baseUrl: 'https://github.com', token: '', username: '' });
   const create = useAction(async () => {
@@ -145,7 +147,7 @@ function Connections({ integrations, onChange }: { integrations: ReturnType<type
                 <tbody>
                   ${integrations.data.map(
                     (i) => html`<tr key=${i.id}>
-                      <th scope="row">${i.provider} · ${i.baseUrl}</th>
+                      <th scope="row">${i.provider} · ${i.baseUrl}<${ManagedMark} of=${managed.find('SourceControlIntegration', i.id)} /></th>
                       <td>${i.login ?? i.username}</td>
                       <td>${i.token ? html`<code>${i.token}</code>` : '—'}</td>
                       <td>${i.origin === 'config' ? 'server configuration' : 'this console or the API'}</td>
@@ -442,6 +444,7 @@ function prLinks(job: Job) {
 }
 
 function Jobs({ jobs }: { jobs: ReturnType<typeof useResource<Job[]>> }) {
+  const managed = useManaged();
   return html`<section aria-labelledby="jobs-title">
     <div class="page-header">
       <h2 id="jobs-title">Jobs</h2>
@@ -463,7 +466,7 @@ function Jobs({ jobs }: { jobs: ReturnType<typeof useResource<Job[]>> }) {
                 <tbody>
                   ${jobs.data.map(
                     (j) => html`<tr key=${j.id}>
-                      <th scope="row">${j.kind === 'edit' ? `${j.action ?? 'edit'}` : 'run'}<div class="muted"><code>${j.id}</code></div></th>
+                      <th scope="row">${j.kind === 'edit' ? `${j.action ?? 'edit'}` : 'run'}<div class="muted"><code>${j.id}</code></div><${ManagedMark} of=${managed.find('CiAutomation', j.automationId ?? undefined)} /></th>
                       <td>${j.automationName ?? '—'}${j.modeId ? html`<div class="muted">${j.modeId}</div>` : null}</td>
                       <td><${Badge} value=${j.status} /></td>
                       <td>${prLinks(j)}</td>

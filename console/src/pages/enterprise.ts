@@ -7,6 +7,7 @@ import { dateTime } from '../format.ts';
 import { diffJson } from '../diff.ts';
 import { html } from '../html.ts';
 import { useAction, useResource } from '../resource.ts';
+import { ManagedMark, useManaged } from '../managed.ts';
 
 type Change = components['schemas']['EnterpriseControlChange'];
 
@@ -22,6 +23,7 @@ function settingsObject(text: string): Record<string, unknown> | undefined {
 
 /** Enterprise controls: the current settings, an editor, and the history of revisions with a diff between any two. */
 export default function EnterprisePage() {
+  const managed = useManaged();
   const current = useResource(() => must(api.GET('/api/v0/organization/enterprise-controls')), []);
   const [history, setHistory] = useState<{ changes: Change[]; next: string | null }>();
   const [historyError, setHistoryError] = useState<ApiProblem>();
@@ -82,6 +84,7 @@ export default function EnterprisePage() {
 
   return html`
     <${PageHeader} title="Enterprise controls" />
+    <${ManagedMark} of=${managed.find('EnterpriseControls', 'organization')} />
     <${ErrorBox} error=${current.error} />
     <${Notice} text=${notice} />
     ${

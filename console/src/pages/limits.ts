@@ -4,12 +4,14 @@ import { Empty, ErrorBox, Loading, Notice, PageHeader, submitted } from '../comp
 import { number } from '../format.ts';
 import { html } from '../html.ts';
 import { useAction, useResource } from '../resource.ts';
+import { ManagedMark, useManaged } from '../managed.ts';
 
 const MINIMUM = 1_000_000;
 const parseLimit = (s: string): number | null => (s.trim() === '' ? null : Number(s.replace(/[_,\s]/g, '')));
 
 /** Credit limits: the organization's per-user default and individual overrides. */
 export default function LimitsPage() {
+  const managed = useManaged();
   const limits = useResource(() => must(api.GET('/api/v0/organization/usage/limits/users')), []);
   const [globalText, setGlobalText] = useState<string>();
   const [override, setOverride] = useState({ email: '', limit: '' });
@@ -33,6 +35,7 @@ export default function LimitsPage() {
   const l = limits.data;
   return html`
     <${PageHeader} title="Credit limits" />
+    <${ManagedMark} of=${managed.find('CreditLimits', 'organization')} />
     <${ErrorBox} error=${limits.error} />
     <${Notice} text=${notice} />
     ${!l && !limits.error ? html`<${Loading} />` : null}

@@ -5,6 +5,7 @@ import { Badge, ConfirmButton, Empty, ErrorBox, Loading, Notice, PageHeader, sub
 import { dateTime } from '../format.ts';
 import { html } from '../html.ts';
 import { useAction } from '../resource.ts';
+import { ManagedMark, useManaged } from '../managed.ts';
 
 type User = components['schemas']['OrganizationUser'];
 type Role = components['schemas']['OrganizationRole'];
@@ -21,6 +22,7 @@ export default function MembersPage() {
   const [error, setError] = useState<ApiProblem>();
   const [invite, setInvite] = useState<{ email: string; role: Role }>({ email: '', role: 'user' });
   const [notice, setNotice] = useState<string>();
+  const managed = useManaged();
   const load = async (cursor?: string) => {
     try {
       const page = await must(api.GET('/api/v0/organization/users', { params: { query: { limit: '50', ...(cursor ? { cursor } : {}) } } }));
@@ -93,7 +95,7 @@ export default function MembersPage() {
                   <tbody>
                     ${users.list.map(
                       (u) => html`<tr key=${u.id}>
-                        <th scope="row">${u.email}</th>
+                        <th scope="row">${u.email}<${ManagedMark} of=${managed.find('Member', u.email)} /></th>
                         <td>${[u.firstName, u.lastName].filter(Boolean).join(' ') || '—'}</td>
                         <td>${u.role}${u.status === 'invited' ? html` <${Badge} value="invited" />` : null}</td>
                         <td>${dateTime(u.createdAt)}</td>

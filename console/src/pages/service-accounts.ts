@@ -7,6 +7,7 @@ import { html } from '../html.ts';
 import { useNames } from '../names.ts';
 import { href } from '../router.ts';
 import { useAction, useResource } from '../resource.ts';
+import { ManagedMark, useManaged } from '../managed.ts';
 import type { PageProps } from '../sections.ts';
 
 type Issued = components['schemas']['IssuedServiceAccountApiKey'];
@@ -18,6 +19,7 @@ export default function ServiceAccountsPage({ route }: PageProps) {
 }
 
 function ServiceAccountList() {
+  const managed = useManaged();
   const accounts = useResource(async () => (await must(api.GET('/api/v0/service-accounts'))).serviceAccounts, []);
   const [form, setForm] = useState({ name: '', description: '' });
   const [open, setOpen] = useState(false);
@@ -64,7 +66,7 @@ function ServiceAccountList() {
                 <tbody>
                   ${accounts.data.map(
                     (a) => html`<tr key=${a.id}>
-                      <th scope="row"><a href=${href('service-accounts', a.id)}>${a.name}</a></th>
+                      <th scope="row"><a href=${href('service-accounts', a.id)}>${a.name}</a><${ManagedMark} of=${managed.find('ServiceAccount', a.id)} /></th>
                       <td><${Badge} value=${a.status} /></td>
                       <td>${a.description ?? ''}</td>
                       <td>${dateTime(a.createdAt)}</td>

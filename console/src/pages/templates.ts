@@ -4,10 +4,12 @@ import { ConfirmButton, Empty, ErrorBox, FormToggle, Loading, PageHeader, submit
 import { dateTime } from '../format.ts';
 import { html } from '../html.ts';
 import { useAction, useResource } from '../resource.ts';
+import { ManagedMark, useManaged } from '../managed.ts';
 
 /** Computer templates: what a new computer starts from (provider, repositories, set-up script). */
 export default function TemplatesPage() {
   const templates = useResource(async () => (await must(api.GET('/api/v0/computer-templates'))).templates, []);
+  const managed = useManaged();
   const providers = useResource(async () => (await must(api.GET('/api/v0/computers/providers'))).providers, []);
   const [form, setForm] = useState({ name: '', provider: '', repos: '', setupScript: '', autoInstallDeps: false });
   const [open, setOpen] = useState(false);
@@ -79,7 +81,7 @@ export default function TemplatesPage() {
                 <tbody>
                   ${templates.data.map(
                     (t) => html`<tr key=${t.id}>
-                      <th scope="row">${t.name}</th>
+                      <th scope="row">${t.name}<${ManagedMark} of=${managed.find('ComputerTemplate', t.id)} /></th>
                       <td>${t.provider ?? 'default'}</td>
                       <td>${t.repos.join(', ') || '—'}</td>
                       <td>${dateTime(t.updatedAt)}</td>

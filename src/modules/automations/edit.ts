@@ -83,8 +83,16 @@ async function editRepository(
   return { repoFullName: repo.fullName, filePath, prUrl: pr.htmlUrl, message: `Opened pull request #${pr.number}`, plan: p };
 }
 
-/** POST /automations/ci/edit: every repository is tried; each answers what happened to it. */
-export async function editAutomation(deps: AutomationsDeps, principal: Principal, body: EditBody): Promise<z.infer<typeof EditResponse>> {
+/**
+ * POST /automations/ci/edit: every repository is tried; each answers what happened to it.
+ * `queuedJobId`: the edit a config apply queued (declare.ts), recorded on that job instead of a new one.
+ */
+export async function editAutomation(
+  deps: Omit<AutomationsDeps, 'wiki'>,
+  principal: Principal,
+  body: EditBody,
+  queuedJobId?: string,
+): Promise<z.infer<typeof EditResponse>> {
   const { db, clock } = deps;
   const organizationId = principal.organizationId;
   if (body.computerId) {
@@ -120,7 +128,7 @@ export async function editAutomation(deps: AutomationsDeps, principal: Principal
   const done = results.filter((r) => r.prUrl);
   const p = done[0]?.plan;
   const automationId = p?.automationId ?? stored?.id;
-  const jobId = newId('cijob');
+  const jobId = queuedJobId ?? newId('cijob');
   // Everything read before the transaction: on PGlite a query outside it would wait for it.
   await db.$transaction(async (tx) => {
     const current = p ? (stored ?? (await tx.ciAutomation.findUnique({ where: { id: p.automationId } }))) : null;
@@ -142,22 +150,20 @@ export async function editAutomation(deps: AutomationsDeps, principal: Principal
       };
       await tx.ciAutomation.upsert({ where: { id: p.automationId }, create: { id: p.automationId, organizationId, ...data }, update: data });
     }
-    await tx.ciJob.create({
-      data: {
-        id: jobId,
-        organizationId,
-        kind: 'edit',
-        action: body.action,
-        automationId: automationId ?? null,
-        automationName: p?.name ?? body.changes?.name ?? body.automationName ?? stored?.name ?? null,
-        modeId: p?.mode ?? body.modeId ?? stored?.modeId ?? null,
-        status: done.length === results.length ? 'succeeded' : done.length ? 'partial' : 'failed',
-        repos: results.map(({ plan: _, ...r }) => r) as Json,
-        requestedBy: principal as unknown as Json,
-        createdAt: startedAt,
-        finishedAt: clock.now(),
-      },
-    });
+    const outcome = {
+      automationId: automationId ?? null,
+      automationName: p?.name ?? body.changes?.name ?? body.automationName ?? stored?.name ?? null,
+      modeId: p?.mode ?? body.modeId ?? stored?.modeId ?? null,
+      status: done.length === results.length ? 'succeeded' : done.length ? 'partial' : 'failed',
+      repos: results.map(({ plan: _, ...r }) => r) as Json,
+      finishedAt: clock.now(),
+    };
+    if (queuedJobId) await tx.ciJob.update({ where: { id: queuedJobId }, data: outcome });
+    else {
+      await tx.ciJob.create({
+        data: { id: jobId, organizationId, kind: 'edit', action: body.action, requestedBy: principal as unknown as Json, createdAt: startedAt, ...outcome },
+      });
+    }
   });
   return { sessions: results.map(({ plan: _, ...r }) => r), ...(automationId ? { factoryAutomationId: automationId } : {}), jobId };
 }

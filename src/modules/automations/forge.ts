@@ -11,7 +11,7 @@ export interface OrgForge {
 }
 
 /** The organization's forge, or undefined when it has no connection (answers say `connected: false`). */
-export async function orgForge(deps: AutomationsDeps, organizationId: string): Promise<OrgForge | undefined> {
+export async function orgForge(deps: Pick<AutomationsDeps, 'db' | 'secrets' | 'egress'>, organizationId: string): Promise<OrgForge | undefined> {
   const connection = await automationConnection(deps.db, deps.secrets, organizationId);
   return connection ? { connection, client: forgeClient(connection, deps.egress.fetch) } : undefined;
 }

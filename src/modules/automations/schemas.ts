@@ -89,7 +89,8 @@ const YamlParams = z
     }
   });
 
-const Changes = z.strictObject({
+/** What an edit changes; config's CiAutomation documents declare the same settings (src/modules/config). */
+export const EditChanges = z.strictObject({
   name: z.string().min(1, 'name must not be empty').max(200).optional(),
   yamlParams: YamlParams.optional(),
   customPrompt: z.string().max(20_000).optional(),
@@ -123,7 +124,7 @@ export const EditBody = z
       )
       .min(1, ACTION_MESSAGE)
       .max(MAX_EDIT_REPOS, `at most ${MAX_EDIT_REPOS} repositories per request`),
-    changes: Changes.optional(),
+    changes: EditChanges.optional(),
     /** agentplane extension: the computer the automation's sessions run on. */
     computerId: z.string().min(1).optional(),
   })

@@ -1,3 +1,4 @@
+import jsYaml from 'js-yaml';
 import { isMap, isScalar, isSeq, LineCounter, parseAllDocuments, type Document } from 'yaml';
 import type { z } from 'zod';
 import { BadRequest } from '../../lib/errors.ts';
@@ -21,8 +22,7 @@ export interface ConfigDocument {
   labels?: Record<string, string>;
   spec: Record<string, unknown>;
   file: string;
-  line: number;
-  /** Where a path in the document starts, for problems found later (references). */
+  /** Where a path in the document starts, for problems found later (references); `[]`: the document. */
   at(path: (string | number)[]): { line: number; column: number };
 }
 
@@ -68,60 +68,125 @@ function issueProblems(issues: z.core.$ZodIssue[], prefix: Path, base: Omit<Prob
   });
 }
 
+/** A structure in which some object is reached twice: YAML aliases, which the exact parser bounds. */
+function sharesNodes(value: unknown, seen = new Set<object>()): boolean {
+  if (typeof value !== 'object' || value === null) return false;
+  if (seen.has(value)) return true;
+  seen.add(value);
+  return Object.values(value).some((v) => sharesNodes(v, seen));
+}
+
+/** One file's documents as values: js-yaml's (ten times faster), or undefined where only the exact parser will do. */
+function quickValues(content: string): unknown[] | undefined {
+  try {
+    const values = jsYaml.loadAll(content, undefined, { schema: jsYaml.CORE_SCHEMA });
+    return sharesNodes(values) ? undefined : values;
+  } catch {
+    return undefined; // a syntax error, a duplicate key: the exact parser names the place
+  }
+}
+
+/** A file parsed by `yaml` (YAML 1.2 core schema, as js-yaml's CORE_SCHEMA): each document with its positions. */
+function exactDocuments(file: { path: string; content: string }) {
+  const lc = new LineCounter();
+  const parsed = parseAllDocuments(file.content, { lineCounter: lc, prettyErrors: false, uniqueKeys: true });
+  return { lc, docs: Array.isArray(parsed) ? parsed : [] };
+}
+
+type FileResult = { documents: ConfigDocument[]; problems: Problem[] };
+
+/** Checks one document's value against its envelope and its kind's spec schema. */
+function checkDocument(value: unknown, file: string, at: (p: Path) => { line: number; column: number }, out: FileResult): void {
+  const envelope = DocumentEnvelope.safeParse(value);
+  const label = (v: unknown) => {
+    const o = (v ?? {}) as { kind?: unknown; metadata?: { name?: unknown } };
+    return typeof o.kind === 'string' ? `${o.kind}/${typeof o.metadata?.name === 'string' ? o.metadata.name : '?'}` : undefined;
+  };
+  if (!envelope.success) {
+    out.problems.push(...issueProblems(envelope.error.issues, [], { file, document: label(value) }, at));
+    return;
+  }
+  const { kind, metadata, spec } = envelope.data;
+  const document = `${kind}/${metadata.name}`;
+  const handler = kindByName(kind);
+  if (!handler) {
+    out.problems.push({ file, ...at(['kind']), document, path: 'kind', message: `unknown kind "${kind}"; known kinds: ${KIND_NAMES.join(', ')}` });
+    return;
+  }
+  const checked = handler.spec.safeParse(spec ?? {});
+  if (!checked.success) {
+    out.problems.push(...issueProblems(checked.error.issues, ['spec'], { file, document }, at));
+    return;
+  }
+  out.documents.push({
+    kind,
+    name: metadata.name,
+    ...(metadata.labels ? { labels: metadata.labels } : {}),
+    spec: checked.data as Record<string, unknown>,
+    file,
+    at,
+  });
+}
+
+/** The exact way: `yaml`'s documents, with every syntax error's line and column. */
+function parseExactly(file: { path: string; content: string }): FileResult {
+  const out: FileResult = { documents: [], problems: [] };
+  const { lc, docs } = exactDocuments(file);
+  for (const doc of docs) {
+    if (doc.errors.length > 0) {
+      for (const err of doc.errors) {
+        const pos = err.linePos?.[0] ?? lc.linePos(err.pos[0]);
+        out.problems.push({ file: file.path, line: pos.line, column: pos.col, message: `YAML syntax error: ${err.message.split('\n')[0]}` });
+      }
+      continue;
+    }
+    if (doc.contents === null) continue;
+    const at = (path: Path) => locate(doc, lc, path);
+    let value: unknown;
+    try {
+      value = doc.toJS({ maxAliasCount: 100 });
+    } catch (err) {
+      // yaml refuses a document whose aliases expand past the limit (a resource exhaustion attack).
+      out.problems.push({ file: file.path, ...at([]), message: `YAML document refused: ${(err as Error).message}` });
+      continue;
+    }
+    checkDocument(value, file.path, at, out);
+  }
+  return out;
+}
+
 /**
  * Parses YAML files of documents (`---` between them, empty documents skipped) and checks each
  * against its envelope and its kind's spec schema. Every problem is collected: a YAML syntax
  * error names file, line and column; an unknown kind or field names its path.
+ *
+ * A file is read by js-yaml first; positions come from `yaml` only when asked for (a problem,
+ * here or later in the plan): a file with any problem is parsed again the exact way, so its
+ * problems are exactly what `yaml` reports.
  */
-export function parseDocuments(files: { path: string; content: string }[]): { documents: ConfigDocument[]; problems: Problem[] } {
+export function parseDocuments(files: { path: string; content: string }[]): FileResult {
   const documents: ConfigDocument[] = [];
   const problems: Problem[] = [];
   for (const file of files) {
-    const lc = new LineCounter();
-    const parsed = parseAllDocuments(file.content, { lineCounter: lc, prettyErrors: false, uniqueKeys: true });
-    if (!Array.isArray(parsed)) continue; // an empty stream
-    for (const doc of parsed) {
-      if (doc.errors.length > 0) {
-        for (const err of doc.errors) {
-          const pos = err.linePos?.[0] ?? lc.linePos(err.pos[0]);
-          problems.push({ file: file.path, line: pos.line, column: pos.col, message: `YAML syntax error: ${err.message.split('\n')[0]}` });
-        }
-        continue;
+    const values = quickValues(file.content);
+    let quick: FileResult | undefined;
+    if (values) {
+      quick = { documents: [], problems: [] };
+      let exact: ReturnType<typeof exactDocuments> | undefined;
+      for (const [i, value] of values.entries()) {
+        if (value === null || value === undefined) continue;
+        const at = (path: Path) => {
+          exact ??= exactDocuments(file);
+          // Both parsers split a stream into the same documents (a comment-only file aside, which has none).
+          const doc = exact.docs.length === values.length ? exact.docs[i] : undefined;
+          return doc ? locate(doc, exact.lc, path) : { line: 1, column: 1 };
+        };
+        checkDocument(value, file.path, at, quick);
       }
-      if (doc.contents === null) continue;
-      const at = (path: Path) => locate(doc, lc, path);
-      const value = doc.toJS({ maxAliasCount: 100 }) as unknown;
-      const envelope = DocumentEnvelope.safeParse(value);
-      const label = (v: unknown) => {
-        const o = (v ?? {}) as { kind?: unknown; metadata?: { name?: unknown } };
-        return typeof o.kind === 'string' ? `${o.kind}/${typeof o.metadata?.name === 'string' ? o.metadata.name : '?'}` : undefined;
-      };
-      if (!envelope.success) {
-        problems.push(...issueProblems(envelope.error.issues, [], { file: file.path, document: label(value) }, at));
-        continue;
-      }
-      const { kind, metadata, spec } = envelope.data;
-      const document = `${kind}/${metadata.name}`;
-      const handler = kindByName(kind);
-      if (!handler) {
-        problems.push({ file: file.path, ...at(['kind']), document, path: 'kind', message: `unknown kind "${kind}"; known kinds: ${KIND_NAMES.join(', ')}` });
-        continue;
-      }
-      const checked = handler.spec.safeParse(spec ?? {});
-      if (!checked.success) {
-        problems.push(...issueProblems(checked.error.issues, ['spec'], { file: file.path, document }, at));
-        continue;
-      }
-      documents.push({
-        kind,
-        name: metadata.name,
-        ...(metadata.labels ? { labels: metadata.labels } : {}),
-        spec: checked.data as Record<string, unknown>,
-        file: file.path,
-        line: at([]).line,
-        at: (path) => at(path),
-      });
     }
+    const result = quick && quick.problems.length === 0 ? quick : parseExactly(file);
+    documents.push(...result.documents);
+    problems.push(...result.problems);
   }
   return { documents, problems };
 }

@@ -5,7 +5,10 @@ import type { Drift } from './schemas.ts';
 
 /** Managed objects of `managedBy` whose state differs from what was last applied to them, field by field. */
 export async function findDrift(db: Db, organizationId: string, managedBy: string): Promise<Drift[]> {
-  const state = await readState(db, organizationId);
+  const mine = await db.configResource.findMany({ where: { organizationId, managedBy }, select: { kind: true } });
+  if (mine.length === 0) return [];
+  // Only the kinds this source manages are read (an unchanged reconcile runs this at every interval).
+  const state = await readState(db, organizationId, new Set(mine.map((m) => m.kind)));
   const drift: Drift[] = [];
   for (const m of state.managed.values()) {
     if (m.managedBy !== managedBy || !kindByName(m.kind)) continue;

@@ -2,7 +2,7 @@ import { execFile } from 'node:child_process';
 import path from 'node:path';
 import { promisify } from 'node:util';
 import type { PinnedClone } from '../../repos/pinned-clone.ts';
-import { cloneRepository } from '../../repos/clone.ts';
+import { cloneRepository, remoteHead } from '../../repos/clone.ts';
 import { createLocalScratchWorkspace } from '../../repos/local-workspace.ts';
 
 const git = promisify(execFile);
@@ -12,7 +12,8 @@ const MAX_BUFFER = 64 * 1024 * 1024;
 /**
  * A bare clone of the source's branch (the scratch clone's rules: no prompts, network transports
  * only, held to the egress guard's addresses; nothing checked out, no hook runs), its head commit,
- * and the YAML files under `dir` at that commit, named by their path in the repository.
+ * and the YAML files under `dir` at that commit, named by their path in the repository. When the
+ * remote's head is `known`, only the head is read (`git ls-remote`), nothing is cloned.
  */
 export async function readSourceCommit(
   scratchRoot: string,
@@ -22,6 +23,11 @@ export async function readSourceCommit(
   /** Skip reading files when the head is this commit (already applied). */
   known?: string | null,
 ): Promise<{ commit: string; files?: { path: string; content: string }[] }> {
+  // An applied head is the common case (every interval): ask the remote first, clone only for a new commit.
+  if (known) {
+    const head = await remoteHead({ repoUrl: source.repository, branch: source.branch }, signal, pinned);
+    if (head === known) return { commit: head };
+  }
   const ws = await createLocalScratchWorkspace(scratchRoot);
   try {
     const dir = await cloneRepository(ws, { repoUrl: source.repository, branch: source.branch }, signal, pinned, { bare: true });

@@ -37,9 +37,14 @@ export interface State {
 
 const managedKey = (kind: string, key: string) => `${kind}\u0000${key}`;
 
-export async function readState(db: Db, organizationId: string): Promise<State> {
+/** `kinds`: read only these kinds' objects (the others' maps stay empty). */
+export async function readState(db: Db, organizationId: string, kinds?: ReadonlySet<string>): Promise<State> {
   const actual = new Map<string, Map<string, Actual>>();
   for (const handler of KINDS) {
+    if (kinds && !kinds.has(handler.kind)) {
+      actual.set(handler.kind, new Map());
+      continue;
+    }
     const rows = await handler.current(db, organizationId);
     actual.set(handler.kind, new Map(rows.map((a) => [a.key, a])));
   }
@@ -82,8 +87,8 @@ export function checkReferences(documents: ConfigDocument[], state: State, opts:
       problems.push({
         ...locate(doc, []),
         message: handler.singleton
-          ? `a second ${doc.kind} document; there is one per organization (the first is ${first.kind}/${first.name} in ${first.file}:${first.line})`
-          : `declares the same object as ${first.kind}/${first.name} in ${first.file}:${first.line} (${handler.key(doc.name, doc.spec)})`,
+          ? `a second ${doc.kind} document; there is one per organization (the first is ${first.kind}/${first.name} in ${first.file}:${first.at([]).line})`
+          : `declares the same object as ${first.kind}/${first.name} in ${first.file}:${first.at([]).line} (${handler.key(doc.name, doc.spec)})`,
       });
     }
     seen.set(key, doc);

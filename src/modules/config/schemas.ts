@@ -1,5 +1,7 @@
 import { z } from 'zod';
 import { PageQuerySchema, PaginationSchema } from '../../http/pagination.ts';
+import { EditBody, EditChanges } from '../automations/schemas.ts';
+import { PARAM_KEYS } from '../automations/workflow-file.ts';
 import { CreateTemplateBody } from '../computer-templates/schemas.ts';
 import { RepoUrl } from '../computers/schemas.ts';
 import { ProviderPoolBody } from '../computers/pool/schemas.ts';
@@ -65,6 +67,28 @@ export const WebhookSpec = CreateWebhookBody.extend({
   enabled: z.boolean().optional().meta({ description: 'Default true' }),
   secretFrom: SecretRef.optional().meta({ description: 'The signing secret (whsec_...) used when the endpoint is created; absent: one is generated' }),
 }).meta({ id: 'WebhookSpec' });
+
+/**
+ * metadata.name is the automation's name. The settings of POST /automations/ci/edit's `changes`,
+ * with `params` as a map (documents are YAML already) and the repositories it is written to.
+ */
+export const CiAutomationSpec = EditChanges.omit({ name: true, yamlParams: true })
+  .extend({
+    modeId: EditBody.shape.modeId.unwrap(),
+    repositories: z
+      .array(EditBody.shape.repos.element.shape.repoFullName)
+      .min(1, 'repositories must name at least one owner/name')
+      .max(50, 'at most 50 repositories'),
+    params: z.partialRecord(z.enum(PARAM_KEYS), z.string()).optional().meta({ description: "Inputs of the generated workflow's agentplane step" }),
+  })
+  .superRefine((s, ctx) => {
+    if (s.modeId !== 'custom') return;
+    if (!s.customPrompt) ctx.addIssue({ code: 'custom', path: ['customPrompt'], message: 'the custom mode needs a customPrompt' });
+    if (!s.schedule && !s.githubEvents?.length) {
+      ctx.addIssue({ code: 'custom', path: ['schedule'], message: 'the custom mode needs a schedule or at least one of githubEvents' });
+    }
+  })
+  .meta({ id: 'CiAutomationSpec', description: 'Its workflow files are written through pull requests after the apply' });
 
 // ---- documents ----
 
@@ -212,3 +236,23 @@ export const CreatedSourceSchema = SourceSchema.extend({
   webhookSecret: z.string().meta({ description: "The push webhook's secret, shown only in this response: set it on the forge's webhook" }),
 }).meta({ id: 'CreatedConfigSource' });
 export const SourceListResponse = z.strictObject({ sources: z.array(SourceSchema) }).meta({ id: 'ConfigSourceList' });
+
+// ---- managed objects ----
+
+const ManagedSchema = z
+  .strictObject({
+    kind: z.string(),
+    key: z.string().meta({ description: 'What identifies the object: a name, a provider, an email, a host, a URL' }),
+    name: z.string().meta({ description: "The document's metadata.name" }),
+    resourceId: z.string().meta({ description: "The object's id (a provider, an email or the kind for settings without one)" }),
+    file: z.string().nullable(),
+    source: z.strictObject({
+      id: z.string().meta({ description: '"api" (plan/apply requests) or the config source id' }),
+      repository: z.string().nullable(),
+      branch: z.string().nullable(),
+      path: z.string().nullable(),
+    }),
+  })
+  .meta({ id: 'ConfigManagedResource' });
+export type ManagedView = z.infer<typeof ManagedSchema>;
+export const ManagedListResponse = z.strictObject({ resources: z.array(ManagedSchema) }).meta({ id: 'ConfigManagedResources' });

@@ -4,6 +4,7 @@ import { NotFound } from '../../lib/errors.ts';
 import { applyConfig, planConfig } from './apply.ts';
 import type { ConfigDeps } from './deps.ts';
 import { exportConfig } from './export.ts';
+import { listManaged } from './managed.ts';
 import { listRevisions, revisionView } from './revisions.ts';
 import type { PlanBody } from './schemas.ts';
 import { receivePush } from './push.ts';
@@ -27,6 +28,7 @@ export function createConfigService(deps: ConfigDeps) {
       return revisionView(row);
     },
     export: (principal: Principal) => exportConfig(deps.db, principal),
+    managed: (principal: Principal) => listManaged(deps.db, principal),
     secrets: secretOperations(deps),
     sources: sourceOperations(deps),
     push: (sourceId: string, header: (name: string) => string | undefined, body: Buffer) => receivePush(deps, sourceId, header, body),

@@ -1,3 +1,4 @@
+import { ciAutomationKind } from './ci-automations.ts';
 import { computerTemplateKind } from './computer-templates.ts';
 import { creditLimitsKind } from './credit-limits.ts';
 import { enterpriseControlsKind } from './enterprise-controls.ts';
@@ -10,7 +11,8 @@ import { webhookKind } from './webhooks.ts';
 
 /**
  * Every kind, in the order changes apply (deletes run in reverse): connections and accounts
- * before what may use them, members before their credit limits.
+ * before what may use them, members before their credit limits,
+ * forge connections before the automations whose pull requests they open.
  */
 export const KINDS: readonly KindHandler[] = [
   integrationKind,
@@ -20,6 +22,7 @@ export const KINDS: readonly KindHandler[] = [
   memberKind,
   creditLimitsKind,
   enterpriseControlsKind,
+  ciAutomationKind,
   webhookKind,
 ];
 

@@ -2,6 +2,7 @@ import type { z } from 'zod';
 import type { Guard } from '../../../auth/guards.ts';
 import type { Principal } from '../../../auth/principal.ts';
 import type { Db } from '../../../db/client.ts';
+import type { AutomationDeclarations } from '../../automations/declare.ts';
 import type { TemplatesService } from '../../computer-templates/service.ts';
 import type { ComputersService } from '../../computers/service.ts';
 import type { IntegrationsService } from '../../integrations/service.ts';
@@ -17,6 +18,7 @@ export interface Operations {
   organization: Pick<OrganizationService, 'inviteUser' | 'removeUser' | 'setGlobalLimit' | 'setUserLimits' | 'setEnterpriseControls'>;
   integrations: Pick<IntegrationsService, 'create' | 'remove'>;
   webhooks: Pick<WebhooksService, 'create' | 'update' | 'remove'>;
+  automations: AutomationDeclarations;
 }
 
 /** An object of the organization as a kind sees it: its key, its id, and its state in the spec's terms. */
