@@ -47,68 +47,52 @@ const SLOW = [0.1, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300, 600, 1800];
 
 function define(p: typeof import('prom-client'), registry: Registry) {
   const registers = [registry];
+  const histogram = <L extends string>(name: string, help: string, labelNames: L[], buckets: number[]) =>
+    new p.Histogram<L>({ name, help, labelNames, buckets, registers });
+  const counter = <L extends string>(name: string, help: string, labelNames: L[]) => new p.Counter<L>({ name, help, labelNames, registers });
   return {
-    httpRequests: new p.Counter({
-      name: 'agentplane_http_requests_total',
-      help: 'HTTP requests answered, by method, route template and status.',
-      labelNames: ['method', 'route', 'status'],
-      registers,
-    }),
-    httpDuration: new p.Histogram({
-      name: 'agentplane_http_request_duration_seconds',
-      help: 'Time from a request arriving to its response finishing, by method, route template and status.',
-      labelNames: ['method', 'route', 'status'],
-      buckets: FAST,
-      registers,
-    }),
-    jobs: new p.Counter({
-      name: 'agentplane_jobs_total',
-      help: 'Job runs ended, by kind and outcome (completed, failed: retried or not, invalid: a payload that never parses).',
-      labelNames: ['kind', 'outcome'],
-      registers,
-    }),
-    jobDuration: new p.Histogram({
-      name: 'agentplane_job_duration_seconds',
-      help: 'Time a job run took, by kind and outcome.',
-      labelNames: ['kind', 'outcome'],
-      buckets: SLOW,
-      registers,
-    }),
-    stepDuration: new p.Histogram({
-      name: 'agentplane_provisioning_step_duration_seconds',
-      help: "Time a computer's provisioning step took in one run, by provider, step and outcome.",
-      labelNames: ['provider', 'step', 'outcome'],
-      buckets: SLOW,
-      registers,
-    }),
-    pulumiDuration: new p.Histogram({
-      name: 'agentplane_pulumi_operation_duration_seconds',
-      help: "Time one Pulumi operation on a computer's stack took, by provider, operation (up, destroy) and outcome.",
-      labelNames: ['provider', 'operation', 'outcome'],
-      buckets: SLOW,
-      registers,
-    }),
+    httpRequests: counter('agentplane_http_requests_total', 'HTTP requests answered, by method, route template and status.', ['method', 'route', 'status']),
+    httpDuration: histogram(
+      'agentplane_http_request_duration_seconds',
+      'Time from a request arriving to its response finishing, by method, route template and status.',
+      ['method', 'route', 'status'],
+      FAST,
+    ),
+    jobs: counter('agentplane_jobs_total', 'Job runs ended, by kind and outcome (completed, failed: retried or not, invalid: a payload that never parses).', [
+      'kind',
+      'outcome',
+    ]),
+    jobDuration: histogram('agentplane_job_duration_seconds', 'Time a job run took, by kind and outcome.', ['kind', 'outcome'], SLOW),
+    stepDuration: histogram(
+      'agentplane_provisioning_step_duration_seconds',
+      "Time a computer's provisioning step took in one run, by provider, step and outcome.",
+      ['provider', 'step', 'outcome'],
+      SLOW,
+    ),
+    pulumiDuration: histogram(
+      'agentplane_pulumi_operation_duration_seconds',
+      "Time one Pulumi operation on a computer's stack took, by provider, operation (up, destroy) and outcome.",
+      ['provider', 'operation', 'outcome'],
+      SLOW,
+    ),
     turnsActive: new p.Gauge({ name: 'agentplane_turns_active', help: 'Agent turns running in this process.', registers }),
-    turnDuration: new p.Histogram({
-      name: 'agentplane_turn_duration_seconds',
-      help: 'Time an agent turn ran (until it ended or paused for approval), by model and stop reason.',
-      labelNames: ['model', 'outcome'],
-      buckets: SLOW,
-      registers,
-    }),
-    modelDuration: new p.Histogram({
-      name: 'agentplane_model_call_duration_seconds',
-      help: 'Time one model call took, streaming included, by model and outcome.',
-      labelNames: ['model', 'outcome'],
-      buckets: SLOW,
-      registers,
-    }),
-    modelTokens: new p.Counter({
-      name: 'agentplane_model_tokens_total',
-      help: 'Tokens model calls read and wrote, by model and direction (input, output, cache_read, cache_write).',
-      labelNames: ['model', 'direction'],
-      registers,
-    }),
+    turnDuration: histogram(
+      'agentplane_turn_duration_seconds',
+      'Time an agent turn ran (until it ended or paused for approval), by model and stop reason.',
+      ['model', 'outcome'],
+      SLOW,
+    ),
+    modelDuration: histogram(
+      'agentplane_model_call_duration_seconds',
+      'Time one model call took, streaming included, by model and outcome.',
+      ['model', 'outcome'],
+      SLOW,
+    ),
+    modelTokens: counter(
+      'agentplane_model_tokens_total',
+      'Tokens model calls read and wrote, by model and direction (input, output, cache_read, cache_write).',
+      ['model', 'direction'],
+    ),
     modelErrors: new p.Counter({ name: 'agentplane_model_errors_total', help: 'Model calls that failed, by model.', labelNames: ['model'], registers }),
     toolDuration: new p.Histogram({
       name: 'agentplane_tool_call_duration_seconds',
@@ -134,12 +118,7 @@ function define(p: typeof import('prom-client'), registry: Registry) {
       },
     }),
     sseClients: new p.Gauge({ name: 'agentplane_sse_clients', help: 'Event-stream (SSE) clients connected to this replica.', registers }),
-    webhookDeliveries: new p.Counter({
-      name: 'agentplane_webhook_deliveries_total',
-      help: 'Webhook delivery attempts, by outcome (delivered, failed).',
-      labelNames: ['outcome'],
-      registers,
-    }),
+    webhookDeliveries: counter('agentplane_webhook_deliveries_total', 'Webhook delivery attempts, by outcome (delivered, failed).', ['outcome']),
   };
 }
 
