@@ -12,6 +12,12 @@
  * middleware and response validation, no credential, no database) and
  * `GET /api/v0/computers/providers` (authentication, no database work of its own).
  *
+ * BENCH_OBSERVED=compare: the service-accounts list with metrics and tracing on (a metrics port
+ * scraped every second, spans exported over OTLP/HTTP to a sink in this process) against the same
+ * run with both off, each run a fresh process (both are per process), alternating; goal: on >= 0.9x off.
+ *
+ *   BENCH_OBSERVED=compare BENCH_RUNS=5 node bench/http.ts
+ *
  * Beside requests/s it prints the CPU each request costs the server process (PGlite runs inside
  * it) and the PostgreSQL server: on a small machine the load generator, the server and the
  * database share the cores, so CPU per request is the steadier figure.
@@ -208,8 +214,10 @@ async function benchBackend(kind: string) {
     });
     // The server's default level, as `npm start` runs it; the lines go nowhere, as they would to a collector's pipe.
     const log = createLogger({ level: process.env.BENCH_LOG_LEVEL ?? 'info', destination: pino.destination({ dest: '/dev/null', sync: true }) });
+    const mode = process.env.BENCH_OBSERVED;
+    const observed = mode === 'on' || mode === 'metrics' || mode === 'traces' ? await observedEnv(mode) : undefined;
     const plane = await compose({
-      config: loadConfig({ AGENTPLANE_DATA_DIR: dataDir }),
+      config: loadConfig({ AGENTPLANE_DATA_DIR: dataDir, ...observed?.env }),
       db,
       log,
       overrides: { providers: createProviderRegistry([]), queue: { send: () => Promise.reject(new Error('the benchmarked routes send no jobs')) } },
@@ -261,14 +269,99 @@ async function benchBackend(kind: string) {
       await appServer.close();
       await bareServer.close();
       await plane.stop();
+      if (observed) console.log(`  observed: ${observed.close()}`);
     }
   } finally {
     await dispose();
   }
 }
 
+/**
+ * Metrics and tracing on, as an operator runs them: a metrics port scraped every second, and an
+ * OTLP/HTTP endpoint (a sink here that counts what it receives, so the figure includes the export).
+ */
+async function observedEnv(mode: 'on' | 'metrics' | 'traces'): Promise<{ env: Record<string, string>; close(): string }> {
+  let exports = 0;
+  let bytes = 0;
+  const sink = express();
+  sink.post('/v1/traces', express.raw({ type: () => true, limit: '50mb' }), (req, res) => {
+    exports++;
+    bytes += (req.body as Buffer).length;
+    res.status(200).json({});
+  });
+  const sinkServer = await listen(sink);
+  const metricsPort = await new Promise<number>((resolve) => {
+    const probe = express().listen(0, '127.0.0.1', () => {
+      const { port } = probe.address() as AddressInfo;
+      probe.close(() => resolve(port));
+    });
+  });
+  let scrapes = 0;
+  const scraper = setInterval(
+    () => {
+      fetch(`http://127.0.0.1:${metricsPort}/metrics`)
+        .then((r) => r.text())
+        .then(
+          () => scrapes++,
+          () => {},
+        );
+    },
+    Number(process.env.BENCH_SCRAPE_MS ?? 15_000),
+  );
+  return {
+    env: {
+      ...(mode === 'traces' ? {} : { AGENTPLANE_METRICS_PORT: String(metricsPort) }),
+      ...(mode === 'metrics' ? {} : { OTEL_EXPORTER_OTLP_ENDPOINT: sinkServer.url }),
+    },
+    close: () => {
+      clearInterval(scraper);
+      void sinkServer.close();
+      return `${scrapes} scrapes, ${exports} OTLP exports (${(bytes / 1e6).toFixed(1)} MB)`;
+    },
+  };
+}
+
+/** Alternating fresh processes with metrics and tracing off and on; medians side by side. */
+async function compareObserved(): Promise<void> {
+  const file = fileURLToPath(import.meta.url);
+  const rps: Record<'off' | 'on', number[]> = { off: [], on: [] };
+  const cpu: Record<'off' | 'on', number[]> = { off: [], on: [] };
+  for (let i = 0; i < RUNS; i++) {
+    for (const mode of ['off', 'on'] as const) {
+      const out = await new Promise<string>((resolve, reject) => {
+        const child = spawn(process.execPath, [file], {
+          env: { ...process.env, BENCH_OBSERVED: mode, BENCH_RUNS: '1', BENCH_TARGETS: 'endpoint', BENCH_BACKENDS: BACKENDS[0] },
+          stdio: ['ignore', 'pipe', 'inherit'],
+        });
+        let text = '';
+        child.stdout.on('data', (d: Buffer) => (text += d.toString()));
+        child.on('exit', (code) => (code === 0 ? resolve(text) : reject(new Error(`bench child (${mode}) exited with ${code}: ${text}`))));
+      });
+      const run = /service-accounts: (\d+) req\/s.*CPU\/request (\d+) µs server/.exec(out);
+      if (!run) throw new Error(`no figure in the child's output: ${out}`);
+      rps[mode].push(Number(run[1]));
+      cpu[mode].push(Number(run[2]));
+      console.log(
+        `  run ${i + 1} metrics and tracing ${mode}: ${run[1]} req/s, ${run[2]} µs CPU/request${mode === 'on' ? ` (${/observed: (.*)/.exec(out)?.[1]})` : ''}`,
+      );
+    }
+  }
+  const [off, on] = [median(rps.off), median(rps.on)];
+  console.log(`\nmedians (${BACKENDS[0]}, GET /api/v0/service-accounts, ${RUNS} runs x ${SECONDS} s each)`);
+  console.log(
+    `  off ${off.toFixed(0)} req/s   on ${on.toFixed(0)} req/s   on/off ${(on / off).toFixed(3)}x  ${on / off >= 0.9 ? 'goal met' : 'goal MISSED'} (>= 0.9x)`,
+  );
+  console.log(
+    `  CPU/request: off ${median(cpu.off).toFixed(0)} µs   on ${median(cpu.on).toFixed(0)} µs   sampler ${process.env.OTEL_TRACES_SAMPLER ?? 'parentbased_always_on'} ${process.env.OTEL_TRACES_SAMPLER_ARG ?? ''}`,
+  );
+}
+
 const pct = (x: number) => `${(x * 100).toFixed(1)}%`;
 const results: string[] = [];
+if (process.env.BENCH_OBSERVED === 'compare') {
+  await compareObserved();
+  process.exit(0);
+}
 for (const kind of BACKENDS) {
   console.log(`${kind}: ${RUNS} runs x ${SECONDS} s per target, ${CONNECTIONS} connections`);
   const medians = await benchBackend(kind);

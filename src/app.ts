@@ -13,6 +13,7 @@ import { rememberRequestOrigin } from './http/request-origin.ts';
 import { errorHandler, notFound } from './http/error-handler.ts';
 import { buildOpenApiDocument } from './http/openapi.ts';
 import { requestId } from './http/request-id.ts';
+import { observeRequests } from './observability/http.ts';
 import { mountRoute, type RouteSpec } from './http/route.ts';
 import type { Clock } from './lib/clock.ts';
 import type { Logger } from './lib/logger.ts';
@@ -183,7 +184,7 @@ export function createApp(deps: AppDeps) {
   app.set('etag', false);
   app.set('query parser', 'simple');
   app.set('trust proxy', deps.config.trustProxy);
-  app.use(requestId, accessLog(deps.log), rememberRequestOrigin);
+  app.use(observeRequests(), requestId, accessLog(deps.log), rememberRequestOrigin);
   const router = express.Router();
   for (const route of routes)
     mountRoute(router, route, { authenticate, authEpoch: deps.authEpoch, eventStreams: deps.config.events, bodyLimit: deps.config.bodyLimit });

@@ -10,6 +10,7 @@ import { createEgressGuard, type EgressGuard } from './egress/guard.ts';
 import type { JobQueue } from './jobs/queue.ts';
 import { systemClock, type Clock } from './lib/clock.ts';
 import type { Logger } from './lib/logger.ts';
+import { observability } from './observability/start.ts';
 import { startMachineAccess, type MachineAccess } from './modules/computers/machine-access.ts';
 import { createEventHub, type EventHub } from './modules/events/hub.ts';
 import { syncGitIntegrations } from './modules/integrations/seed.ts';
@@ -119,6 +120,7 @@ export async function compose(opts: ComposeOptions & { role?: 'server' | 'worker
         queue: o.queueTimings,
       });
   const queue = o.queue ?? background!.queue;
+  const observed = observability({ config, db, queue: background?.queue, log });
   const worker: ComposedWorker = {
     clock,
     machines,
@@ -127,11 +129,13 @@ export async function compose(opts: ComposeOptions & { role?: 'server' | 'worker
     background,
     queue,
     start: async () => {
+      await observed.start();
       await background?.start();
     },
     stop: async (timeoutMs = config.shutdownTimeoutMs) => {
       await background?.stop(timeoutMs);
       if (!o.machines) await machines.close();
+      await observed.stop();
     },
   };
   if (!serves) return worker;
@@ -201,6 +205,7 @@ export async function compose(opts: ComposeOptions & { role?: 'server' | 'worker
         // the agents reconnect to another replica.
         relay?.close();
         if (!o.machines) await machines.close();
+        await observed.stop();
         await closed;
         clearInterval(sweeper);
         clearTimeout(timer);

@@ -133,6 +133,9 @@ const EnvSchema = z.object({
       }
     }),
   AGENTPLANE_LOCAL_PIDS_MAX: z.coerce.number().int().min(16).default(1024),
+  AGENTPLANE_METRICS_PORT: z.coerce.number().int().min(0).max(65535).optional(),
+  OTEL_EXPORTER_OTLP_ENDPOINT: z.url({ protocol: /^https?$/, message: 'must be an http(s) URL, e.g. http://otel-collector:4318' }).optional(),
+  OTEL_SERVICE_NAME: z.string().min(1).default('agentplane'),
 });
 
 /** Forge connections seeded from configuration (the API at /api/v0/integrations/source-control holds the rest). */
@@ -300,6 +303,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env) {
       // An endpoint whose every attempt has failed for this long is disabled.
       disableAfterMs: e.AGENTPLANE_WEBHOOK_DISABLE_AFTER_HOURS * 3_600_000,
     },
+    // Prometheus metrics on their own port, and OpenTelemetry traces over OTLP/HTTP: each off unless set.
+    observability: { metricsPort: e.AGENTPLANE_METRICS_PORT, otlpEndpoint: e.OTEL_EXPORTER_OTLP_ENDPOINT, serviceName: e.OTEL_SERVICE_NAME },
     managed: {
       // Unset: file:// under the data directory, for a single machine; replicas need a shared backend.
       pulumiBackendUrl: e.AGENTPLANE_PULUMI_BACKEND_URL,

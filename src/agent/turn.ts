@@ -9,6 +9,8 @@ import { toolBatches } from './tool-batches.ts';
 import type { ToolHost } from './tool-host.ts';
 import { TokenEstimator } from './token-estimate.ts';
 import { toolSpecs } from './tools.ts';
+import { recordTokens, turnStarted } from '../observability/metrics.ts';
+import { observeModelCall, observeToolCall } from '../observability/observe.ts';
 
 const DEFAULT_MAX_STEPS = 50;
 
@@ -84,6 +86,18 @@ const INTERRUPTED_TOOL = 'Interrupted before this tool call ran.';
  * never as exceptions; an exception from `onMessage` / `onUsage` (the caller's storage) propagates.
  */
 export async function runTurn(opts: TurnOptions): Promise<TurnResult> {
+  const ended = turnStarted(opts.model.model.id);
+  let stopReason = 'error';
+  try {
+    const result = await runTurnSteps(opts);
+    stopReason = result.stopReason;
+    return result;
+  } finally {
+    ended(stopReason);
+  }
+}
+
+async function runTurnSteps(opts: TurnOptions): Promise<TurnResult> {
   const maxSteps = opts.maxSteps ?? DEFAULT_MAX_STEPS;
   const specs = toolSpecs(opts.tools);
   const byName = new Map(opts.tools.map((t) => [t.name, t]));
@@ -97,6 +111,7 @@ export async function runTurn(opts: TurnOptions): Promise<TurnResult> {
   };
   const countUsage = async (u: Usage, model: ModelConfig) => {
     usage = addUsage(usage, u);
+    recordTokens(model.id, u);
     await opts.onUsage?.(u, model);
   };
   const estimator = new TokenEstimator(opts.model.model);
@@ -135,7 +150,11 @@ export async function runTurn(opts: TurnOptions): Promise<TurnResult> {
         }
         messages = fitted.messages;
         try {
-          completion = await opts.model.complete({ system: opts.system, messages, tools: specs, signal: opts.signal, onDelta: opts.onDelta });
+          completion = await observeModelCall(
+            opts.model.model.id,
+            () => opts.signal.aborted,
+            () => opts.model.complete({ system: opts.system, messages, tools: specs, signal: opts.signal, onDelta: opts.onDelta }),
+          );
         } catch (err) {
           if (opts.signal.aborted) return done('interrupted');
           const reported = attempt === 0 ? overflowedPromptTokens(err, estimator.tokens(fitted.size)) : undefined;
@@ -165,7 +184,7 @@ export async function runTurn(opts: TurnOptions): Promise<TurnResult> {
       const ran = await Promise.all(
         batch.map(async (call) => {
           const started = Date.now();
-          const out = await runToolCall(opts, byName, call, decisions.get(call.id));
+          const out = await observeToolCall(call.name, byName.has(call.name), () => runToolCall(opts, byName, call, decisions.get(call.id)));
           return { call, ...out, durationMs: Date.now() - started };
         }),
       );

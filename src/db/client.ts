@@ -27,6 +27,8 @@ interface Opened {
   authEpoch: AuthEpoch;
   /** Notifications of a channel (NOTIFY), from any process writing to the database. */
   listen: Listen;
+  /** PostgreSQL: Prisma's pool now (connections open, idle, requests waiting); PGlite has one connection and no pool. */
+  poolUse?(): { total: number; idle: number; waiting: number };
   close(): Promise<void>;
 }
 
@@ -53,11 +55,13 @@ export function pgliteDir(dataDir: string): string {
 export async function openDatabase(target: DatabaseTarget): Promise<Database> {
   if (target.databaseUrl) {
     const url = target.databaseUrl;
+    // The pool is ours (not the adapter's) so its use can be read: agentplane_db_pool_connections.
     // A burst (hundreds of messages posted at once, hundreds of turns storing their steps) queues
     // for the pool's connections: a transaction waits up to TRANSACTION_MAX_WAIT_MS for one
     // rather than Prisma's 2 s, after which it would fail the request with a 500.
+    const pool = new pg.Pool({ connectionString: url, max: POOL_SIZE });
     const prisma = new PrismaClient({
-      adapter: new PrismaPg({ connectionString: url, max: POOL_SIZE }),
+      adapter: new PrismaPg(pool),
       transactionOptions: { maxWait: TRANSACTION_MAX_WAIT_MS, timeout: TRANSACTION_TIMEOUT_MS },
     });
     const hot = pipelinedReads({ connectionString: url });
@@ -68,9 +72,11 @@ export async function openDatabase(target: DatabaseTarget): Promise<Database> {
       reads: hot.reads,
       authEpoch: fencedEpochReads(hot.reads),
       listen: postgresListen(url),
+      poolUse: () => ({ total: pool.totalCount, idle: pool.idleCount, waiting: pool.waitingCount }),
       close: async () => {
         await hot.close();
         await prisma.$disconnect();
+        await pool.end();
       },
     };
   }

@@ -33,6 +33,11 @@ export interface ControlPlaneArgs {
 const HTTP_PORT = 8080;
 /** Where serving replicas reach each other's agent tunnels (src/relay/peer-server.ts); never in a Service. */
 const RELAY_PEER_PORT = 8081;
+/** GET /metrics of servers and workers (AGENTPLANE_METRICS_PORT): scraped by pod annotations, open to the cluster's pods only. */
+const METRICS_PORT = 9090;
+const METRICS_CONTAINER_PORT = { name: 'metrics', containerPort: METRICS_PORT };
+/** The annotations Prometheus's usual Kubernetes pod discovery keeps (prometheus.io/scrape, port, path). */
+const SCRAPE_ANNOTATIONS = { 'prometheus.io/scrape': 'true', 'prometheus.io/port': String(METRICS_PORT), 'prometheus.io/path': '/metrics' };
 
 /**
  * Defaults for ingress-nginx, under the stack's own annotations: the relay's WebSockets (agents'
@@ -103,6 +108,7 @@ export class ControlPlane extends pulumi.ComponentResource {
       { name: 'AGENTPLANE_DATA_DIR', value: DATA_DIR },
       { name: 'AGENTPLANE_LOG_LEVEL', value: args.logLevel },
       { name: 'AGENTPLANE_WORKER', value: String(runWorker) },
+      { name: 'AGENTPLANE_METRICS_PORT', value: String(METRICS_PORT) },
       { name: 'AGENTPLANE_COMPUTERS_NAMESPACE', value: args.computersNamespace },
       { name: 'PULUMI_BACKEND_URL', value: args.pulumiBackendUrl },
       fromSecret('DATABASE_URL'),
@@ -199,16 +205,13 @@ export class ControlPlane extends pulumi.ComponentResource {
           // A ReadWriteOnce data volume cannot be mounted by a surge pod on another node.
           strategy: fileBackend ? { type: 'Recreate' } : { type: 'RollingUpdate', rollingUpdate: { maxSurge: 1, maxUnavailable: 0 } },
           template: {
-            metadata: { labels: serverLabels },
+            metadata: { labels: serverLabels, annotations: SCRAPE_ANNOTATIONS },
             spec: podSpec(
               'serve',
               args.workerReplicas === 0,
               args.resources,
               {
-                ports: [
-                  { name: 'http', containerPort: HTTP_PORT },
-                  { name: 'relay-peer', containerPort: RELAY_PEER_PORT },
-                ],
+                ports: [{ name: 'http', containerPort: HTTP_PORT }, { name: 'relay-peer', containerPort: RELAY_PEER_PORT }, METRICS_CONTAINER_PORT],
                 startupProbe: probe('/healthz', 2, 60),
                 livenessProbe: probe('/healthz', 10, 3),
                 readinessProbe: probe('/readyz', 5, 2),
@@ -259,7 +262,12 @@ export class ControlPlane extends pulumi.ComponentResource {
         spec: {
           podSelector: { matchLabels: serverLabels },
           policyTypes: ['Ingress'],
-          ingress: [{ ports: [{ port: 'http' }] }, { from: [{ podSelector: { matchLabels: instanceLabels } }], ports: [{ port: 'relay-peer' }] }],
+          ingress: [
+            { ports: [{ port: 'http' }] },
+            { from: [{ podSelector: { matchLabels: instanceLabels } }], ports: [{ port: 'relay-peer' }] },
+            // Metrics: any pod of the cluster (its Prometheus), nothing from outside it.
+            { from: [{ namespaceSelector: {} }], ports: [{ port: 'metrics' }] },
+          ],
         },
       },
       parent,
@@ -304,8 +312,8 @@ export class ControlPlane extends pulumi.ComponentResource {
             selector: { matchLabels: workerLabels },
             strategy: { type: 'RollingUpdate', rollingUpdate: { maxSurge: 1, maxUnavailable: 0 } },
             template: {
-              metadata: { labels: workerLabels },
-              spec: podSpec('worker', true, args.workerResources, {}),
+              metadata: { labels: workerLabels, annotations: SCRAPE_ANNOTATIONS },
+              spec: podSpec('worker', true, args.workerResources, { ports: [METRICS_CONTAINER_PORT] }),
             },
           },
         },

@@ -1,4 +1,5 @@
 import type { Request, Response } from 'express';
+import { countSseClient } from '../observability/metrics.ts';
 
 /** One server-sent event: `id` only for events a client may resume after (Last-Event-ID). */
 export interface SseEvent {
@@ -49,6 +50,8 @@ export function openEventSink(req: Request, res: Response, opts: SinkOptions): E
   // An open stream has no request timeout; heartbeats keep it alive.
   req.socket.setTimeout(0);
   res.on('close', finish);
+  countSseClient(1);
+  closers.push(() => countSseClient(-1));
 
   const write = (text: string): boolean => {
     if (closed) return false;

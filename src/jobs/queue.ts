@@ -3,6 +3,7 @@ import { PgBoss, fromPglite, fromPrisma, type ConstructorOptions, type Job, type
 import { z } from 'zod';
 import type { Database, Db } from '../db/client.ts';
 import type { Logger } from '../lib/logger.ts';
+import { observeJob, splitTraceContext, withTraceContext } from '../observability/jobs.ts';
 import type { JobDefinition, JobKind } from './job.ts';
 import { listenForJobs, startWideWorker, type WideWorker } from './wide-worker.ts';
 
@@ -174,6 +175,12 @@ export function createJobQueue(db: Database, opts: JobQueueOptions): JobQueue {
     }
   }
 
+  /** A run inside its span (the sender's trace continues) and counted; the trace context is not part of the payload. */
+  function observedRun(def: JobDefinition, job: Job<unknown>): Promise<JobResult> {
+    const { data, traceparent } = splitTraceContext(job.data);
+    return observeJob(def.name, job.retryCount + 1, traceparent, () => runJob(def, { ...job, data }));
+  }
+
   // key_strict_fifo holds a key while a job of it is active, retrying or failed, so one job that
   // failed for good would block its computer forever. Its copy is already in the failed queue
   // (deadLetter); removing the original releases the key. Failures come from handlers and from
@@ -257,7 +264,7 @@ export function createJobQueue(db: Database, opts: JobQueueOptions): JobQueue {
       const singletonKey = def.serializeBy(parsed);
       if (def.serialized && !singletonKey) throw new Error(`job ${def.name}: serializeBy returned an empty key`);
       // defineJobKind only accepts object payloads, which is what pg-boss stores.
-      const id = await boss.send(def.name, parsed as object, {
+      const id = await boss.send(def.name, withTraceContext(parsed as object), {
         ...(sendOpts.tx ? { db: fromPrisma(sendOpts.tx) } : {}),
         ...(sendOpts.startAfter ? { startAfter: sendOpts.startAfter } : {}),
         ...(sendOpts.id ? { id: sendOpts.id } : {}),
@@ -296,7 +303,7 @@ export function createJobQueue(db: Database, opts: JobQueueOptions): JobQueue {
             // Per-job results let a bad payload fail for good ('deadletter') instead of retrying.
             perJobResults: true,
           },
-          (jobs) => Promise.all(jobs.map((job) => runJob(def, job))),
+          (jobs) => Promise.all(jobs.map((job) => observedRun(def, job))),
         );
       }
       if (wide.size > 0) {

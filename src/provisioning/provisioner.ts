@@ -4,6 +4,7 @@ import { createSecretBox, type SecretBox } from '../lib/secret-box.ts';
 import { managedProviders } from './providers/index.ts';
 import { LOCAL_PROVIDER } from './providers/local/provider.ts';
 import { createProviderRegistry, type ProviderRegistry } from './providers/registry.ts';
+import { observeStacks } from '../observability/observe.ts';
 import { createComputerStacks, type ComputerStacks } from './pulumi/computer-stacks.ts';
 import { pulumiStateSettings } from './pulumi/state-settings.ts';
 import { locatePulumiToolchain } from './pulumi/toolchain.ts';
@@ -36,11 +37,13 @@ export function createProvisioner(
       managedProviders(config, toolchain, Buffer.from(secrets.derive('kubernetes computer host keys'), 'base64url'), apiPort),
       config.managed.local.enabled ? {} : { [LOCAL_PROVIDER]: 'AGENTPLANE_LOCAL_PROVIDER=false' },
     ),
-    stacks: createComputerStacks({
-      ...state,
-      workspacesDir: path.join(config.dataDir, 'pulumi', 'workspaces'),
-      toolchain,
-      stackKeys: createSecretBox(Buffer.from(secrets.derive('pulumi stack data keys'), 'base64url')),
-    }),
+    stacks: observeStacks(
+      createComputerStacks({
+        ...state,
+        workspacesDir: path.join(config.dataDir, 'pulumi', 'workspaces'),
+        toolchain,
+        stackKeys: createSecretBox(Buffer.from(secrets.derive('pulumi stack data keys'), 'base64url')),
+      }),
+    ),
   };
 }

@@ -17,6 +17,7 @@ import { connect, type Connection as MachineConnection } from '../ssh/connection
 import { bridgeChannels } from './client-channels.ts';
 import { RELAY_ENDED_CODE, RELAY_SOFTWARE } from './protocol.ts';
 import type { AcceptedUpgrade } from './upgrade.ts';
+import { sampleGauge } from '../observability/metrics.ts';
 
 export interface ClientRelayOptions {
   db: Db;
@@ -62,6 +63,7 @@ interface OpenSession {
 export function createClientRelay(opts: ClientRelayOptions): ClientRelay {
   const log = opts.log.child({ component: 'client-relay' });
   const sessions = new Set<OpenSession>();
+  const unsample = sampleGauge('relaySessions', () => sessions.size);
   const keepaliveInterval = opts.keepaliveIntervalMs ?? 15_000;
 
   const audit = (principal: Principal, computerId: string, payload: Record<string, string | number>) =>
@@ -167,6 +169,7 @@ export function createClientRelay(opts: ClientRelayOptions): ClientRelay {
     },
     close() {
       clearInterval(recheck);
+      unsample();
       for (const session of sessions) session.end('the control plane is stopping');
     },
   };

@@ -184,9 +184,25 @@ describe('deploy program: prod stack', async () => {
         from: [{ podSelector: { matchLabels: { 'app.kubernetes.io/name': 'agentplane', 'app.kubernetes.io/instance': 'agentplane' } } }],
         ports: [{ port: 'relay-peer' }],
       },
+      { from: [{ namespaceSelector: {} }], ports: [{ port: 'metrics' }] },
     ]);
     const workerLabels = worker.inputs.spec.template.metadata.labels;
     expect(workerLabels).toMatchObject(policy.inputs.spec.ingress[1].from[0].podSelector.matchLabels);
+  });
+
+  it('serves metrics on their own port to the cluster only, and annotates the pods for scraping', () => {
+    for (const d of [server, worker]) {
+      expect(envOf(d).get('AGENTPLANE_METRICS_PORT').value).toBe('9090');
+      expect(container(d).ports).toContainEqual({ name: 'metrics', containerPort: 9090 });
+      expect(d.inputs.spec.template.metadata.annotations).toEqual({
+        'prometheus.io/scrape': 'true',
+        'prometheus.io/port': '9090',
+        'prometheus.io/path': '/metrics',
+      });
+    }
+    // Never through the API's Service or Ingress.
+    for (const svc of byType(resources, K.svc)) expect(JSON.stringify(svc.inputs.spec.ports)).not.toContain('metrics');
+    expect(JSON.stringify(one(resources, K.ing).inputs.spec)).not.toContain('metrics');
   });
 
   it('gives every pod the same encryption key from the Secret (stored secrets and peer tokens depend on it)', () => {

@@ -46,7 +46,7 @@ export async function runInstallRun(deps: ComputerJobDeps, runId: string, ctx: J
       return { fields: { plans, exitCode: 0, outputTail: tail || 'no package manager detected' } };
     },
   };
-  await runSteps(store, [install], { signal: ctx.signal, now, warn: (msg, err) => ctx.log.warn({ err, runId }, msg) });
+  await runSteps(store, [install], { signal: ctx.signal, now, provider: run.computer.providerType, warn: (msg, err) => ctx.log.warn({ err, runId }, msg) });
 }
 
 const STEP_OF_RUN: Record<string, StepStatus> = { queued: 'pending', running: 'running', completed: 'completed', failed: 'failed' };

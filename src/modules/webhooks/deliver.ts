@@ -6,6 +6,7 @@ import type { SecretBox } from '../../lib/secret-box.ts';
 import { disableFailingEndpoint } from './disable.ts';
 import type { AttemptLog } from './schemas.ts';
 import type { WebhookSettings } from './settings.ts';
+import { recordWebhookDelivery } from '../../observability/metrics.ts';
 
 export interface DeliverDeps {
   db: PrismaClient;
@@ -82,6 +83,7 @@ export async function attemptDelivery(deps: DeliverDeps, deliveryId: string, sig
 async function record(deps: DeliverDeps, deliveryId: string, endpointId: string, attempts: number, entry: AttemptLog): Promise<void> {
   const now = deps.clock.now();
   const ok = entry.error === undefined;
+  recordWebhookDelivery(ok ? 'delivered' : 'failed');
   await deps.db.$transaction(async (tx) => {
     let live = true;
     if (ok) {

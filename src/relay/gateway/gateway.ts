@@ -5,6 +5,7 @@ import type { Logger } from '../../lib/logger.ts';
 import { Unreachable } from '../../ssh/errors.ts';
 import { describeHostKey, type PresentedHostKey } from '../../ssh/host-keys.ts';
 import { FORWARD_BIND_PORT, GATEWAY_SOFTWARE } from './protocol.ts';
+import { sampleGauge } from '../../observability/metrics.ts';
 
 /** The key an agent presented: OpenSSH public key line (`ssh-ed25519 AAAA...`), fingerprint, type. */
 export type PresentedAgentKey = PresentedHostKey;
@@ -75,6 +76,7 @@ const MAX_AUTH_ATTEMPTS = 6;
 export async function createSshGateway(opts: SshGatewayOptions): Promise<SshGateway> {
   const log = opts.log.child({ component: 'ssh-gateway' });
   const agents = new Map<string, Agent>();
+  const unsample = sampleGauge('relayTunnels', () => agents.size);
   const sockets = new Set<Duplex>();
   const remotes = new WeakMap<Duplex, string>();
   const handshakeTimeoutMs = opts.handshakeTimeoutMs ?? 30_000;
@@ -272,6 +274,7 @@ export async function createSshGateway(opts: SshGatewayOptions): Promise<SshGate
     async close() {
       closed = true;
       agents.clear();
+      unsample();
       const stopped = new Promise<void>((resolve) => (tcp ? tcp.close(() => resolve()) : resolve()));
       for (const socket of sockets) socket.destroy();
       await stopped;

@@ -58,6 +58,7 @@ export async function runProvision(deps: ComputerJobDeps, computerId: string, ct
   const result = await runSteps(provisioningSteps(deps.db, computerId), [infrastructure], {
     signal: ctx.signal,
     now: () => deps.clock.now(),
+    provider: computer.providerType,
     warn: (_msg, err) => ctx.log.warn({ err, computerId }, 'creating the computer failed'),
   });
   if (result === 'failed') await settleProvisioning(deps.db, computerId, deps.clock.now());

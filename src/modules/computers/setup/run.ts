@@ -47,6 +47,7 @@ export async function runComputerSetup(
     signal: ctx.signal,
     stopping: ctx.stopping,
     now: () => deps.clock.now(),
+    provider: computer.providerType,
     warn: (msg, err) => ctx.log.warn({ err, computerId }, msg),
   });
   await settleProvisioning(deps.db, computerId, deps.clock.now());

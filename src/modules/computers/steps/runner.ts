@@ -1,5 +1,6 @@
 import { setTimeout as delay } from 'node:timers/promises';
 import type { Db } from '../../../db/client.ts';
+import { observeStep } from '../../../observability/observe.ts';
 
 /**
  * The step runner: a list of steps run in order, each one's status stored and owned here
@@ -119,6 +120,8 @@ export interface RunOptions {
    */
   stopping?: AbortSignal;
   now: () => Date;
+  /** The computer's provider, for the steps' metrics and spans. */
+  provider?: string;
   /** Logged only: a step that failed, a compensation that failed. */
   warn?: (msg: string, err: unknown) => void;
 }
@@ -141,7 +144,9 @@ export async function runSteps(store: StepStore, steps: Step[], opts: RunOptions
   for (const step of steps) {
     const row = stored.get(step.id);
     if (!row || (row.status !== 'pending' && row.status !== 'running')) continue;
-    const outcome = step.start ? await startStep(store, step, row, opts) : await runStep(store, step, row, opts);
+    const outcome = await observeStep(opts.provider ?? 'unknown', step.id, () =>
+      step.start ? startStep(store, step, row, opts) : runStep(store, step, row, opts),
+    );
     if (outcome === 'lost') return 'lost';
     if (outcome === 'failed' && step.stopsOnFailure !== undefined) {
       await store.skipPending(step.stopsOnFailure);
