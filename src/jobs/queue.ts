@@ -289,7 +289,7 @@ export function createJobQueue(db: Database, opts: JobQueueOptions): JobQueue {
       if (!started || stopping) throw new Error('job queue is not running: call start() first, and not after stop()');
       for (const def of defs.values()) {
         if (def.ioBound) {
-          wide.set(def.name, startWideWorker({ boss, def, log, pollingSeconds, run: (job) => runJob(def, job) }));
+          wide.set(def.name, startWideWorker({ boss, def, log, pollingSeconds, run: (job) => observedRun(def, job) }));
           continue;
         }
         await boss.work(

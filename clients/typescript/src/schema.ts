@@ -424,6 +424,23 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v0/organization/turns": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Agent turns running and waiting, per owner, and the limits in force (agentplane extension) */
+        get: operations["getTurnQueue"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/v0/organization/usage/limits/global": {
         parameters: {
             query?: never;
@@ -1763,6 +1780,29 @@ export interface components {
              * @enum {string}
              */
             role: "owner" | "manager" | "user" | "guest";
+        };
+        TurnQueue: {
+            /** @description The deployment's limits (AGENTPLANE_TURNS_PER_ORGANIZATION, AGENTPLANE_TURNS_PER_OWNER) */
+            limits: {
+                /** @description Turns of this organization running at once across every replica; more wait, pending, in their messages' order */
+                perOrganization: number;
+                /** @description Turns of one user or service account running at once */
+                perOwner: number;
+            };
+            /** @description Agent turns running now */
+            running: number;
+            /** @description Sessions with messages waiting for a turn (status pending), including those over a limit */
+            pending: number;
+            owners: {
+                /** @enum {string} */
+                ownerKind: "human" | "service";
+                /** @description The user (usr_...) or service account id */
+                ownerId: string;
+                /** @description Agent turns running now */
+                running: number;
+                /** @description Sessions with messages waiting for a turn (status pending), including those over a limit */
+                pending: number;
+            }[];
         };
         GlobalLimit: {
             limit: number | null;
@@ -5462,6 +5502,53 @@ export interface operations {
             };
             /** @description Conflict */
             409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Internal Server Error */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    getTurnQueue: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Running turns, pending sessions and the limits */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["TurnQueue"];
+                };
+            };
+            /** @description Unauthorized */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Forbidden */
+            403: {
                 headers: {
                     [name: string]: unknown;
                 };
