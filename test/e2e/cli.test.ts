@@ -44,6 +44,19 @@ describe('agentplane CLI', () => {
     }
   });
 
+  it("keeps its compiled code in the user's cache directory, and NODE_DISABLE_COMPILE_CACHE turns that off", async () => {
+    const { NODE_COMPILE_CACHE: _, ...env } = process.env;
+    const cli = (cacheHome: string, extra: Record<string, string> = {}) =>
+      run(process.execPath, [CLI, '--help'], { cwd: REPO_ROOT, env: { ...env, XDG_CACHE_HOME: cacheHome, ...extra } });
+    const cached = tempDir();
+    expect((await cli(cached)).stdout).toContain('Usage: agentplane');
+    const dir = path.join(cached, 'agentplane', 'node-compile-cache');
+    expect(fs.readdirSync(dir, { recursive: true }).length).toBeGreaterThan(0);
+    const off = tempDir();
+    await cli(off, { NODE_DISABLE_COMPILE_CACHE: '1' });
+    expect(fs.existsSync(path.join(off, 'agentplane', 'node-compile-cache'))).toBe(false);
+  });
+
   it('bootstrap rejects missing options with a usage error', async () => {
     await expect(agentplane(['bootstrap', '--org', 'x'], { AGENTPLANE_DATA_DIR: tempDir() })).rejects.toMatchObject({
       code: 1,
