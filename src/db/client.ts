@@ -60,6 +60,10 @@ export async function openDatabase(target: DatabaseTarget): Promise<Database> {
     // for the pool's connections: a transaction waits up to TRANSACTION_MAX_WAIT_MS for one
     // rather than Prisma's 2 s, after which it would fail the request with a 500.
     const pool = new pg.Pool({ connectionString: url, max: POOL_SIZE });
+    // An idle connection the server ends (a restart, a terminated backend) is an 'error' event on
+    // the pool, which drops that client; the next query opens another. Prisma's adapter listens only
+    // while it is connected, and an EventEmitter's 'error' with no listener would end the process.
+    pool.on('error', () => {});
     const prisma = new PrismaClient({
       adapter: new PrismaPg(pool),
       transactionOptions: { maxWait: TRANSACTION_MAX_WAIT_MS, timeout: TRANSACTION_TIMEOUT_MS },
