@@ -227,19 +227,24 @@ export function createJobQueue(db: Database, opts: JobQueueOptions): JobQueue {
   }
 
   // An embedded data directory has one process at a time (src/db/data-dir-lock.ts), so a job still
-  // `active` when this process's first queue on it starts belongs to a process that died. It is failed (and so retried)
-  // now instead of after its heartbeat and the next supervise pass, 10-20 s later, and without the
-  // retry delay, which is for a failed attempt to cool down, not for one that was cut off.
+  // `active` when this process's first queue on it starts belongs to a process that died. It is
+  // failed (and so retried) now instead of after its heartbeat and the next supervise pass, 10-20 s
+  // later, and without the retry delay, which is for a failed attempt to cool down, not for one
+  // that was cut off.
   async function reclaimOrphanedJobs(): Promise<void> {
-    const schema = common.schema!;
     const { rows } = await boss.getDb().executeSql(`SELECT name, id FROM ${schema}.job WHERE state = 'active'`);
+    if (rows.length === 0) return;
     const byName = new Map<string, string[]>();
-    for (const row of rows as Array<{ name: string; id: string }>) byName.set(row.name, [...(byName.get(row.name) ?? []), row.id]);
+    for (const { name, id } of rows as Array<{ name: string; id: string }>) {
+      if (!byName.has(name)) byName.set(name, []);
+      byName.get(name)!.push(id);
+    }
     for (const [name, ids] of byName) {
       await boss.fail(name, ids, { message: 'the process running this job stopped before it finished' });
-      await boss.getDb().executeSql(`UPDATE ${schema}.job SET start_after = now() WHERE id = ANY($1::uuid[]) AND state = 'retry'`, [ids]);
       log.info({ job: name, jobIds: ids }, 'retrying jobs a stopped process left running');
     }
+    const ids = (rows as Array<{ id: string }>).map((r) => r.id);
+    await boss.getDb().executeSql(`UPDATE ${schema}.job SET start_after = now() WHERE id = ANY($1::uuid[]) AND state = 'retry'`, [ids]);
   }
 
   const api: JobQueue = {
