@@ -93,7 +93,7 @@ function define(p: typeof import('prom-client'), registry: Registry) {
       'Tokens model calls read and wrote, by model and direction (input, output, cache_read, cache_write).',
       ['model', 'direction'],
     ),
-    modelErrors: new p.Counter({ name: 'agentplane_model_errors_total', help: 'Model calls that failed, by model.', labelNames: ['model'], registers }),
+    modelErrors: counter('agentplane_model_errors_total', 'Model calls that failed, by model.', ['model']),
     toolDuration: new p.Histogram({
       name: 'agentplane_tool_call_duration_seconds',
       help: 'Time one tool call took on its computer, by tool and outcome (ok, error).',
