@@ -214,6 +214,9 @@ export async function metricsText(): Promise<{ contentType: string; text: string
   return { contentType: m.registry.contentType, text: await m.registry.metrics() };
 }
 
+/** Whether metrics are on (AGENTPLANE_METRICS_PORT): callers with per-call set-up skip it when they are off. */
+export const metricsOn = (): boolean => m !== undefined;
+
 // The recording functions: each a no-op while metrics are off.
 
 export function recordHttpRequest(method: string, route: string, status: number, seconds: number): void {
