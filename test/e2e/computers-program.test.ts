@@ -1,9 +1,16 @@
-import { execFileSync, spawnSync } from 'node:child_process';
+import { execFileSync, spawn, spawnSync } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
 import { chmodSync, existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { loadConfig } from '../../src/config.ts';
 import { newId } from '../../src/lib/ids.ts';
+import { createLogger } from '../../src/lib/logger.ts';
+import { createSecretBox } from '../../src/lib/secret-box.ts';
+import { createEgressGuard } from '../../src/egress/guard.ts';
+import { pinClone } from '../../src/repos/pinned-clone.ts';
+import { createProvisioner } from '../../src/provisioning/provisioner.ts';
 import { sendProvision } from '../../src/modules/computers/managed/job-kinds.ts';
 import { requestPause } from '../../src/modules/computers/managed/reaper.ts';
 import { managedSteps } from '../../src/modules/computers/steps/names.ts';
@@ -49,6 +56,21 @@ describe.skipIf(skipWithout('the program computer tests', missing))('computers f
       name: 'environments',
       files: {
         [`${EXAMPLE}/Pulumi.yaml`]: readFileSync(path.join(REPO_ROOT, EXAMPLE, 'Pulumi.yaml'), 'utf8'),
+        // Its first create outlasts the kill below; the adopting `up` after it returns at once.
+        'slow/Pulumi.yaml': [
+          'name: slow',
+          'runtime: yaml',
+          'resources:',
+          '  made:',
+          '    type: command:local:Command',
+          '    properties:',
+          '      create: touch "$MARK"; [ -e "$MARK.once" ] || { touch "$MARK.once"; sleep 120; }',
+          '      delete: rm -f "$MARK"',
+          '      environment:',
+          '        MARK: /tmp/agentplane-slow-${agentplane:computerId}',
+          'outputs:',
+          '  agent: true',
+        ].join('\n'),
         'no-contract/Pulumi.yaml':
           'name: x\nruntime: yaml\nresources:\n  said:\n    type: command:local:Command\n    properties:\n      create: echo hi\noutputs:\n  said: ${said.stdout}\n',
       },
@@ -160,5 +182,57 @@ describe.skipIf(skipWithout('the program computer tests', missing))('computers f
     expect(step).toMatchObject({ status: 'failed' });
     expect(step.error).toContain(`the template's program's outputs miss the contract (it output said)`);
     expect(existsSync(stateFile(id))).toBe(false);
+  });
+
+  it("a control plane killed -9 during a program's up leaves a stack that the next destroy clears, lock and pending create included", async () => {
+    const dataDir = mkdtempSync(path.join(os.tmpdir(), 'agentplane-program-kill-'));
+    const key = randomBytes(32).toString('hex');
+    const egress = createEgressGuard(loadConfig(ALLOW_LOOPBACK).egress);
+    const provisioner = createProvisioner(
+      loadConfig({ AGENTPLANE_DATA_DIR: dataDir }),
+      createSecretBox(Buffer.from(key, 'hex')),
+      () => 0,
+      async (_o, url) => pinClone(url, await egress.check(url)),
+    );
+    const source = { repository, path: 'slow', ref: 'main' };
+    const program = await provisioner.programs.stackProgram('org_kill', source, commit, new AbortController().signal);
+    const computerId = newId('cmp');
+    const mark = `/tmp/agentplane-slow-${computerId}`;
+    const config = {
+      computerId,
+      name: 'slow',
+      organizationId: 'org_kill',
+      authorizedKey: generateKeyPair().publicKey,
+      cpu: 1,
+      memoryMb: 64,
+      diskGb: 1,
+      running: true,
+    };
+    // Another process runs the `up`, as the control plane would; it is killed with everything it started.
+    const script = [
+      `import { loadConfig } from ${JSON.stringify(path.join(REPO_ROOT, 'src/config.ts'))};`,
+      `import { createSecretBox } from ${JSON.stringify(path.join(REPO_ROOT, 'src/lib/secret-box.ts'))};`,
+      `import { createLogger } from ${JSON.stringify(path.join(REPO_ROOT, 'src/lib/logger.ts'))};`,
+      `import { createProvisioner } from ${JSON.stringify(path.join(REPO_ROOT, 'src/provisioning/provisioner.ts'))};`,
+      `const p = createProvisioner(loadConfig({ AGENTPLANE_DATA_DIR: ${JSON.stringify(dataDir)} }), createSecretBox(Buffer.from(${JSON.stringify(key)}, 'hex')));`,
+      `await p.stacks.up(${JSON.stringify(program)}, ${JSON.stringify(config)}, { log: createLogger({ level: 'silent' }), fresh: true });`,
+    ].join('\n');
+    const child = spawn(process.execPath, ['--input-type=module', '-e', script], { detached: true, stdio: 'ignore' });
+    try {
+      await waitFor("the program's create to run", async () => existsSync(mark), TIMEOUT_MS, 50);
+    } finally {
+      // Its session (detached: a session of its own): the CLI, and the plugins in process groups of their own.
+      const session = spawnSync('ps', ['-o', 'pid=', '-s', String(child.pid)], { encoding: 'utf8' })
+        .stdout.trim()
+        .split(/\s+/)
+        .filter(Boolean);
+      for (const pid of session) process.kill(Number(pid), 'SIGKILL');
+    }
+    const log = createLogger({ level: 'silent' });
+    await provisioner.stacks.destroy(program, config, { log });
+    expect(existsSync(mark)).toBe(false);
+    expect(existsSync(path.join(dataDir, 'pulumi', 'state', '.pulumi', 'stacks', 'agentplane-computers', `${computerId}.json`))).toBe(false);
+    rmSync(dataDir, { recursive: true, force: true });
+    rmSync(`${mark}.once`, { force: true });
   });
 });
