@@ -120,4 +120,11 @@ export function jobsFor(deps: JobDeps): JobDefinition[] {
 }
 
 /** Every cron schedule (UTC); registering them is an upsert, so each process that starts the queue does. */
-export const JOB_SCHEDULES: readonly JobSchedule[] = [...analyticsSchedules, ...computerSchedules, ...eventSchedules, ...sessionSchedules, ...configSchedules, ...templateSchedules];
+export const JOB_SCHEDULES: readonly JobSchedule[] = [
+  ...analyticsSchedules,
+  ...computerSchedules,
+  ...eventSchedules,
+  ...sessionSchedules,
+  ...configSchedules,
+  ...templateSchedules,
+];

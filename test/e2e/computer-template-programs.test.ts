@@ -76,7 +76,10 @@ describe.skipIf(skip)(`program templates on ${backend}`, () => {
       200,
     );
   const create = async (name: string, prog: Record<string, unknown>, extra: Record<string, unknown> = {}) => {
-    const res = await api.call('POST', '/api/v0/computer-templates', { as: manager, body: { name, program: { repository: repoUrl, ref: 'main', ...prog }, ...extra } });
+    const res = await api.call('POST', '/api/v0/computer-templates', {
+      as: manager,
+      body: { name, program: { repository: repoUrl, ref: 'main', ...prog }, ...extra },
+    });
     expect(res.status, JSON.stringify(res.body)).toBe(201);
     return res.body as Template & { webhookSecret: string };
   };
@@ -164,7 +167,12 @@ describe.skipIf(skip)(`program templates on ${backend}`, () => {
     ]);
 
     // A broken commit is previewed, fails, and is never rolled out: the template says why.
-    await gitea.commitFiles(alice, REPO, { 'echo/Pulumi.yaml': program('echo', 'x').replace('${agentplane:computerId}', '${missing.stdout}') }, { message: 'broken' });
+    await gitea.commitFiles(
+      alice,
+      REPO,
+      { 'echo/Pulumi.yaml': program('echo', 'x').replace('${agentplane:computerId}', '${missing.stdout}') },
+      { message: 'broken' },
+    );
     const broken = await head();
     expect((await push(created, created.webhookSecret)).body).toEqual({ queued: true });
     const failed = await settled(created.id, (t) => t.status === 'failed', 'failed');
@@ -178,15 +186,23 @@ describe.skipIf(skip)(`program templates on ${backend}`, () => {
 
     // Tracking again (a retry, the minute's run) finds the known commit: no second row, same result.
     expect((await push(created, created.webhookSecret)).body).toEqual({ queued: true });
-    await waitFor('the queue to drain', async () => (await api.db.prisma.$queryRawUnsafe<{ n: number }[]>(
-      `select count(*)::int as n from pgboss.job where name = 'computer-templates.track' and state in ('created', 'active', 'retry')`,
-    ))[0]!.n === 0);
+    await waitFor(
+      'the queue to drain',
+      async () =>
+        (
+          await api.db.prisma.$queryRawUnsafe<{ n: number }[]>(
+            `select count(*)::int as n from pgboss.job where name = 'computer-templates.track' and state in ('created', 'active', 'retry')`,
+          )
+        )[0]!.n === 0,
+    );
     expect(await versions(created.id)).toHaveLength(3);
     expect(await api.db.prisma.computerTemplateVersion.count({ where: { templateId: created.id, commit: broken } })).toBe(1);
     expect((await get(created.id)).currentVersion?.commit).toBe(second);
   });
 
-  it('a repository, path or ref that does not exist, or a program agentplane cannot run, is a clear status; bad bodies are 400', { timeout: 240_000 }, async () => {
+  it('a repository, path or ref that does not exist, or a program agentplane cannot run, is a clear status; bad bodies are 400', {
+    timeout: 240_000,
+  }, async () => {
     const cases: [string, Record<string, unknown>, RegExp][] = [
       ['no-ref', { path: 'echo', ref: 'no-such-branch' }, /no-such-branch/],
       ['no-repo', { repository: `${gitea.url}/alice/missing.git`, path: 'echo' }, /missing/],
@@ -216,17 +232,33 @@ describe.skipIf(skip)(`program templates on ${backend}`, () => {
       const res = await api.call('POST', '/api/v0/computer-templates', { as, body: bad });
       expect(res.status, bad.name).toBe(400);
     }
-    const both = await api.call('POST', '/api/v0/computer-templates', { as, body: { name: 'both', provider: 'local', program: { repository: repoUrl, ref: 'main' } } });
+    const both = await api.call('POST', '/api/v0/computer-templates', {
+      as,
+      body: { name: 'both', provider: 'local', program: { repository: repoUrl, ref: 'main' } },
+    });
     expect(both.body.detail).toMatch(/program has no provider/);
     // Tenant URLs pass the egress guard: the link-local metadata address is refused.
-    const metadata = await api.call('POST', '/api/v0/computer-templates', { as, body: { name: 'md', program: { repository: 'http://169.254.169.254/x.git', ref: 'main' } } });
+    const metadata = await api.call('POST', '/api/v0/computer-templates', {
+      as,
+      body: { name: 'md', program: { repository: 'http://169.254.169.254/x.git', ref: 'main' } },
+    });
     expect(metadata.status).toBe(400);
     expect(await api.db.prisma.computerTemplate.count({ where: { name: { in: ['both', 'md', 'dotdot'] } } })).toBe(0);
     // Members cannot make templates.
-    expect((await api.call('POST', '/api/v0/computer-templates', { as: api.acme.members.user.apiKey, body: { name: 'm', program: { repository: repoUrl, ref: 'main' } } })).status).toBe(403);
+    expect(
+      (
+        await api.call('POST', '/api/v0/computer-templates', {
+          as: api.acme.members.user.apiKey,
+          body: { name: 'm', program: { repository: repoUrl, ref: 'main' } },
+        })
+      ).status,
+    ).toBe(403);
 
     // Fixing the ref of a failed template tracks the new one; removing the program clears it all.
-    const fixed = await api.call('PATCH', `/api/v0/computer-templates/${made[0]}`, { as, body: { program: { repository: repoUrl, path: 'echo', ref: 'main' } } });
+    const fixed = await api.call('PATCH', `/api/v0/computer-templates/${made[0]}`, {
+      as,
+      body: { program: { repository: repoUrl, path: 'echo', ref: 'main' } },
+    });
     expect(fixed.status).toBe(200);
     expect(fixed.body.statusMessage ?? '').not.toMatch(/no-such-branch/);
     await settled(made[0]!, (t) => t.status === 'ready', 'ready after the fix');
@@ -273,7 +305,9 @@ describe.skipIf(skip)(`program templates on ${backend}`, () => {
     expect(update.fields.map((f: { field: string }) => f.field).sort()).toEqual(['poolUpdate', 'program']);
 
     // A change made outside config shows as drift of the managed template.
-    expect((await api.call('PATCH', `/api/v0/computer-templates/${id}`, { as: owner, body: { poolUpdate: { type: 'RollingUpdate', maxUnavailable: 3 } } })).status).toBe(200);
+    expect(
+      (await api.call('PATCH', `/api/v0/computer-templates/${id}`, { as: owner, body: { poolUpdate: { type: 'RollingUpdate', maxUnavailable: 3 } } })).status,
+    ).toBe(200);
     const drifted = await api.call('POST', '/api/v0/config/plan', { as: owner, body: { files: [doc('main', 'Recreate')] } });
     expect(drifted.body.changes.find((c: { name: string }) => c.name === 'declared')).toMatchObject({
       action: 'update',

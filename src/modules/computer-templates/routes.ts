@@ -88,7 +88,7 @@ export function templateRoutes(service: TemplatesService): RouteSpec[] {
       method: 'get',
       path: '/api/v0/computer-templates/{templateId}/versions',
       operationId: 'listComputerTemplateVersions',
-      summary: "The commits a program template has resolved, newest first, with their previews and the computers running each",
+      summary: 'The commits a program template has resolved, newest first, with their previews and the computers running each',
       params: TemplateIdParams,
       query: VersionsQuery,
       responses: { 200: { description: 'Versions', schema: VersionsResponse } },

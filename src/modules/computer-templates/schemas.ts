@@ -13,7 +13,10 @@ const SetupScript = z
 const ProgramPath = z
   .string()
   .max(1024, 'program.path must be at most 1024 characters')
-  .refine((p) => !p.split('/').includes('..') && !p.startsWith('/') && !p.includes('\\'), 'program.path must be a directory inside the repository, without ".." or a leading "/"')
+  .refine(
+    (p) => !p.split('/').includes('..') && !p.startsWith('/') && !p.includes('\\'),
+    'program.path must be a directory inside the repository, without ".." or a leading "/"',
+  )
   .transform((p) => p.replace(/^(\.\/)+|\/+$/g, '').replace(/^\.$/, ''))
   .meta({ description: 'Directory holding Pulumi.yaml, relative to the repository root ("" or "." for the root)' });
 
@@ -83,13 +86,9 @@ export const ComputerTemplateSchema = z
     setupScript: z.string().optional(),
     warmPoolSize: z.number().meta({ description: 'Computers made from it kept provisioned ahead (0: no warm pool)' }),
     program: ProgramSourceSchema.optional().meta({ description: 'The Pulumi YAML program its computers run; absent: the provider’s built-in program' }),
-    status: z
-      .enum(TEMPLATE_STATUSES)
-      .optional()
-      .meta({
-        description:
-          'With a program: resolving (no commit yet), previewing (a new commit), ready (the current version serves), failed (statusMessage says why)',
-      }),
+    status: z.enum(TEMPLATE_STATUSES).optional().meta({
+      description: 'With a program: resolving (no commit yet), previewing (a new commit), ready (the current version serves), failed (statusMessage says why)',
+    }),
     statusMessage: z.string().optional(),
     currentVersion: VersionRef.optional().meta({ description: 'What new computers and pool members get: the newest commit whose preview passed' }),
     candidateVersion: VersionRef.optional().meta({ description: 'The newest commit on the ref while it is previewed, or after its preview failed' }),

@@ -106,7 +106,9 @@ export async function trackTemplate(deps: TrackDeps, templateId: string, ctx: Pi
 
 /** A UUID per template and minute: the minute's run is sent once however many replicas send it. */
 function minuteJobId(templateId: string, now: Date): string {
-  const h = createHash('sha256').update(`${templateTrackJob.name}:${templateId}:${Math.floor(now.getTime() / 60_000)}`).digest('hex');
+  const h = createHash('sha256')
+    .update(`${templateTrackJob.name}:${templateId}:${Math.floor(now.getTime() / 60_000)}`)
+    .digest('hex');
   return `${h.slice(0, 8)}-${h.slice(8, 12)}-4${h.slice(13, 16)}-8${h.slice(17, 20)}-${h.slice(20, 32)}`;
 }
 
