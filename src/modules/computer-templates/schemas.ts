@@ -37,7 +37,7 @@ const ProgramRef = z
   )
   .meta({ description: 'A branch, a tag or a commit id; a branch or tag is followed to each new commit' });
 
-export const ProgramSourceSchema = z
+const ProgramSourceSchema = z
   .strictObject({
     repository: RepoUrl.meta({ description: 'A public URL, or one the organization reaches through its source-control integration' }),
     path: ProgramPath.default(''),
@@ -45,8 +45,7 @@ export const ProgramSourceSchema = z
   })
   .meta({ id: 'ProgramSource', description: 'A Pulumi YAML project (Pulumi.yaml, runtime: yaml) at path of repository on ref' });
 
-export const POOL_UPDATE_TYPES = ['Recreate', 'OnReplenish', 'RollingUpdate'] as const;
-export const PoolUpdateSchema = z
+const PoolUpdateSchema = z
   .discriminatedUnion('type', [
     z.strictObject({ type: z.literal('Recreate') }),
     z.strictObject({ type: z.literal('OnReplenish') }),
@@ -71,7 +70,7 @@ const RegistrationTimeout = z
 
 const VersionRef = z.strictObject({ id: z.string(), commit: z.string() }).meta({ id: 'ComputerTemplateVersionRef' });
 
-export const TEMPLATE_STATUSES = ['resolving', 'previewing', 'ready', 'failed'] as const;
+const TEMPLATE_STATUSES = ['resolving', 'previewing', 'ready', 'failed'] as const;
 
 export const ComputerTemplateSchema = z
   .strictObject({
@@ -136,7 +135,7 @@ export const TemplateListResponse = z.strictObject({ templates: z.array(Computer
 
 // ---- versions ----
 
-export const VERSION_STATUSES = ['previewing', 'ready', 'failed'] as const;
+const VERSION_STATUSES = ['previewing', 'ready', 'failed'] as const;
 
 export const TemplateVersionSchema = z
   .strictObject({

@@ -1,7 +1,7 @@
 import type { ComputerTemplate, ComputerTemplateVersion } from '../../generated/prisma/client.ts';
 import type { ComputerTemplateView, PoolUpdate, TemplateVersionView } from './schemas.ts';
 
-export const webhookPath = (id: string) => `/api/v0/computer-templates/${id}/webhook`;
+const webhookPath = (id: string) => `/api/v0/computer-templates/${id}/webhook`;
 
 /** The stored pool roll settings in their wire shape. */
 export function poolUpdateOf(t: Pick<ComputerTemplate, 'poolUpdate' | 'poolMaxUnavailable'>): PoolUpdate {
