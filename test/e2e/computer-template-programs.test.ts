@@ -4,6 +4,8 @@ import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { locatePulumiToolchain } from '../../src/provisioning/pulumi/toolchain.ts';
 import { ALLOW_LOOPBACK, startTestApi, type TestApi } from '../support/api.ts';
+import { chromiumMissing, launchChromium } from '../support/browser.ts';
+import { expectAccessible, signInConsole } from '../support/console-page.ts';
 import { giteaBinDir, giteaMissing, startGitea, type Gitea, type GiteaUser } from '../support/gitea.ts';
 import { skipWithout } from '../support/parts.ts';
 import { BACKENDS } from '../support/test-db.ts';
@@ -198,6 +200,42 @@ describe.skipIf(skip)(`program templates on ${backend}`, () => {
     expect(await versions(created.id)).toHaveLength(3);
     expect(await api.db.prisma.computerTemplateVersion.count({ where: { templateId: created.id, commit: broken } })).toBe(1);
     expect((await get(created.id)).currentVersion?.commit).toBe(second);
+
+    // A run killed after inserting the next commit's version, before its preview: the next run finishes that row.
+    await gitea.commitFiles(alice, REPO, { 'echo/Pulumi.yaml': program('echo', 'hola') }, { message: 'fixed' });
+    const third = await head();
+    await api.db.prisma.computerTemplateVersion.create({
+      data: { id: 'tplv_killed', templateId: created.id, organizationId: api.acme.id, commit: third, status: 'previewing' },
+    });
+    expect((await push(created, created.webhookSecret)).body).toEqual({ queued: true });
+    const recovered = await settled(created.id, (t) => t.currentVersion?.commit === third, `at ${third}`);
+    expect(recovered).toMatchObject({ status: 'ready', currentVersion: { id: 'tplv_killed', commit: third } });
+    expect(recovered.statusMessage).toBeUndefined();
+    const [killed] = await versions(created.id);
+    expect(killed).toMatchObject({ id: 'tplv_killed', status: 'ready', current: true });
+    expect(killed!.preview).toContainEqual({ type: 'command:local:Command', name: 'hello' });
+    expect(await versions(created.id)).toHaveLength(4);
+
+    // The console's template page shows the program, its status and every version with its preview.
+    if (chromiumMissing()) return;
+    const browser = await launchChromium();
+    try {
+      const page = await signInConsole(browser, api.url, api.acme.members.user.apiKey, '#/templates');
+      await page.getByRole('link', { name: 'echo' }).click();
+      await page.getByRole('heading', { level: 1, name: 'Template echo' }).waitFor();
+      await page.getByText(repoUrl).waitFor();
+      const table = page.getByRole('region', { name: 'Versions' });
+      const row = (commit: string) => table.getByRole('row').filter({ has: page.getByRole('rowheader', { name: new RegExp(`^${commit.slice(0, 12)}`) }) });
+      await row(third).getByText('current').waitFor();
+      await row(third).getByText('command:local:Command').waitFor();
+      await row(broken)
+        .getByText(/missing/)
+        .waitFor();
+      expect(await table.getByRole('row').count()).toBe(5);
+      await expectAccessible(page, 'the template page with its versions');
+    } finally {
+      await browser.close();
+    }
   });
 
   it('a repository, path or ref that does not exist, or a program agentplane cannot run, is a clear status; bad bodies are 400', {

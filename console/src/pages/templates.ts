@@ -71,7 +71,7 @@ function TemplateList() {
                 </select>
               </label>
               <label class="wide"
-                >Program repository (a Pulumi YAML program; leave empty for the provider's built-in one)
+                >Program repository (a Pulumi YAML program; empty: the built-in one)
                 <input value=${form.programRepository} onInput=${(e: Event) => setForm({ ...form, programRepository: value(e) })} />
               </label>
               ${

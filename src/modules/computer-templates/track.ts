@@ -54,12 +54,31 @@ async function preview(deps: TrackDeps, t: ComputerTemplate, source: ProgramSour
  * edit made meanwhile wins (it sends a run of its own). A run killed midway leaves the version
  * `previewing`; the retry (or the next minute's run) finds it and previews it again.
  */
-export async function trackTemplate(deps: TrackDeps, templateId: string, ctx: Pick<JobContext, 'signal' | 'send' | 'log'>): Promise<void> {
-  const { db, clock } = deps;
-  const t = await db.computerTemplate.findFirst({ where: { id: templateId, deletedAt: null } });
+export async function trackTemplate(deps: TrackDeps, templateId: string, ctx: Pick<JobContext, 'signal' | 'send' | 'log' | 'lastAttempt'>): Promise<void> {
+  const t = await deps.db.computerTemplate.findFirst({ where: { id: templateId, deletedAt: null } });
   if (!t?.programRepository || t.programRef === null) return;
-  const source: ProgramSource = { repository: t.programRepository, path: t.programPath ?? '', ref: t.programRef };
   const unchanged = { id: t.id, deletedAt: null, programRepository: t.programRepository, programPath: t.programPath, programRef: t.programRef };
+  try {
+    await track(deps, t, unchanged, ctx);
+  } catch (err) {
+    // Retried first; after the last attempt the template says so rather than staying `resolving`, and the next minute's run tries again.
+    if (ctx.lastAttempt && !ctx.signal.aborted) {
+      const message = err instanceof Error ? err.message : String(err);
+      await deps.db.computerTemplate.updateMany({
+        where: unchanged,
+        data: { programError: `the program could not be checked (tried again every minute): ${message}`, programCheckedAt: deps.clock.now() },
+      });
+    }
+    throw err;
+  }
+}
+
+type Unchanged = Pick<ComputerTemplate, 'id' | 'programRepository' | 'programPath' | 'programRef'> & { deletedAt: null };
+
+async function track(deps: TrackDeps, t: ComputerTemplate, unchanged: Unchanged, ctx: Pick<JobContext, 'signal' | 'send' | 'log'>): Promise<void> {
+  const { db, clock } = deps;
+  const templateId = t.id;
+  const source: ProgramSource = { repository: t.programRepository!, path: t.programPath ?? '', ref: t.programRef! };
 
   let commit: string;
   try {
