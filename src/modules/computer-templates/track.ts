@@ -5,8 +5,7 @@ import type { ComputerTemplate, ComputerTemplateVersion } from '../../generated/
 import type { JobContext } from '../../jobs/job.ts';
 import type { Clock } from '../../lib/clock.ts';
 import { newId } from '../../lib/ids.ts';
-import { ProgramProblem, type ProgramEngine } from '../../provisioning/programs/index.ts';
-import type { ProgramSource } from '../../provisioning/programs/contract.ts';
+import { ProgramProblem, type ProgramEngine, type ProgramSource } from '../../provisioning/programs/index.ts';
 import { poolConvergeJob } from '../computers/pool/job-kinds.ts';
 import { templateTrackJob } from './job-kinds.ts';
 
