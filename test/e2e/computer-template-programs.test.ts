@@ -1,5 +1,5 @@
 import { createHmac } from 'node:crypto';
-import { existsSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { locatePulumiToolchain } from '../../src/provisioning/pulumi/toolchain.ts';
@@ -8,6 +8,7 @@ import { chromiumMissing, launchChromium } from '../support/browser.ts';
 import { expectAccessible, signInConsole } from '../support/console-page.ts';
 import { giteaBinDir, giteaMissing, startGitea, type Gitea, type GiteaUser } from '../support/gitea.ts';
 import { skipWithout } from '../support/parts.ts';
+import { REPO_ROOT } from '../support/server-process.ts';
 import { BACKENDS } from '../support/test-db.ts';
 import { waitFor } from '../support/wait.ts';
 
@@ -20,22 +21,9 @@ const skip = skipWithout('program templates against a real Gitea and Pulumi', gi
 const bin = giteaBinDir();
 const backend = BACKENDS[0]!;
 
-/** A Pulumi YAML program with the command provider, reading agentplane's config without declaring it. */
-const program = (name: string, greeting: string) =>
-  [
-    `name: ${name}`,
-    'runtime: yaml',
-    'resources:',
-    '  hello:',
-    '    type: command:local:Command',
-    '    properties:',
-    `      create: echo ${greeting} $COMPUTER`,
-    '      environment:',
-    '        COMPUTER: ${agentplane:computerId}',
-    'outputs:',
-    '  agent: true',
-    '',
-  ].join('\n');
+/** The engine's dial-in example (command provider), its description varied per commit. */
+const EXAMPLE = readFileSync(path.join(REPO_ROOT, 'examples/environments/dial-in-user/Pulumi.yaml'), 'utf8');
+const program = (description: string) => EXAMPLE.replace(/^description: .*$/m, `description: ${description}`);
 
 interface Template {
   id: string;
@@ -102,7 +90,7 @@ describe.skipIf(skip)(`program templates on ${backend}`, () => {
     await gitea.createRepo(alice, {
       name: 'environments',
       files: {
-        'echo/Pulumi.yaml': program('echo', 'hello'),
+        'dial-in/Pulumi.yaml': program('first'),
       },
     });
     // Programs agentplane refuses, each in a repository of its own.
@@ -122,10 +110,10 @@ describe.skipIf(skip)(`program templates on ${backend}`, () => {
   });
 
   it('a template previews its program, a pushed commit becomes the current version, a broken one is refused and says why', { timeout: 240_000 }, async () => {
-    const created = await create('echo', { path: 'echo' }, { poolUpdate: { type: 'RollingUpdate', maxUnavailable: 2 } });
+    const created = await create('dial-in', { path: 'dial-in' }, { poolUpdate: { type: 'RollingUpdate', maxUnavailable: 2 } });
     expect(created).toMatchObject({
       provider: 'program',
-      program: { repository: repoUrl, path: 'echo', ref: 'main' },
+      program: { repository: repoUrl, path: 'dial-in', ref: 'main' },
       poolUpdate: { type: 'RollingUpdate', maxUnavailable: 2 },
       registrationTimeoutSeconds: 600,
       webhookUrl: `${api.url}/api/v0/computer-templates/${created.id}/webhook`,
@@ -142,7 +130,12 @@ describe.skipIf(skip)(`program templates on ${backend}`, () => {
     expect(ready.currentVersion?.commit).toBe(first);
     const [v1] = await versions(created.id);
     expect(v1).toMatchObject({ commit: first, status: 'ready', current: true, error: null, computers: { poolMembers: 0, owned: 0 } });
-    expect(v1!.preview).toContainEqual({ type: 'command:local:Command', name: 'hello' });
+    expect(v1!.preview).toEqual(
+      expect.arrayContaining([
+        { type: 'command:local:Command', name: 'user' },
+        { type: 'command:local:Command', name: 'agent' },
+      ]),
+    );
     expect((await api.call('GET', `/api/v0/computer-templates/${created.id}/versions/${v1!.id}`, { as: api.acme.members.guest.apiKey })).body).toEqual(v1);
 
     // Another organization sees none of it; members read but do not write.
@@ -161,7 +154,7 @@ describe.skipIf(skip)(`program templates on ${backend}`, () => {
     expect(ignored.body).toMatchObject({ queued: false });
 
     // A new commit, announced by the push webhook, becomes the current version.
-    await gitea.commitFiles(alice, REPO, { 'echo/Pulumi.yaml': program('echo', 'bonjour') }, { message: 'v2' });
+    await gitea.commitFiles(alice, REPO, { 'dial-in/Pulumi.yaml': program('second') }, { message: 'v2' });
     const second = await head();
     expect((await push(created, created.webhookSecret)).body).toEqual({ queued: true });
     const rolled = await settled(created.id, (t) => t.currentVersion?.commit === second, `at ${second}`);
@@ -173,12 +166,7 @@ describe.skipIf(skip)(`program templates on ${backend}`, () => {
     ]);
 
     // A broken commit is previewed, fails, and is never rolled out: the template says why.
-    await gitea.commitFiles(
-      alice,
-      REPO,
-      { 'echo/Pulumi.yaml': program('echo', 'x').replace('${agentplane:computerId}', '${missing.stdout}') },
-      { message: 'broken' },
-    );
+    await gitea.commitFiles(alice, REPO, { 'dial-in/Pulumi.yaml': program('broken').replace('- ${user}', '- ${missing}') }, { message: 'broken' });
     const broken = await head();
     expect((await push(created, created.webhookSecret)).body).toEqual({ queued: true });
     const failed = await settled(created.id, (t) => t.status === 'failed', 'failed');
@@ -206,7 +194,7 @@ describe.skipIf(skip)(`program templates on ${backend}`, () => {
     expect((await get(created.id)).currentVersion?.commit).toBe(second);
 
     // A run killed after inserting the next commit's version, before its preview: the next run finishes that row.
-    await gitea.commitFiles(alice, REPO, { 'echo/Pulumi.yaml': program('echo', 'hola') }, { message: 'fixed' });
+    await gitea.commitFiles(alice, REPO, { 'dial-in/Pulumi.yaml': program('third') }, { message: 'fixed' });
     const third = await head();
     await api.db.prisma.computerTemplateVersion.create({
       data: { id: 'tplv_killed', templateId: created.id, organizationId: api.acme.id, commit: third, status: 'previewing' },
@@ -217,7 +205,7 @@ describe.skipIf(skip)(`program templates on ${backend}`, () => {
     expect(recovered.statusMessage).toBeUndefined();
     const [killed] = await versions(created.id);
     expect(killed).toMatchObject({ id: 'tplv_killed', status: 'ready', current: true });
-    expect(killed!.preview).toContainEqual({ type: 'command:local:Command', name: 'hello' });
+    expect(killed!.preview).toContainEqual({ type: 'command:local:Command', name: 'agent' });
     expect(await versions(created.id)).toHaveLength(4);
 
     // The console's template page shows the program, its status and every version with its preview.
@@ -225,13 +213,14 @@ describe.skipIf(skip)(`program templates on ${backend}`, () => {
     const browser = await launchChromium();
     try {
       const page = await signInConsole(browser, api.url, api.acme.members.user.apiKey, '#/templates');
-      await page.getByRole('link', { name: 'echo' }).click();
-      await page.getByRole('heading', { level: 1, name: 'Template echo' }).waitFor();
+      await page.getByRole('link', { name: 'dial-in' }).click();
+      await page.getByRole('heading', { level: 1, name: 'Template dial-in' }).waitFor();
       await page.getByText(repoUrl).waitFor();
       const table = page.getByRole('region', { name: 'Versions' });
       const row = (commit: string) => table.getByRole('row').filter({ has: page.getByRole('rowheader', { name: new RegExp(`^${commit.slice(0, 12)}`) }) });
       await row(third).getByText('current').waitFor();
-      await row(third).getByText('command:local:Command').waitFor();
+      await row(third).getByRole('listitem').first().waitFor();
+      expect(await row(third).getByRole('listitem').allTextContents()).toEqual(['command:local:Command user', 'command:local:Command agent']);
       await row(broken)
         .getByText(/missing/)
         .waitFor();
@@ -246,8 +235,8 @@ describe.skipIf(skip)(`program templates on ${backend}`, () => {
     timeout: 240_000,
   }, async () => {
     const cases: [string, Record<string, unknown>, RegExp][] = [
-      ['no-ref', { path: 'echo', ref: 'no-such-branch' }, /no-such-branch/],
-      ['no-repo', { repository: `${gitea.url}/alice/missing.git`, path: 'echo' }, /missing\.git cannot be/],
+      ['no-ref', { path: 'dial-in', ref: 'no-such-branch' }, /no-such-branch/],
+      ['no-repo', { repository: `${gitea.url}/alice/missing.git`, path: 'dial-in' }, /missing\.git cannot be/],
       ['no-path', { path: 'nowhere' }, /nowhere/],
       ['not-yaml', { repository: `${gitea.url}/alice/not-yaml.git` }, /not valid YAML/],
       ['nodejs', { repository: `${gitea.url}/alice/nodejs.git` }, /runtime is "nodejs"/],
@@ -299,7 +288,7 @@ describe.skipIf(skip)(`program templates on ${backend}`, () => {
     // Fixing the ref of a failed template tracks the new one; removing the program clears it all.
     const fixed = await api.call('PATCH', `/api/v0/computer-templates/${made[0]}`, {
       as,
-      body: { program: { repository: repoUrl, path: 'echo', ref: 'main' } },
+      body: { program: { repository: repoUrl, path: 'dial-in', ref: 'main' } },
     });
     expect(fixed.status).toBe(200);
     expect(fixed.body.statusMessage ?? '').not.toMatch(/no-such-branch/);
@@ -322,7 +311,7 @@ describe.skipIf(skip)(`program templates on ${backend}`, () => {
         'spec:',
         '  program:',
         `    repository: ${repoUrl}`,
-        '    path: ./echo/',
+        '    path: ./dial-in/',
         `    ref: ${ref}`,
         '  poolUpdate:',
         `    type: ${roll}`,
@@ -337,7 +326,7 @@ describe.skipIf(skip)(`program templates on ${backend}`, () => {
     const id = ((await api.call('GET', '/api/v0/computer-templates', { as: owner })).body.templates as Template[] & { name: string }[]).find(
       (t) => (t as unknown as { name: string }).name === 'declared',
     )!.id;
-    expect(await get(id)).toMatchObject({ program: { repository: repoUrl, path: 'echo', ref: 'main' }, poolUpdate: { type: 'Recreate' } });
+    expect(await get(id)).toMatchObject({ program: { repository: repoUrl, path: 'dial-in', ref: 'main' }, poolUpdate: { type: 'Recreate' } });
     await settled(id, (t) => t.status === 'ready', 'ready');
 
     const again = await api.call('POST', '/api/v0/config/plan', { as: owner, body: { files: [doc('main', 'Recreate')] } });
