@@ -2,6 +2,8 @@ import type { ComputersDeps } from './deps.ts';
 import { computerOperations } from './operations.ts';
 import { poolOperations } from './pool/service.ts';
 import { computerRecords } from './records.ts';
+import { registerDialIn } from './dial-in-register.ts';
+import type { RegisterDialInInput } from './schemas.ts';
 
 /** Computers: the rules of spec 4.2 and 3.2, free of HTTP. */
 export function createComputersService(deps: ComputersDeps) {
@@ -9,6 +11,7 @@ export function createComputersService(deps: ComputersDeps) {
     ...computerRecords(deps),
     ...computerOperations(deps),
     ...poolOperations(deps),
+    registerDialIn: (input: RegisterDialInInput) => registerDialIn(deps, input),
     /** Managed providers whose prerequisites are present right now; with `includeUnavailable`, also the others and why. */
     async listProviders(includeUnavailable: boolean) {
       const status = await deps.providers.status();
