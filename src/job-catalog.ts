@@ -19,6 +19,8 @@ import { wikiJobs } from './modules/wiki/jobs.ts';
 import { configJobs } from './modules/config/jobs.ts';
 import { automationJobs } from './modules/automations/jobs.ts';
 import { configSchedules } from './modules/config/job-kinds.ts';
+import { templateSchedules } from './modules/computer-templates/job-kinds.ts';
+import { templateJobs } from './modules/computer-templates/jobs.ts';
 import type { ReadRows } from './db/reads.ts';
 import { serviceFactories } from './service-factories.ts';
 import type { Provisioner } from './provisioning/provisioner.ts';
@@ -104,6 +106,7 @@ export function jobsFor(deps: JobDeps): JobDefinition[] {
           log: ctx.log,
         }).configOperations,
     }),
+    ...templateJobs({ db: deps.prisma, clock: deps.clock, programs: deps.provisioner.programs }),
     ...sessionJobs({
       db: deps.prisma,
       clock: deps.clock,
@@ -117,4 +120,11 @@ export function jobsFor(deps: JobDeps): JobDefinition[] {
 }
 
 /** Every cron schedule (UTC); registering them is an upsert, so each process that starts the queue does. */
-export const JOB_SCHEDULES: readonly JobSchedule[] = [...analyticsSchedules, ...computerSchedules, ...eventSchedules, ...sessionSchedules, ...configSchedules];
+export const JOB_SCHEDULES: readonly JobSchedule[] = [
+  ...analyticsSchedules,
+  ...computerSchedules,
+  ...eventSchedules,
+  ...sessionSchedules,
+  ...configSchedules,
+  ...templateSchedules,
+];

@@ -15,7 +15,7 @@ import { createOrganizationService } from './modules/organization/service.ts';
 import { createServiceAccountsService } from './modules/service-accounts/service.ts';
 import { createWebhooksService } from './modules/webhooks/service.ts';
 import type { ProviderRegistry } from './provisioning/providers/registry.ts';
-import type { RelayUrls } from './relay/urls.ts';
+import { publicBaseUrl, type RelayUrls } from './relay/urls.ts';
 import type { TurnLimits } from './modules/sessions/turn-admission.ts';
 
 export interface ServiceFactoryDeps {
@@ -51,7 +51,7 @@ export function serviceFactories(deps: ServiceFactoryDeps) {
         machines: deps.machines,
         log: deps.log,
       }),
-    templates: (db: PrismaClient) => createTemplatesService({ db, clock, queue }),
+    templates: (db: PrismaClient) => createTemplatesService({ db, clock, queue, secrets, egress, publicUrl: () => publicBaseUrl(deps.relayUrls) }),
     organization: (db: PrismaClient) => createOrganizationService({ db, clock, secrets, egress, turnLimits: deps.turnLimits }),
     integrations: (db: PrismaClient) => createIntegrationsService({ db, clock, secrets, egress }),
     webhooks: (db: PrismaClient) => createWebhooksService({ db, clock, secrets, egress }),

@@ -406,6 +406,57 @@ export interface paths {
         patch: operations["updateComputerTemplate"];
         trace?: never;
     };
+    "/api/v0/computer-templates/{templateId}/versions": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** The commits a program template has resolved, newest first, with their previews and the computers running each */
+        get: operations["listComputerTemplateVersions"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v0/computer-templates/{templateId}/versions/{versionId}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** A version of a program template */
+        get: operations["getComputerTemplateVersion"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v0/computer-templates/{templateId}/webhook": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** The forge's push webhook: verified with the template's secret, then its program's ref is resolved at once */
+        post: operations["computerTemplatePush"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/v0/organization/users": {
         parameters: {
             query?: never;
@@ -1731,17 +1782,159 @@ export interface components {
         ComputerTemplate: {
             id: string;
             name: string;
-            /** @description Managed provider of computers made from it, unless the create request names one */
+            /** @description Managed provider of computers made from it, unless the create request names one; `program` when it names a program */
             provider?: string;
             repos: string[];
             autoInstallDeps: boolean;
             setupScript?: string;
             /** @description Computers made from it kept provisioned ahead (0: no warm pool) */
             warmPoolSize: number;
+            /** @description The Pulumi YAML program its computers run; absent: the provider’s built-in program */
+            program?: {
+                /** @description A public URL, or one the organization reaches through its source-control integration */
+                repository: string;
+                /**
+                 * @description Directory holding Pulumi.yaml, relative to the repository root ("" or "." for the root)
+                 * @default
+                 */
+                path: string;
+                /** @description A branch, a tag or a commit id; a branch or tag is followed to each new commit */
+                ref: string;
+            };
+            /**
+             * @description With a program: resolving (no commit yet), previewing (a new commit), ready (the current version serves), failed (statusMessage says why)
+             * @enum {string}
+             */
+            status?: "resolving" | "previewing" | "ready" | "failed";
+            statusMessage?: string;
+            /** @description What new computers and pool members get: the newest commit whose preview passed */
+            currentVersion?: {
+                id: string;
+                commit: string;
+            };
+            /** @description The newest commit on the ref while it is previewed, or after its preview failed */
+            candidateVersion?: {
+                id: string;
+                commit: string;
+            };
+            poolUpdate: components["schemas"]["PoolUpdate"];
+            registrationTimeoutSeconds: number;
+            /** @description The forge's push webhook: a push resolves the program's ref at once */
+            webhookUrl: string;
             /** @description Unix ms */
             createdAt: number;
             /** @description Unix ms */
             updatedAt: number;
+        };
+        /** @description How a warm pool moves to a new version: Recreate replaces every ready member now; OnReplenish gives new members the new version while old ones serve until claimed; RollingUpdate replaces at most maxUnavailable ready members at a time */
+        PoolUpdate: {
+            /** @enum {string} */
+            type: "Recreate";
+        } | {
+            /** @enum {string} */
+            type: "OnReplenish";
+        } | {
+            /** @enum {string} */
+            type: "RollingUpdate";
+            /** @default 1 */
+            maxUnavailable: number;
+        };
+        CreatedComputerTemplate: {
+            id: string;
+            name: string;
+            /** @description Managed provider of computers made from it, unless the create request names one; `program` when it names a program */
+            provider?: string;
+            repos: string[];
+            autoInstallDeps: boolean;
+            setupScript?: string;
+            /** @description Computers made from it kept provisioned ahead (0: no warm pool) */
+            warmPoolSize: number;
+            /** @description The Pulumi YAML program its computers run; absent: the provider’s built-in program */
+            program?: {
+                /** @description A public URL, or one the organization reaches through its source-control integration */
+                repository: string;
+                /**
+                 * @description Directory holding Pulumi.yaml, relative to the repository root ("" or "." for the root)
+                 * @default
+                 */
+                path: string;
+                /** @description A branch, a tag or a commit id; a branch or tag is followed to each new commit */
+                ref: string;
+            };
+            /**
+             * @description With a program: resolving (no commit yet), previewing (a new commit), ready (the current version serves), failed (statusMessage says why)
+             * @enum {string}
+             */
+            status?: "resolving" | "previewing" | "ready" | "failed";
+            statusMessage?: string;
+            /** @description What new computers and pool members get: the newest commit whose preview passed */
+            currentVersion?: {
+                id: string;
+                commit: string;
+            };
+            /** @description The newest commit on the ref while it is previewed, or after its preview failed */
+            candidateVersion?: {
+                id: string;
+                commit: string;
+            };
+            poolUpdate: components["schemas"]["PoolUpdate"];
+            registrationTimeoutSeconds: number;
+            /** @description The forge's push webhook: a push resolves the program's ref at once */
+            webhookUrl: string;
+            /** @description Unix ms */
+            createdAt: number;
+            /** @description Unix ms */
+            updatedAt: number;
+            /** @description Signs the push webhook (HMAC-SHA256); shown once, when it is made */
+            webhookSecret?: string;
+        };
+        /** @description A Pulumi YAML project (Pulumi.yaml, runtime: yaml) at path of repository on ref */
+        ProgramSource: {
+            /** @description A public URL, or one the organization reaches through its source-control integration */
+            repository: string;
+            /**
+             * @description Directory holding Pulumi.yaml, relative to the repository root ("" or "." for the root)
+             * @default
+             */
+            path: string;
+            /** @description A branch, a tag or a commit id; a branch or tag is followed to each new commit */
+            ref: string;
+        };
+        ComputerTemplateVersions: {
+            versions: components["schemas"]["ComputerTemplateVersion"][];
+            pagination: components["schemas"]["Pagination"];
+        };
+        ComputerTemplateVersion: {
+            id: string;
+            commit: string;
+            /**
+             * @description previewing, ready (may be rolled out) or failed (never rolled out)
+             * @enum {string}
+             */
+            status: "previewing" | "ready" | "failed";
+            /** @description The version new computers and pool members get */
+            current: boolean;
+            /** @description The objects `pulumi preview` said the program creates; null until it passed */
+            preview: {
+                type: string;
+                name: string;
+            }[] | null;
+            /** @description Pulumi's error when the preview failed */
+            error: string | null;
+            /** @description Computers running this version: warm pool members and computers someone owns */
+            computers: {
+                poolMembers: number;
+                owned: number;
+            };
+            /** @description Unix ms */
+            createdAt: number;
+            /** @description Unix ms */
+            previewedAt: number | null;
+        };
+        Pagination: {
+            hasMore: boolean;
+            /** @description null if no more pages */
+            nextCursor: string | null;
         };
         OrganizationUserList: {
             users: components["schemas"]["OrganizationUser"][];
@@ -1777,11 +1970,6 @@ export interface components {
              * @enum {string}
              */
             status: "active" | "invited";
-        };
-        Pagination: {
-            hasMore: boolean;
-            /** @description null if no more pages */
-            nextCursor: string | null;
         };
         InviteUserResult: {
             /** Format: email */
@@ -5149,17 +5337,21 @@ export interface operations {
                     setupScript?: string;
                     /** @description Computers kept provisioned ahead, 0-50 (0: no warm pool) */
                     warmPoolSize?: number;
+                    program?: components["schemas"]["ProgramSource"];
+                    poolUpdate?: components["schemas"]["PoolUpdate"];
+                    /** @description How long a machine that dials in (output agent: true) has to register before its computer fails */
+                    registrationTimeoutSeconds?: number;
                 };
             };
         };
         responses: {
-            /** @description The template */
+            /** @description The template, with its push webhook secret (shown once) */
             201: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ComputerTemplate"];
+                    "application/json": components["schemas"]["CreatedComputerTemplate"];
                 };
             };
             /** @description Bad Request */
@@ -5337,17 +5529,32 @@ export interface operations {
                     setupScript?: string | null;
                     /** @description Computers kept provisioned ahead, 0-50 (0: no warm pool) */
                     warmPoolSize?: number;
+                    /** @description null: computers made from it run the provider’s built-in program again */
+                    program?: {
+                        /** @description A public URL, or one the organization reaches through its source-control integration */
+                        repository: string;
+                        /**
+                         * @description Directory holding Pulumi.yaml, relative to the repository root ("" or "." for the root)
+                         * @default
+                         */
+                        path?: string;
+                        /** @description A branch, a tag or a commit id; a branch or tag is followed to each new commit */
+                        ref: string;
+                    } | null;
+                    poolUpdate?: components["schemas"]["PoolUpdate"];
+                    /** @description How long a machine that dials in (output agent: true) has to register before its computer fails */
+                    registrationTimeoutSeconds?: number;
                 };
             };
         };
         responses: {
-            /** @description The template */
+            /** @description The template (with a new webhook secret when its first program gave it one) */
             200: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ComputerTemplate"];
+                    "application/json": components["schemas"]["CreatedComputerTemplate"];
                 };
             };
             /** @description Bad Request */
@@ -5388,6 +5595,178 @@ export interface operations {
             };
             /** @description Conflict */
             409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Internal Server Error */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    listComputerTemplateVersions: {
+        parameters: {
+            query?: {
+                /**
+                 * @description Maximum number of items to return (1-100)
+                 * @example 20
+                 */
+                limit?: string;
+                /** @description Cursor for pagination */
+                cursor?: string;
+            };
+            header?: never;
+            path: {
+                /** @description Template id */
+                templateId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Versions */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ComputerTemplateVersions"];
+                };
+            };
+            /** @description Bad Request */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Unauthorized */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not Found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Internal Server Error */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    getComputerTemplateVersion: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Template id */
+                templateId: string;
+                /** @description Version id */
+                versionId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The version */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ComputerTemplateVersion"];
+                };
+            };
+            /** @description Unauthorized */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not Found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Internal Server Error */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    computerTemplatePush: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Template id */
+                templateId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Verified; queued, or ignored (a push to another ref) */
+            202: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        queued: boolean;
+                        reason?: string;
+                    };
+                };
+            };
+            /** @description Unauthorized */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not Found */
+            404: {
                 headers: {
                     [name: string]: unknown;
                 };

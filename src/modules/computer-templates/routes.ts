@@ -1,6 +1,18 @@
 import { managerOrHigher } from '../../auth/guards.ts';
 import { defineRoute, type RouteSpec } from '../../http/route.ts';
-import { ComputerTemplateSchema, CreateTemplateBody, TemplateIdParams, TemplateListResponse, UpdateTemplateBody } from './schemas.ts';
+import {
+  ComputerTemplateSchema,
+  CreatedTemplateSchema,
+  CreateTemplateBody,
+  PushResponse,
+  TemplateIdParams,
+  TemplateListResponse,
+  TemplateVersionSchema,
+  UpdateTemplateBody,
+  VersionIdParams,
+  VersionsQuery,
+  VersionsResponse,
+} from './schemas.ts';
 import type { TemplatesService } from './service.ts';
 
 const tags = ['Computer Templates'];
@@ -26,7 +38,7 @@ export function templateRoutes(service: TemplatesService): RouteSpec[] {
       operationId: 'createComputerTemplate',
       summary: 'Create a computer template (managers and owners)',
       body: CreateTemplateBody,
-      responses: { 201: { description: 'The template', schema: ComputerTemplateSchema } },
+      responses: { 201: { description: 'The template, with its push webhook secret (shown once)', schema: CreatedTemplateSchema } },
       errors: [400, 401, 403, 409, 500],
       handler: async ({ principal, body }) => ({ status: 201, body: await service.create(principal, body) }),
     }),
@@ -50,7 +62,9 @@ export function templateRoutes(service: TemplatesService): RouteSpec[] {
       summary: 'Change a computer template (managers and owners); computers made from it are not changed',
       params: TemplateIdParams,
       body: UpdateTemplateBody,
-      responses: { 200: { description: 'The template', schema: ComputerTemplateSchema } },
+      responses: {
+        200: { description: 'The template (with a new webhook secret when its first program gave it one)', schema: CreatedTemplateSchema },
+      },
       errors: [400, 401, 403, 404, 409, 500],
       handler: async ({ principal, params, body }) => ({ status: 200, body: await service.update(principal, params.templateId, body) }),
     }),
@@ -68,6 +82,42 @@ export function templateRoutes(service: TemplatesService): RouteSpec[] {
         await service.remove(principal, params.templateId);
         return { status: 204 };
       },
+    }),
+    defineRoute({
+      tags,
+      method: 'get',
+      path: '/api/v0/computer-templates/{templateId}/versions',
+      operationId: 'listComputerTemplateVersions',
+      summary: 'The commits a program template has resolved, newest first, with their previews and the computers running each',
+      params: TemplateIdParams,
+      query: VersionsQuery,
+      responses: { 200: { description: 'Versions', schema: VersionsResponse } },
+      errors: [400, 401, 404, 500],
+      handler: async ({ principal, params, query }) => ({ status: 200, body: await service.versions(principal, params.templateId, query) }),
+    }),
+    defineRoute({
+      tags,
+      method: 'get',
+      path: '/api/v0/computer-templates/{templateId}/versions/{versionId}',
+      operationId: 'getComputerTemplateVersion',
+      summary: 'A version of a program template',
+      params: VersionIdParams,
+      responses: { 200: { description: 'The version', schema: TemplateVersionSchema } },
+      errors: [401, 404, 500],
+      handler: async ({ principal, params }) => ({ status: 200, body: await service.version(principal, params.templateId, params.versionId) }),
+    }),
+    defineRoute({
+      tags,
+      auth: false,
+      rawBody: true,
+      method: 'post',
+      path: '/api/v0/computer-templates/{templateId}/webhook',
+      operationId: 'computerTemplatePush',
+      summary: "The forge's push webhook: verified with the template's secret, then its program's ref is resolved at once",
+      params: TemplateIdParams,
+      responses: { 202: { description: 'Verified; queued, or ignored (a push to another ref)', schema: PushResponse } },
+      errors: [401, 404, 500],
+      handler: async ({ params, header, rawBody }) => ({ status: 202, body: await service.push(params.templateId, header, rawBody) }),
     }),
   ];
 }

@@ -1,7 +1,7 @@
 import type { Principal } from '../../auth/principal.ts';
 import type { Db } from '../../db/client.ts';
 import { AppError, BadRequest, NotFound } from '../../lib/errors.ts';
-import { liveTemplate } from '../computer-templates/service.ts';
+import { liveTemplate } from '../computer-templates/deps.ts';
 import { reachableComputer } from './access.ts';
 import type { CreateComputerInput } from './schemas.ts';
 

@@ -1,5 +1,6 @@
 import type { z } from 'zod';
 import { managerOrHigher } from '../../../auth/guards.ts';
+import { poolUpdateOf } from '../../computer-templates/views.ts';
 import { ComputerTemplateSpec } from '../schemas.ts';
 import { defineKind } from './types.ts';
 
@@ -11,6 +12,9 @@ const normalize = (s: Spec) => ({
   autoInstallDeps: s.autoInstallDeps ?? false,
   setupScript: s.setupScript ?? null,
   warmPoolSize: s.warmPoolSize ?? 0,
+  program: s.program ?? null,
+  poolUpdate: s.poolUpdate ?? { type: 'OnReplenish' },
+  registrationTimeoutSeconds: s.registrationTimeoutSeconds ?? 600,
 });
 
 export const computerTemplateKind = defineKind<Spec>({
@@ -25,7 +29,16 @@ export const computerTemplateKind = defineKind<Spec>({
     return rows.map((t) => ({
       key: t.name,
       resourceId: t.id,
-      spec: { provider: t.provider, repos: t.repos, autoInstallDeps: t.autoInstallDeps, setupScript: t.setupScript, warmPoolSize: t.warmPoolSize },
+      spec: {
+        provider: t.provider,
+        repos: t.repos,
+        autoInstallDeps: t.autoInstallDeps,
+        setupScript: t.setupScript,
+        warmPoolSize: t.warmPoolSize,
+        program: t.programRepository ? { repository: t.programRepository, path: t.programPath ?? '', ref: t.programRef } : null,
+        poolUpdate: poolUpdateOf(t),
+        registrationTimeoutSeconds: t.registrationTimeoutSeconds,
+      },
     }));
   },
   async create({ ops, principal }, name, spec) {
@@ -38,6 +51,8 @@ export const computerTemplateKind = defineKind<Spec>({
   async remove({ ops, principal }, actual) {
     await ops.templates.remove(principal, actual.resourceId);
   },
-  pending: (s, changed) =>
-    changed.includes('warmPoolSize') || ((s.warmPoolSize ?? 0) > 0 && changed.length > 0) ? ['the warm pool converges to the new size'] : [],
+  pending: (s, changed) => [
+    ...(changed.includes('warmPoolSize') || ((s.warmPoolSize ?? 0) > 0 && changed.length > 0) ? ['the warm pool converges to the new size'] : []),
+    ...(changed.includes('program') && s.program ? ["the program's ref is resolved and its commit previewed"] : []),
+  ],
 });
