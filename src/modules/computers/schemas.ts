@@ -80,6 +80,13 @@ export const ComputerSchema = z
       .optional()
       .meta({ description: 'Managed computers (agentplane extension): paused after the idle time; POST restart resumes' }),
     deletedAt: z.number().optional().meta({ description: 'Unix ms; only in lists with includeDeleted=true' }),
+    templateVersion: z
+      .strictObject({ id: z.string(), commit: z.string() })
+      .nullable()
+      .meta({ description: "A program template's computer (agentplane extension): the version of the program its stack runs; null otherwise" }),
+    updateAvailable: z.boolean().meta({
+      description: "agentplane extension: the computer's template has a newer current version (preview passed); POST /computers/{id}/update runs it",
+    }),
   })
   .meta({ id: 'Computer' });
 export type ComputerView = z.infer<typeof ComputerSchema>;
