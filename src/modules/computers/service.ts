@@ -2,6 +2,8 @@ import type { ComputersDeps } from './deps.ts';
 import { computerOperations } from './operations.ts';
 import { poolOperations } from './pool/service.ts';
 import { computerRecords } from './records.ts';
+import { updateComputer } from './update.ts';
+import type { Principal } from '../../auth/principal.ts';
 
 /** Computers: the rules of spec 4.2 and 3.2, free of HTTP. */
 export function createComputersService(deps: ComputersDeps) {
@@ -9,6 +11,8 @@ export function createComputersService(deps: ComputersDeps) {
     ...computerRecords(deps),
     ...computerOperations(deps),
     ...poolOperations(deps),
+    /** POST /computers/{id}/update (update.ts). */
+    updateVersion: (principal: Principal, computerId: string) => updateComputer(deps, principal, computerId),
     /** Managed providers whose prerequisites are present right now; with `includeUnavailable`, also the others and why. */
     async listProviders(includeUnavailable: boolean) {
       const status = await deps.providers.status();

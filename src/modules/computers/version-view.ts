@@ -12,7 +12,8 @@ export type VersionState = Pick<ComputerView, 'templateVersion' | 'updateAvailab
 
 type Versioned = Pick<Computer, 'id' | 'templateVersionId' | 'source' | 'ownerKind' | 'deletedAt'>;
 
-const templateIdOf = (c: Versioned) =>
+/** The template a computer was made from, if any. */
+export const templateIdOf = (c: Versioned) =>
   (c.source as StoredSource | null)?.kind === 'computer' ? undefined : (c.source as { templateId?: string } | null)?.templateId;
 
 /**

@@ -1,6 +1,7 @@
 import type { Computer, ProvisioningStep } from '../../generated/prisma/client.ts';
 import type { RelayUrls } from '../../relay/urls.ts';
 import type { StoredSource } from './source.ts';
+import { STACK_OPERATIONS } from './lifecycle.ts';
 import type { ComputerView } from './schemas.ts';
 
 const ms = (d: Date | null) => (d === null ? undefined : d.getTime());
@@ -53,6 +54,8 @@ export function computerView(
     provisioningSteps: c.provisioningSteps?.map(stepView),
     powerState: c.powerState === 'running' || c.powerState === 'paused' ? c.powerState : undefined,
     deletedAt: ms(c.deletedAt),
+    operation: STACK_OPERATIONS.find((o) => o === c.operation),
+    operationError: opt(c.operationError),
     ...versions,
   };
 }

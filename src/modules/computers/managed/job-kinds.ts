@@ -14,7 +14,12 @@ import { STACK_OPERATIONS } from '../lifecycle.ts';
  */
 export const computerStackJob = defineJobKind({
   name: 'computers.stack',
-  payload: z.object({ computerId: z.string().min(1), operation: z.enum(STACK_OPERATIONS) }),
+  payload: z.object({
+    computerId: z.string().min(1),
+    operation: z.enum(STACK_OPERATIONS),
+    /** `update` only: the template version the stack moves to (the computer records it once it did). */
+    templateVersionId: z.string().min(1).optional(),
+  }),
   retryLimit: 3,
   retryDelaySeconds: 10,
   expireInSeconds: 3600,

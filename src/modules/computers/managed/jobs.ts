@@ -12,6 +12,7 @@ export function managedComputerJobs(deps: ComputerJobDeps): JobDefinition[] {
     async (p, ctx) => {
       if (p.operation === 'provision') return runProvision(deps, p.computerId, ctx);
       if (p.operation === 'teardown') return runTeardown(deps, p.computerId, ctx);
+      if (p.operation === 'update') throw new Error('engine pending');
       return runPowerChange(deps, p.computerId, p.operation, ctx);
     },
     // Bounded per process: bulk creation provisions this many computers in parallel.
