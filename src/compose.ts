@@ -13,6 +13,7 @@ import type { Logger } from './lib/logger.ts';
 import { observability } from './observability/start.ts';
 import { startMachineAccess, type MachineAccess } from './modules/computers/machine-access.ts';
 import { createEventHub, type EventHub } from './modules/events/hub.ts';
+import { controlPlaneClone } from './modules/integrations/control-plane-clone.ts';
 import { syncGitIntegrations } from './modules/integrations/seed.ts';
 import { sealStoredCustomModelKeys } from './modules/organization/enterprise-controls.ts';
 import { createProvisioner, type Provisioner } from './provisioning/provisioner.ts';
@@ -101,8 +102,13 @@ export async function compose(opts: ComposeOptions & { role?: 'server' | 'worker
   const machines = o.machines ?? (await startMachineAccess({ ...config, holdsTunnels: o.holdsTunnels ?? serves }, db.prisma, log));
   // Local computers reach the API's port alone: the one this process listens on, once it does (PORT=0 picks one).
   let boundPort: number | undefined;
-  const provisioner = createProvisioner(config, machines.secrets, () => boundPort ?? config.port);
   const egress = createEgressGuard(config.egress);
+  const provisioner = createProvisioner(
+    config,
+    machines.secrets,
+    () => boundPort ?? config.port,
+    (organizationId, repository) => controlPlaneClone({ db: db.prisma, secrets: machines.secrets, egress }, organizationId, repository),
+  );
   // Every replica sends jobs and registers the schedules; with AGENTPLANE_WORKER=false it leaves
   // running them to `agentplane worker`. The analytics roll-up catches up on days missed while stopped.
   const background = o.queue

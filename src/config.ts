@@ -133,6 +133,12 @@ const EnvSchema = z.object({
       }
     }),
   AGENTPLANE_LOCAL_PIDS_MAX: z.coerce.number().int().min(16).default(1024),
+  // Environments as code: the Pulumi packages templates' programs may use (each must be installed in the toolchain too).
+  AGENTPLANE_PROGRAM_PROVIDERS: z
+    .string()
+    .regex(/^\s*[a-z0-9-]+(\s*,\s*[a-z0-9-]+)*\s*$/, 'must be Pulumi package names separated by commas, e.g. kubernetes,command')
+    .default('kubernetes,command')
+    .transform((v) => v.split(',').map((p) => p.trim())),
   AGENTPLANE_METRICS_PORT: z.coerce.number().int().min(0).max(65535).optional(),
   OTEL_EXPORTER_OTLP_ENDPOINT: z.url({ protocol: /^https?$/, message: 'must be an http(s) URL, e.g. http://otel-collector:4318' }).optional(),
   OTEL_SERVICE_NAME: z.string().min(1).default('agentplane'),
@@ -327,6 +333,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env) {
         allow: e.AGENTPLANE_LOCAL_ALLOW,
         pidsMax: e.AGENTPLANE_LOCAL_PIDS_MAX,
       },
+      // The packages (providers) templates' Pulumi YAML programs may use.
+      programProviders: e.AGENTPLANE_PROGRAM_PROVIDERS,
     },
   };
 }

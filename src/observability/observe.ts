@@ -27,7 +27,7 @@ export function observeStep<T extends string>(provider: string, step: string, ru
   });
 }
 
-/** The stacks with every `pulumi up` and `destroy` in a span and timed by provider. */
+/** The stacks with every `pulumi up`, `destroy` and `preview` in a span and timed by provider. */
 export function observeStacks(stacks: ComputerStacks): ComputerStacks {
   const timed =
     <A extends [{ name: string }, ...unknown[]], R>(operation: string, fn: (...args: A) => Promise<R>) =>
@@ -45,7 +45,12 @@ export function observeStacks(stacks: ComputerStacks): ComputerStacks {
         }
       });
     };
-  return { up: timed('up', stacks.up), destroy: timed('destroy', stacks.destroy), whileIdle: (fn) => stacks.whileIdle(fn) };
+  return {
+    up: timed('up', stacks.up),
+    destroy: timed('destroy', stacks.destroy),
+    preview: timed('preview', stacks.preview),
+    whileIdle: (fn) => stacks.whileIdle(fn),
+  };
 }
 
 /** One model call of a turn. `interrupted` tells an abort from a failure. */

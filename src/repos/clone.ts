@@ -16,19 +16,35 @@ function gitEnv(pinned: PinnedClone | undefined): Record<string, string> {
   return { GIT_TERMINAL_PROMPT: '0', GIT_ALLOW_PROTOCOL: 'https:http:ssh:git', GIT_LFS_SKIP_SMUDGE: '1', GIT_SSH_COMMAND: ssh };
 }
 
-/**
- * The commit a branch's head is at on the remote (`git ls-remote`, run from the control plane
- * under the same rules as a clone), without cloning anything; undefined when there is no such branch.
- */
-export async function remoteHead(source: { repoUrl: string; branch: string }, signal: AbortSignal, pinned: PinnedClone): Promise<string | undefined> {
-  const args = [...pinned.config.flatMap((c) => ['-c', c]), 'ls-remote', '--heads', '--', pinned.url, `refs/heads/${source.branch}`];
+/** `git ls-remote` of `refs` (run from the control plane under the same rules as a clone): each ref's commit. */
+async function lsRemote(repoUrl: string, refs: string[], signal: AbortSignal, pinned: PinnedClone, what: string): Promise<Map<string, string>> {
+  const args = [...pinned.config.flatMap((c) => ['-c', c]), 'ls-remote', '--', pinned.url, ...refs];
   try {
     const { stdout } = await git('git', args, { env: { ...process.env, ...gitEnv(pinned) }, signal, timeout: CLONE_TIMEOUT_MS });
-    return /^([0-9a-f]{40,64})\t/m.exec(stdout)?.[1];
+    return new Map([...stdout.matchAll(/^([0-9a-f]{40,64})\t(\S+)$/gm)].map((m) => [m[2]!, m[1]!]));
   } catch (err) {
     const reason = redactCredentials(((err as { stderr?: string }).stderr ?? (err as Error).message).trim().split('\n').slice(-3).join(' '));
-    throw new CloneFailed(`reading the head of ${redactCredentials(source.repoUrl)} (branch ${source.branch}) failed: ${reason}`);
+    throw new CloneFailed(`reading ${what} of ${redactCredentials(repoUrl)} failed: ${reason}`);
   }
+}
+
+/**
+ * The commit a branch's head is at on the remote, without cloning anything; undefined when there
+ * is no such branch.
+ */
+export async function remoteHead(source: { repoUrl: string; branch: string }, signal: AbortSignal, pinned: PinnedClone): Promise<string | undefined> {
+  const ref = `refs/heads/${source.branch}`;
+  return (await lsRemote(source.repoUrl, [ref], signal, pinned, `the head (branch ${source.branch})`)).get(ref);
+}
+
+/**
+ * The commit a branch or tag (a tag peeled to its commit) is at on the remote, branches first;
+ * undefined when there is neither.
+ */
+export async function remoteRef(repoUrl: string, name: string, signal: AbortSignal, pinned: PinnedClone): Promise<string | undefined> {
+  const [head, tag] = [`refs/heads/${name}`, `refs/tags/${name}`];
+  const refs = await lsRemote(repoUrl, [head, tag, `${tag}^{}`], signal, pinned, `ref ${name}`);
+  return refs.get(head) ?? refs.get(`${tag}^{}`) ?? refs.get(tag);
 }
 
 /**

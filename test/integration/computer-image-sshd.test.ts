@@ -114,8 +114,8 @@ describe.skipIf(skip)("computer image: sshd as the computer's user, keys from th
   }
 
   const target = (privateKey: string) => {
-    const blob = Buffer.from(String(outputs.hostPublicKey).split(' ')[1]!, 'base64');
-    return { host: '127.0.0.1', port, username: String(outputs.username), privateKey, hostKeyFingerprint: fingerprintOf(blob) };
+    const blob = Buffer.from(String(outputs.ssh.hostKey).split(' ')[1]!, 'base64');
+    return { host: '127.0.0.1', port, username: String(outputs.ssh.user), privateKey, hostKeyFingerprint: fingerprintOf(blob) };
   };
 
   beforeAll(async () => {
@@ -170,9 +170,9 @@ describe.skipIf(skip)("computer image: sshd as the computer's user, keys from th
 
   it('after a restart with a new key in the Secret, takes only the new key and keeps the host key and the home', async () => {
     const rotated = generateKeyPair('rotated');
-    const before = outputs.hostPublicKey;
+    const before = outputs.ssh.hostKey;
     const secret = await programSecret(rotated.publicKey);
-    expect(secret.outputs.hostPublicKey).toBe(before);
+    expect(secret.outputs.ssh.hostKey).toBe(before);
     await stopComputer();
     mountSecret(secret);
     await startComputer();

@@ -10,8 +10,8 @@ import { secret } from '@pulumi/pulumi';
 import { LocalWorkspace } from '@pulumi/pulumi/automation/index.js';
 import { createLogger } from '../../src/lib/logger.ts';
 import { createSecretBox } from '../../src/lib/secret-box.ts';
-import type { ComputerProgramInput, ManagedProvider } from '../../src/provisioning/providers/types.ts';
-import { COMPUTERS_PROJECT, createComputerStacks } from '../../src/provisioning/pulumi/computer-stacks.ts';
+import type { StackProgram } from '../../src/provisioning/programs/index.ts';
+import { COMPUTERS_PROJECT, createComputerStacks, type StackConfig } from '../../src/provisioning/pulumi/computer-stacks.ts';
 import { engineEnv, pulumiCommand } from '../../src/provisioning/pulumi/engine-env.ts';
 import { locatePulumiToolchain } from '../../src/provisioning/pulumi/toolchain.ts';
 import { skipWithout } from '../support/parts.ts';
@@ -25,21 +25,24 @@ const PASSPHRASE = 'an old deployment passphrase';
 const log = createLogger({ level: 'silent' });
 
 /** A computer whose one resource takes a secret input, so the state holds a ciphertext. */
-const provider: ManagedProvider = {
+const program: StackProgram = {
+  kind: 'builtin',
   name: 'test',
-  missingPrerequisites: async () => [],
-  program: async () => {
+  // Its input comes from the stack's agentplane:* config: the user is the computer's name.
+  program: async (input) => {
     const host = new local.Command('host', { create: 'echo 127.0.0.1', environment: { TOKEN: secret(SECRET) } });
-    return { host: host.stdout, port: 22, username: 'agent', hostPublicKey: 'ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAITEST' };
+    return { ssh: { host: host.stdout, port: 22, user: input.name, hostKey: 'ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAITEST' }, pausable: true };
   },
 };
 
-const input = (computerId: string): ComputerProgramInput => ({
+const input = (computerId: string): StackConfig => ({
   computerId,
-  name: computerId,
+  name: `user-${computerId}`,
   organizationId: 'org_test',
-  authorizedPublicKey: 'ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIUSER',
-  resources: { cpus: 1, memoryMiB: 64, diskGiB: 1 },
+  authorizedKey: 'ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIUSER',
+  cpu: 1,
+  memoryMb: 64,
+  diskGb: 1,
   running: true,
 });
 
@@ -61,8 +64,8 @@ describe.skipIf(skip)("computer stacks' secrets provider", () => {
 
   it('wraps a new stack’s data key with the keeper, keeps its secrets encrypted, and destroys it from another process', { timeout: 180_000 }, async () => {
     const id = 'cmp_keeperstack000000001';
-    const endpoint = await stacks().up(provider, input(id), { log, fresh: true });
-    expect(endpoint.host).toBe('127.0.0.1');
+    const endpoint = await stacks().up(program, input(id), { log, fresh: true });
+    expect(endpoint).toMatchObject({ kind: 'ssh', host: '127.0.0.1', user: `user-${id}`, pausable: true });
 
     expect(await readFile(settingsFile(id), 'utf8')).toMatch(/^secretsprovider: hashivault:\/\/agentplane-stacks$/m);
     const state = await readFile(stateFile(id), 'utf8');
@@ -73,20 +76,20 @@ describe.skipIf(skip)("computer stacks' secrets provider", () => {
     const host = deployment.resources.find((r: { urn: string }) => r.urn.endsWith('::host'));
     expect(host.inputs.environment.TOKEN).toMatchObject({ ciphertext: expect.any(String) });
 
-    await stacks().destroy(provider, input(id), { log });
+    await stacks().destroy(program, input(id), { log });
     expect(existsSync(stateFile(id))).toBe(false);
   });
 
   it('is updated and destroyed by a replica that never saw its workspace directory', { timeout: 180_000 }, async () => {
     const id = 'cmp_otherreplica00000001';
-    await stacks().up(provider, input(id), { log, fresh: true });
+    await stacks().up(program, input(id), { log, fresh: true });
     // Another replica shares the backend but has a data directory of its own.
     const replica = createComputerStacks({ backendUrl, passphrase: PASSPHRASE, workspacesDir: path.join(dir, 'replica'), toolchain, stackKeys });
-    expect((await replica.up(provider, input(id), { log })).host).toBe('127.0.0.1');
+    expect(await replica.up(program, input(id), { log })).toMatchObject({ host: '127.0.0.1', user: `user-${id}` });
     const state = JSON.parse(await readFile(stateFile(id), 'utf8')).checkpoint.latest;
     expect(state.secrets_providers).toMatchObject({ type: 'cloud', state: { url: 'hashivault://agentplane-stacks' } });
     expect(JSON.stringify(state)).not.toContain(SECRET);
-    await replica.destroy(provider, input(id), { log });
+    await replica.destroy(program, input(id), { log });
     expect(existsSync(stateFile(id))).toBe(false);
   });
 
@@ -96,7 +99,17 @@ describe.skipIf(skip)("computer stacks' secrets provider", () => {
     const workDir = path.join(dir, 'workspaces', id);
     await Promise.all([mkdir(workDir, { recursive: true }), mkdir(path.join(dir, 'state'))]);
     const old = await LocalWorkspace.createStack(
-      { projectName: COMPUTERS_PROJECT, stackName: id, program: () => provider.program(input(id)) as never },
+      {
+        projectName: COMPUTERS_PROJECT,
+        stackName: id,
+        // The outputs of the built-ins before they kept the programs' contract.
+        program: async () => ({
+          host: new local.Command('host', { create: 'echo 127.0.0.1' }).stdout,
+          port: 22,
+          username: 'agent',
+          hostPublicKey: 'ssh-ed25519 AAAA',
+        }),
+      },
       {
         workDir,
         pulumiCommand: await pulumiCommand(toolchain),
@@ -107,11 +120,11 @@ describe.skipIf(skip)("computer stacks' secrets provider", () => {
     );
     await old.up();
 
-    expect((await stacks().up(provider, input(id), { log })).host).toBe('127.0.0.1');
+    expect(await stacks().up(program, input(id), { log })).toMatchObject({ kind: 'ssh', host: '127.0.0.1', user: `user-${id}` });
     expect(await readFile(settingsFile(id), 'utf8')).toMatch(/^encryptionsalt: v1:/m);
     expect(JSON.parse(await readFile(stateFile(id), 'utf8')).checkpoint.latest.secrets_providers.type).toBe('passphrase');
 
-    await stacks().destroy(provider, input(id), { log });
+    await stacks().destroy(program, input(id), { log });
     expect(existsSync(stateFile(id))).toBe(false);
   });
 });

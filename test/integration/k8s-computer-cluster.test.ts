@@ -75,7 +75,7 @@ describe.skipIf(!kubeconfig)('kubernetes provider on a real cluster (KUBECONFIG)
       await nsStack.up();
       const up = await computer.up();
       expect(up.summary.result).toBe('succeeded');
-      const out = Object.fromEntries(Object.entries(up.outputs).map(([k, v]) => [k, v.value]));
+      const out = up.outputs.ssh!.value as { host: string; port: number; user: string; hostKey: string };
       const service = `cmp-test${suffix}`;
       expect(out.host).toBe(`${service}.${namespace}.svc`);
 
@@ -83,8 +83,8 @@ describe.skipIf(!kubeconfig)('kubernetes provider on a real cluster (KUBECONFIG)
       const sshTo = async () => {
         const port = await freePort('127.0.0.1');
         forward = spawn('kubectl', ['-n', namespace, 'port-forward', `svc/${service}`, `${port}:${out.port}`], { stdio: 'ignore' });
-        const blob = Buffer.from(String(out.hostPublicKey).split(' ')[1]!, 'base64');
-        const target = { host: '127.0.0.1', port, username: out.username, privateKey: key.privateKey, hostKeyFingerprint: fingerprintOf(blob) };
+        const blob = Buffer.from(out.hostKey.split(' ')[1]!, 'base64');
+        const target = { host: '127.0.0.1', port, username: out.user, privateKey: key.privateKey, hostKeyFingerprint: fingerprintOf(blob) };
         return waitFor(
           'ssh through the port-forward',
           () => ssh.exec(target, 'id -un; cat ~/kept 2>/dev/null; echo data > ~/kept').catch(() => undefined),
@@ -93,7 +93,7 @@ describe.skipIf(!kubeconfig)('kubernetes provider on a real cluster (KUBECONFIG)
         );
       };
       const first = await sshTo();
-      expect(first.stdout.trim()).toBe(out.username);
+      expect(first.stdout.trim()).toBe(out.user);
       forward?.kill();
 
       running = false;
@@ -102,7 +102,7 @@ describe.skipIf(!kubeconfig)('kubernetes provider on a real cluster (KUBECONFIG)
       running = true;
       await computer.up();
       const resumed = await sshTo();
-      expect(resumed.stdout.trim().split('\n')).toEqual([out.username, 'data']);
+      expect(resumed.stdout.trim().split('\n')).toEqual([out.user, 'data']);
       forward?.kill();
 
       await computer.destroy();

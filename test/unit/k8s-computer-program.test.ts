@@ -102,7 +102,7 @@ describe('kubernetes computer program', async () => {
   it('mounts the Secret where computer-start reads the authorized key and the host key it outputs', () => {
     const data = secretValue(secret.inputs.stringData);
     expect(data[IMAGE.authorizedKeysFile]).toBe(`${clientKey.publicKey}\n`);
-    expect(outputs.hostPublicKey).toContain(publicKeyOf(data[IMAGE.hostKeyFile]).publicKey);
+    expect(outputs.ssh.hostKey).toContain(publicKeyOf(data[IMAGE.hostKeyFile]).publicKey);
     expect(podSpec(sts).volumes).toContainEqual({ name: 'ssh', secret: { secretName: secret.inputs.metadata.name, defaultMode: 0o440 } });
     expect(container(sts).volumeMounts).toContainEqual({ name: 'ssh', mountPath: IMAGE.secretsDir, readOnly: true });
     expect(sts.dependencies).toContain(secret.urn);
@@ -126,10 +126,10 @@ describe('kubernetes computer program', async () => {
   });
 
   it("outputs how to reach sshd: the Service's cluster name, port 22, the image's user, the host key", async () => {
-    expect(await resolve(outputs.host)).toBe('cmp-k8stest000000000000001.team-computers.svc');
-    expect(outputs.port).toBe(22);
-    expect(outputs.username).toBe(IMAGE.username);
-    expect(outputs.hostPublicKey).toMatch(/^ssh-ed25519 AAAA\S+/);
+    expect(await resolve(outputs.ssh.host)).toBe('cmp-k8stest000000000000001.team-computers.svc');
+    expect(outputs.ssh.port).toBe(22);
+    expect(outputs.ssh.user).toBe(IMAGE.username);
+    expect(outputs.ssh.hostKey).toMatch(/^ssh-ed25519 AAAA\S+/);
   });
 
   it("talks to the kubeconfig's current context unless one is configured", async () => {
@@ -151,8 +151,8 @@ describe('kubernetes computer program: pause, keys and settings', () => {
     const first = (await run()).outputs as ComputerProgramOutputs;
     const again = (await run({ ...input, running: false })).outputs as ComputerProgramOutputs;
     const other = (await run({ ...input, computerId: 'cmp_k8stest000000000000002' })).outputs as ComputerProgramOutputs;
-    expect(again.hostPublicKey).toBe(first.hostPublicKey);
-    expect(other.hostPublicKey).not.toBe(first.hostPublicKey);
+    expect(again.ssh.hostKey).toBe(first.ssh.hostKey);
+    expect(other.ssh.hostKey).not.toBe(first.ssh.hostKey);
   });
 
   it('restarts the pod when the authorized key changes, not when only the pause state does', async () => {

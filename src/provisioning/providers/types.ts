@@ -4,8 +4,9 @@ import type { MetricsSample } from '../machine/metrics-parse.ts';
 
 /**
  * The contract between the provisioner and a managed provider. A provider is a Pulumi inline
- * program for one computer: the provisioner runs it in that computer's own stack (stack name
- * from the computer id) and reads the outputs to reach the computer's sshd.
+ * program for one computer, keeping the contract of every program (programs/contract.ts): the
+ * provisioner runs it in that computer's own stack (stack name from the computer id) and reads
+ * the outputs to reach the computer's sshd.
  *
  * Pause and resume are `pulumi up` with `running` flipped, so every change to a computer's
  * infrastructure goes through its stack; `pulumi destroy` must remove every trace.
@@ -39,20 +40,29 @@ export interface ComputerProgramInput {
 }
 
 /**
- * What the program must return (stack outputs). Values may be Pulumi outputs. The host key is
- * pinned from here on: every SSH connection must present it.
+ * What the program must return (stack outputs): the contract every program keeps
+ * (programs/contract.ts), `ssh` and `pausable: true`. Values may be Pulumi outputs. The host key
+ * is pinned from here on: every SSH connection must present it.
  */
 export interface ComputerProgramOutputs {
-  /** Address the control plane dials (an IP or DNS name). */
-  host: Input<string>;
-  port: Input<number>;
-  /** The unix user agents run as; `authorizedPublicKey` logs in as this user. */
-  username: Input<string>;
-  /** The sshd's public host key, one OpenSSH line (`ssh-ed25519 AAAA...`). */
-  hostPublicKey: Input<string>;
+  ssh: {
+    /** Address the control plane dials (an IP or DNS name). */
+    host: Input<string>;
+    port: Input<number>;
+    /** The unix user agents run as; `authorizedPublicKey` logs in as this user. */
+    user: Input<string>;
+    /** The sshd's public host key, one OpenSSH line (`ssh-ed25519 AAAA...`). */
+    hostKey: Input<string>;
+  };
+  /** Both built-ins stop the machine while `running` is false. */
+  pausable: true;
 }
 
-/** Runs inside `pulumi up`/`destroy` (an inline program): declares the computer's resources. */
+/**
+ * Runs inside `pulumi up`/`destroy` (an inline program): declares the computer's resources. The
+ * stack runs it with the input read from the stack's `agentplane:*` configuration, the same keys a
+ * YAML program reads (programs/stack-config.ts).
+ */
 export type ComputerProgram = (input: ComputerProgramInput) => Promise<ComputerProgramOutputs>;
 
 /** A sample of a computer's usage read by the provider itself (local: cgroup counters), in the metrics API's units. */

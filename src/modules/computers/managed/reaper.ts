@@ -92,7 +92,9 @@ async function pauseIdleComputers(deps: ComputerJobDeps, ctx: Pick<JobContext, '
  */
 export async function requestPause(db: PrismaClient, queue: Pick<JobContext, 'send'>, computerId: string, now: Date): Promise<boolean> {
   return db.$transaction(async (tx) => {
-    const started = await transition(tx, computerId, { from: { operation: null, powerState: 'running', deletedAt: null }, to: begin('pause', now) });
+    // A program computer whose program cannot pause (programPausable false) is never paused.
+    const from = { operation: null, powerState: 'running', deletedAt: null, OR: [{ programPausable: null }, { programPausable: true }] };
+    const started = await transition(tx, computerId, { from, to: begin('pause', now) });
     if (started) await queue.send(computerStackJob, { computerId, operation: 'pause' }, { tx });
     return started;
   });

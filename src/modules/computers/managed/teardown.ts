@@ -3,7 +3,7 @@ import type { ComputerJobDeps } from '../job-deps.ts';
 import { end, transition } from '../lifecycle.ts';
 import { STEP } from '../steps/names.ts';
 import { moveStep } from '../steps/store.ts';
-import { programInput, providerOf } from './program-input.ts';
+import { programConfig, stackProgramOf } from './program-input.ts';
 
 /**
  * `pulumi destroy` and removal of a deleted computer's stack. A failure is recorded on the
@@ -17,8 +17,9 @@ export async function runTeardown(deps: ComputerJobDeps, computerId: string, ctx
   // A retried teardown starts its step again from where the last attempt left it.
   await moveStep(deps.db, computerId, STEP.teardown, ['pending', 'running', 'failed'], { status: 'running', startedAt: now(), completedAt: null });
   try {
-    // Without its provider the stack stays, and the teardown is retried until one is configured.
-    await deps.provisioner.stacks.destroy(providerOf(deps.provisioner.providers, computer), programInput(computer), { signal: ctx.signal, log: ctx.log });
+    // Without its provider (or program) the stack stays, and the teardown is retried until one is there.
+    const program = await stackProgramOf(deps, computer, ctx.signal);
+    await deps.provisioner.stacks.destroy(program, programConfig(computer), { signal: ctx.signal, log: ctx.log });
   } catch (err) {
     const message = err instanceof Error ? err.message : String(err);
     await moveStep(deps.db, computerId, STEP.teardown, ['running'], { status: 'failed', error: `attempt ${ctx.attempt}: ${message}`, completedAt: now() });

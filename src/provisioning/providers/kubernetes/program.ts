@@ -108,11 +108,14 @@ export function kubernetesComputerProgram(settings: KubernetesSettings, hostKeyS
     );
 
     return {
-      // `<service>.<namespace>.svc` resolves from any pod of the cluster, whatever its domain.
-      host: pulumi.interpolate`${service.metadata.name}.${service.metadata.namespace}.svc`,
-      port: 22,
-      username: IMAGE.username,
-      hostPublicKey: hostKey.publicKey,
+      ssh: {
+        // `<service>.<namespace>.svc` resolves from any pod of the cluster, whatever its domain.
+        host: pulumi.interpolate`${service.metadata.name}.${service.metadata.namespace}.svc`,
+        port: 22,
+        user: IMAGE.username,
+        hostKey: hostKey.publicKey,
+      },
+      pausable: true,
     };
   };
 }

@@ -89,11 +89,14 @@ export function createLocalProvider(opts: LocalProviderOptions): ManagedProvider
     );
     const power = command('power', SCRIPTS.power, { ...common, RUNNING: String(input.running) }, [sshd]);
     return {
-      host,
-      port: SSH_PORT,
-      username: user.stdout,
-      // Through the power resource, so the outputs exist only once the computer is as asked.
-      hostPublicKey: all([sshd.stdout, power.stdout]).apply(([key]) => key),
+      ssh: {
+        host,
+        port: SSH_PORT,
+        user: user.stdout,
+        // Through the power resource, so the outputs exist only once the computer is as asked.
+        hostKey: all([sshd.stdout, power.stdout]).apply(([key]) => key),
+      },
+      pausable: true,
     };
   }
 
