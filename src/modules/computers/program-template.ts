@@ -2,8 +2,7 @@ import type { Db } from '../../db/client.ts';
 import type { ComputerTemplate, ComputerTemplateVersion } from '../../generated/prisma/client.ts';
 import { Conflict } from '../../lib/errors.ts';
 
-/** The provider type of a computer whose stack runs its template's Pulumi program (a version of it). */
-export const PROGRAM_PROVIDER = 'program';
+export { PROGRAM_PROVIDER } from '../../provisioning/programs/provider.ts';
 
 /** A version whose preview passed: the only kind a computer is made from, updated to or claimed at. */
 export const READY_VERSION = 'ready';

@@ -89,7 +89,8 @@ async function upOrClean(
   }
 }
 
-function fingerprintOfLine(line: string): string {
+/** The `SHA256:...` fingerprint of an OpenSSH host key line (`type base64 [comment]`). */
+export function fingerprintOfLine(line: string): string {
   const blob = line.trim().split(/\s+/)[1];
   if (!blob) throw new Error(`the provider reported no usable host key: ${JSON.stringify(line)}`);
   return describeHostKey(Buffer.from(blob, 'base64')).fingerprint;

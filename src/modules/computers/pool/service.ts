@@ -91,6 +91,9 @@ export function poolOperations(deps: ComputersDeps) {
       if (provider === BYOM || !deps.providers.get(provider)) {
         throw new BadRequest(`Provider "${provider}" is not a managed provider of this deployment; warm pools hold managed computers`);
       }
+      if (provider === PROGRAM_PROVIDER) {
+        throw new BadRequest(`A pool of ${PROGRAM_PROVIDER} computers is a program template's: set the template's warmPoolSize`);
+      }
       await deps.db.$transaction(async (tx) => {
         const [org] = await tx.$queryRaw<{ warm_pool_defaults: unknown }[]>`
           SELECT warm_pool_defaults FROM organizations WHERE id = ${principal.organizationId} FOR UPDATE`;
