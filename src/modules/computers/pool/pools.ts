@@ -25,7 +25,7 @@ export interface PoolKey {
 }
 
 /** How a program template's pool moves to a new current version (roll.ts). */
-export type PoolUpdate = 'Recreate' | 'OnReplenish' | 'RollingUpdate';
+type PoolUpdate = 'Recreate' | 'OnReplenish' | 'RollingUpdate';
 
 /** A program template's pool: the version its new members get, and how old members are replaced. */
 export interface ProgramPool {
