@@ -160,6 +160,10 @@ program
   .description('run on a machine: register it as a byom computer and serve the control plane through its SSH gateway (outbound only: no inbound port, no sshd)')
   .requiredOption('--url <base_url>', "the control plane's base URL")
   .option('--api-key <key>', 'API key, only to register the machine (default: $AGENTPLANE_API_KEY)')
+  .option(
+    '--registration-token <token>',
+    "instead of an API key: the single-use token a template's program gave this machine (default: $AGENTPLANE_REGISTRATION_TOKEN)",
+  )
   .requiredOption('--name <name>', 'computer name')
   .option('--state-dir <dir>', 'keys and registration (default: ~/.config/agentplane/agent/<name>/)')
   .option('--gateway-host-key <fingerprint>', "pin the gateway's host key (SHA256:...) instead of trusting the first one seen")

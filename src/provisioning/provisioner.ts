@@ -6,7 +6,7 @@ import { LOCAL_PROVIDER } from './providers/local/provider.ts';
 import { createProviderRegistry, type ProviderRegistry } from './providers/registry.ts';
 import { observeStacks } from '../observability/observe.ts';
 import { createComputerStacks, type ComputerStacks } from './pulumi/computer-stacks.ts';
-import { createProgramEngine, type ProgramEngine } from './programs/engine.ts';
+import { createProgramEngine, type ProgramEngine } from './programs/index.ts';
 import type { PinRepository } from './programs/checkout.ts';
 import { createProgramProvider } from './programs/provider.ts';
 import { pulumiStateSettings } from './pulumi/state-settings.ts';

@@ -107,6 +107,23 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v0/computers/register": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** A dial-in machine's agent registers its computer with the single-use token its program was given (agentplane extension) */
+        post: operations["registerDialInComputer"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/v0/computers/ssh-public-key": {
         parameters: {
             query?: never;
@@ -1557,6 +1574,12 @@ export interface components {
         ProviderWarmPool: {
             provider: string;
             warmPoolSize: number;
+        };
+        RegisteredDialIn: {
+            id: string;
+            name: string;
+            /** @description Where the agent keeps its tunnel */
+            relayAgentUrl: string | null;
         };
         Computer: {
             id: string;
@@ -3413,6 +3436,77 @@ export interface operations {
             };
             /** @description Forbidden */
             403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Internal Server Error */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    registerDialInComputer: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: {
+            content: {
+                "application/json": {
+                    /** @description The single-use token the program passed to the machine (`agentplane:registrationToken`) */
+                    registrationToken: string;
+                    /** @description The agent's --name; the computer keeps its own name */
+                    name?: string;
+                    /** @description The unix user agents run as on the machine */
+                    remoteUser: string;
+                    /**
+                     * Format: uuid
+                     * @description Stable id of the physical machine
+                     */
+                    hostId?: string;
+                    connection: {
+                        /** @enum {string} */
+                        type: "agent";
+                        /** @description OpenSSH public key the agent authenticates to the relay with */
+                        agentPublicKey: string;
+                        /** @description OpenSSH public host key the agent serves SSH sessions with */
+                        hostPublicKey: string;
+                    };
+                };
+            };
+        };
+        responses: {
+            /** @description Registered: the agent dials the relay next */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["RegisteredDialIn"];
+                };
+            };
+            /** @description Bad Request */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Unauthorized */
+            401: {
                 headers: {
                     [name: string]: unknown;
                 };

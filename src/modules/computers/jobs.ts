@@ -2,6 +2,8 @@ import type { JobDefinition } from '../../jobs/job.ts';
 import type { ComputerJobDeps } from './job-deps.ts';
 import { computerSetupJob, installRunJob, metricsSampleJob } from './job-kinds.ts';
 import { runInstallRun } from './install-run.ts';
+import { dialInTimeoutJob } from './dial-in.ts';
+import { expireDialIn } from './dial-in-timeout.ts';
 import { managedComputerJobs } from './managed/jobs.ts';
 import { sampleAllComputers } from './metrics.ts';
 import { poolJobs } from './pool/jobs.ts';
@@ -15,6 +17,7 @@ export function computerJobs(deps: ComputerJobDeps): JobDefinition[] {
       concurrency: Math.max(computerSetupJob.concurrency, deps.managed.concurrency),
     }),
     installRunJob.handledBy((p, ctx) => runInstallRun(deps, p.runId, ctx)),
+    dialInTimeoutJob.handledBy((p, ctx) => expireDialIn(deps, p.computerId, ctx)),
     metricsSampleJob.handledBy(async (_p, ctx) => {
       await sampleAllComputers(deps, ctx);
     }),

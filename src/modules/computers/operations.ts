@@ -8,6 +8,7 @@ import { startInstallSession } from './install.ts';
 import { begin, transition } from './lifecycle.ts';
 import { BYOM, machineUnavailable, requireRunning, targetFor } from './machines.ts';
 import { computerStackJob } from './managed/job-kinds.ts';
+import { refuseUnpausable } from './managed/power.ts';
 import { RETENTION_MS, SAMPLE_INTERVAL_MS, sampleComputer } from './metrics.ts';
 import { organizationSshKey } from './org-ssh-key.ts';
 import { viewOfComputer } from './version-view.ts';
@@ -128,6 +129,7 @@ async function restartManaged(deps: Pick<ComputersDeps, 'db' | 'clock' | 'queue'
     return {};
   }
   if (computer.operation !== 'resume') {
+    refuseUnpausable(computer);
     const started = await deps.db.$transaction(async (tx) => {
       const resumed = await transition(tx, computerId, {
         from: { deletedAt: null, operation: computer.operation },

@@ -237,3 +237,24 @@ export const ProvidersResponseSchema = z
       .meta({ description: 'agentplane extension, with includeUnavailable=true: providers known but not usable now' }),
   })
   .meta({ id: 'ComputerProviders' });
+
+export const RegisterDialInBody = z.strictObject({
+  registrationToken: z
+    .string()
+    .min(1)
+    .max(200)
+    .meta({ description: 'The single-use token the program passed to the machine (`agentplane:registrationToken`)' }),
+  name: z.string().max(200).optional().meta({ description: "The agent's --name; the computer keeps its own name" }),
+  remoteUser: RemoteUser,
+  hostId: HostId.optional(),
+  connection: AgentConnection,
+});
+export type RegisterDialInInput = z.infer<typeof RegisterDialInBody>;
+
+export const RegisteredDialInResponse = z
+  .strictObject({
+    id: z.string(),
+    name: z.string(),
+    relayAgentUrl: z.string().nullable().meta({ description: 'Where the agent keeps its tunnel' }),
+  })
+  .meta({ id: 'RegisteredDialIn' });

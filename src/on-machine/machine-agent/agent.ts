@@ -13,6 +13,8 @@ export interface AgentOptions {
   url: string;
   /** Needed only to register; a registered agent authenticates with its own key. */
   apiKey?: string;
+  /** Instead of an API key: the single-use token a program gave this machine to register its computer. */
+  registrationToken?: string;
   name: string;
   /** Default `~/.config/agentplane/agent/<name>/`. */
   stateDir?: string;
@@ -35,6 +37,7 @@ function commandEnvironment(): NodeJS.ProcessEnv {
   const user = os.userInfo();
   const env: NodeJS.ProcessEnv = { ...process.env, HOME: user.homedir, USER: user.username, LOGNAME: user.username };
   delete env.AGENTPLANE_API_KEY;
+  delete env.AGENTPLANE_REGISTRATION_TOKEN;
   return env;
 }
 
@@ -95,7 +98,10 @@ export async function runAgent(opts: AgentOptions, signal: AbortSignal): Promise
 
 /** Registers, retrying while the control plane is unreachable or failing; undefined if aborted. */
 async function registerUntilDone(opts: AgentOptions, state: AgentStateDir, username: string, signal: AbortSignal): Promise<RegisteredComputer | undefined> {
-  if (!opts.apiKey) throw new Error('this machine is not registered yet: pass --api-key (or set AGENTPLANE_API_KEY) to register it');
+  const credential = opts.registrationToken ? { registrationToken: opts.registrationToken } : opts.apiKey ? { apiKey: opts.apiKey } : undefined;
+  if (!credential) {
+    throw new Error('this machine is not registered yet: pass --api-key (or set AGENTPLANE_API_KEY), or --registration-token, to register it');
+  }
   const hostId = await localHostId(state, opts.machineIdFiles);
   const { protocol, hostname } = new URL(opts.url);
   if (protocol === 'http:' && !['localhost', '127.0.0.1', '[::1]'].includes(hostname)) {
@@ -105,7 +111,7 @@ async function registerUntilDone(opts: AgentOptions, state: AgentStateDir, usern
     try {
       return await registerComputer({
         url: opts.url,
-        apiKey: opts.apiKey,
+        credential,
         name: opts.name,
         remoteUser: username,
         hostId,

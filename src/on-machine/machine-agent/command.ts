@@ -5,6 +5,7 @@ import { runAgent } from './agent.ts';
 export interface AgentCommandOptions {
   url: string;
   apiKey?: string;
+  registrationToken?: string;
   name: string;
   stateDir?: string;
   gatewayHostKey?: string;
@@ -24,7 +25,15 @@ export async function runAgentCommand(opts: AgentCommandOptions): Promise<void> 
     stop.abort();
   });
   try {
-    await runAgent({ ...opts, apiKey: opts.apiKey ?? process.env.AGENTPLANE_API_KEY, log }, stop.signal);
+    await runAgent(
+      {
+        ...opts,
+        apiKey: opts.apiKey ?? process.env.AGENTPLANE_API_KEY,
+        registrationToken: opts.registrationToken ?? process.env.AGENTPLANE_REGISTRATION_TOKEN,
+        log,
+      },
+      stop.signal,
+    );
   } finally {
     dispose();
   }

@@ -3,7 +3,8 @@ import { z } from 'zod';
 export interface RegistrationRequest {
   /** The control plane's base URL, e.g. `https://agentplane.example.com`. */
   url: string;
-  apiKey: string;
+  /** An API key registers a new byom computer; a dial-in machine's token registers the computer it was issued for. */
+  credential: { apiKey: string } | { registrationToken: string };
   name: string;
   remoteUser: string;
   hostId: string;
@@ -45,21 +46,23 @@ function computersUrl(baseUrl: string): string {
   return `${baseUrl.replace(/\/+$/, '')}/api/v0/computers`;
 }
 
-/** `POST /api/v0/computers` for a byom machine reached through its agent. */
+/**
+ * `POST /api/v0/computers` for a byom machine reached through its agent, or, with a registration
+ * token, `POST /api/v0/computers/register` for the computer a program made.
+ */
 export async function registerComputer(req: RegistrationRequest): Promise<RegisteredComputer> {
-  const url = computersUrl(req.url);
+  const connection = { type: 'agent', agentPublicKey: req.agentPublicKey, hostPublicKey: req.hostPublicKey };
+  const common = { name: req.name, remoteUser: req.remoteUser, hostId: req.hostId, connection };
+  const [url, headers, body] =
+    'apiKey' in req.credential
+      ? [computersUrl(req.url), { authorization: `Bearer ${req.credential.apiKey}` }, { ...common, provider: 'byom' }]
+      : [`${computersUrl(req.url)}/register`, {}, { ...common, registrationToken: req.credential.registrationToken }];
   let res: Response;
   try {
     res = await fetch(url, {
       method: 'POST',
-      headers: { authorization: `Bearer ${req.apiKey}`, 'content-type': 'application/json', accept: 'application/json' },
-      body: JSON.stringify({
-        name: req.name,
-        provider: 'byom',
-        remoteUser: req.remoteUser,
-        hostId: req.hostId,
-        connection: { type: 'agent', agentPublicKey: req.agentPublicKey, hostPublicKey: req.hostPublicKey },
-      }),
+      headers: { ...headers, 'content-type': 'application/json', accept: 'application/json' },
+      body: JSON.stringify(body),
       signal: req.signal,
     });
   } catch (err) {

@@ -61,7 +61,7 @@ export async function resolveRef(opts: CheckoutOptions, organizationId: string, 
 }
 
 /**
- * The program's directory at `commit`, checked out once into the cache and kept: keyed by the
+ * The program's directory at `commit`, the commit's whole tree checked out once into the cache and kept: keyed by the
  * organization, repository and commit (another organization naming the same commit of a repository
  * it cannot read never gets this one's copy). Atomic: the tree is written to a temporary directory
  * and renamed into place, so a killed checkout leaves no directory that is later trusted.
@@ -74,7 +74,24 @@ export async function checkout(opts: CheckoutOptions, organizationId: string, so
   const key = createHash('sha256').update(`${organizationId}\n${source.repository}\n`).digest('hex').slice(0, 24);
   const root = path.join(opts.cacheDir, `${key}-${commit}`);
   const programDir = path.join(root, source.path);
-  if (await isDir(root)) return programDir;
+  if (!(await isDir(root))) await checkoutTree(opts, organizationId, source, commit, { key, root }, signal);
+  if (!(await isDir(programDir))) {
+    throw new ProgramProblem(
+      `path "${source.path}" does not exist in ${shown(source)} at commit ${commit.slice(0, 12)}: name the directory holding Pulumi.yaml`,
+    );
+  }
+  return programDir;
+}
+
+async function checkoutTree(
+  opts: CheckoutOptions,
+  organizationId: string,
+  source: ProgramSource,
+  commit: string,
+  at: { key: string; root: string },
+  signal: AbortSignal,
+): Promise<void> {
+  const { key, root } = at;
   await mkdir(opts.cacheDir, { recursive: true });
   await removeStaleTemporaries(opts.cacheDir);
   const pin = await pinned(opts, organizationId, source);
@@ -93,9 +110,7 @@ export async function checkout(opts: CheckoutOptions, organizationId: string, so
     });
     await mkdir(tmp, { recursive: true });
     const tar = path.join(tmp, '.program.tar');
-    await run('archive', '--format=tar', '-o', tar, commit, '--', source.path || '.').catch(() => {
-      throw new ProgramProblem(`path "${source.path}" does not exist in ${shown(source)} at commit ${commit.slice(0, 12)}`);
-    });
+    await run('archive', '--format=tar', '-o', tar, commit);
     await git('tar', ['-xf', tar, '-C', tmp], { signal });
     await rm(tar);
     try {
@@ -108,8 +123,6 @@ export async function checkout(opts: CheckoutOptions, organizationId: string, so
   } finally {
     await Promise.all([ws.dispose(), rm(tmp, { recursive: true, force: true })]);
   }
-  if (!(await isDir(programDir))) throw new ProgramProblem(`path "${source.path}" of ${shown(source)} is not a directory at commit ${commit.slice(0, 12)}`);
-  return programDir;
 }
 
 async function isDir(dir: string): Promise<boolean> {

@@ -6,6 +6,7 @@ import { checkout, resolveRef, shown, type PinRepository } from './checkout.ts';
 import type { PreviewedObject, ProgramSource } from './contract.ts';
 import { inspectProgram } from './inspect.ts';
 import { ProgramProblem } from './problem.ts';
+import { PROGRAM_PROVIDER } from './provider.ts';
 import type { StackProgram } from './stack-program.ts';
 
 /** Templates' Pulumi YAML programs: refs resolved to commits, commits checked out, inspected and previewed. */
@@ -52,7 +53,7 @@ export function createProgramEngine(opts: ProgramEngineOptions): ProgramEngine {
     const dir = await checkout(checkoutOptions(), organizationId, source, commit, signal);
     const where = `${shown(source)}@${commit.slice(0, 12)}:${source.path || '.'}`;
     await inspectProgram(dir, where, { allowed: opts.allowedProviders, toolchain: opts.toolchain });
-    return { kind: 'yaml', name: 'program', source, commit, dir };
+    return { kind: 'yaml', name: PROGRAM_PROVIDER, source, commit, dir };
   }
 
   return {

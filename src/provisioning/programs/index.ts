@@ -1,4 +1,4 @@
-export type { PreviewedObject, ProgramConfig, ProgramEndpoint, ProgramSource } from './contract.ts';
+export type { ProgramEndpoint, ProgramSource } from './contract.ts';
 export { createProgramEngine, type ProgramEngine } from './engine.ts';
 export { ProgramProblem } from './problem.ts';
 export type { StackProgram } from './stack-program.ts';

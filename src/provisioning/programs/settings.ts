@@ -2,9 +2,6 @@ import { existsSync, readdirSync } from 'node:fs';
 import path from 'node:path';
 import type { PulumiToolchain } from '../pulumi/toolchain.ts';
 
-/** The Pulumi packages (providers) programs may use unless AGENTPLANE_PROGRAM_PROVIDERS says otherwise. */
-export const DEFAULT_PROGRAM_PROVIDERS = ['kubernetes', 'command'];
-
 /** The YAML language host the toolchain puts beside the CLI. */
 export function yamlLanguageHost(toolchain: PulumiToolchain): string {
   return path.join(toolchain.binDir, 'pulumi-language-yaml');

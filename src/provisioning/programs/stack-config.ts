@@ -2,7 +2,7 @@ import type { ComputerProgramInput } from '../providers/types.ts';
 import type { ProgramConfig } from './contract.ts';
 
 /** The stack configuration's namespace: `agentplane:computerId`, ... */
-export const CONFIG_NAMESPACE = 'agentplane';
+const CONFIG_NAMESPACE = 'agentplane';
 
 const PLAIN_KEYS = ['computerId', 'name', 'organizationId', 'authorizedKey', 'cpu', 'memoryMb', 'diskGb', 'apiUrl', 'running'] as const;
 

@@ -1,5 +1,6 @@
 import type { ComputerProgram } from '../providers/types.ts';
 import type { ProgramSource } from './contract.ts';
+import type { PROGRAM_PROVIDER } from './provider.ts';
 
 /**
  * What a computer's stack runs, both kinds behind one contract (contract.ts): a built-in
@@ -15,7 +16,7 @@ export type StackProgram =
   | {
       kind: 'yaml';
       /** `program`: the provider type of computers made from templates' programs (a metrics label). */
-      name: 'program';
+      name: typeof PROGRAM_PROVIDER;
       source: ProgramSource;
       commit: string;
       /** The checked-out directory holding `Pulumi.yaml` (read-only: shared by every stack of the commit). */

@@ -1,6 +1,8 @@
 import type { JobContext } from '../../../jobs/job.ts';
 import { describeHostKey } from '../../../ssh/index.ts';
 import type { ComputerJobDeps } from '../job-deps.ts';
+import type { Computer } from '../../../generated/prisma/client.ts';
+import { awaitRegistration, issueRegistrationToken } from '../dial-in.ts';
 import { computerSetupJob } from '../job-kinds.ts';
 import { transition } from '../lifecycle.ts';
 import { settleProvisioning } from '../settle.ts';
@@ -10,10 +12,15 @@ import { provisioningSteps } from '../steps/store.ts';
 import type { ProgramEndpoint, StackProgram } from '../../../provisioning/programs/index.ts';
 import { programConfig, stackProgramOf } from './program-input.ts';
 
+// The schema's default for templates' registrationTimeoutSeconds.
+const DEFAULT_REGISTRATION_TIMEOUT_SECONDS = 600;
+
 /**
  * Provisioning's stack operation: `pulumi up` of the computer's stack, the infrastructure step.
  * Completing it stores how to reach the computer and queues its set-up (SSH, workspace, clones,
  * dependencies) as a job of its own, in one transaction: the stack lock is held for Pulumi only.
+ * A template's program that outputs `agent: true` dials in instead: the computer waits for its
+ * agent's registration (dial-in.ts), which queues the set-up.
  * A failed `up` leaves the computer in `error` with the step's error; what was created stays
  * tracked in the stack for the teardown (a template's program is destroyed at once instead). A run
  * cut short (the control plane killed) is run again by the queue and resumes here.
@@ -23,6 +30,8 @@ export async function runProvision(deps: ComputerJobDeps, computerId: string, ct
   if (!computer) return;
   const step = await deps.db.provisioningStep.findUnique({ where: { computerId_id: { computerId, id: STEP.infrastructure } } });
   if (step?.status === 'completed') {
+    // A dial-in machine's set-up is queued by its registration (or its timeout fails it).
+    if (computer.connectionType === 'agent' && !computer.agentPublicKey) return;
     // A retried run after the stack came up: the set-up was queued with it; queueing it again is
     // harmless (serialized per computer, idempotent by step) and covers a set-up lost meanwhile.
     await ctx.send(computerSetupJob, { computerId });
@@ -33,13 +42,23 @@ export async function runProvision(deps: ComputerJobDeps, computerId: string, ct
     stopsOnFailure: 'the computer could not be created',
     run: async ({ signal, resumed }) => {
       const program = await stackProgramOf(deps, computer, signal);
-      const endpoint = await upOrClean(deps, ctx, program, programConfig(computer, true), { signal, fresh: !resumed });
-      if (endpoint.kind !== 'ssh') {
-        throw new Error('the program outputs "agent: true", but this control plane does not take dial-in machines yet');
+      // A template's program may start a machine that dials in: it gets the computer's token.
+      const registrationToken =
+        program.kind === 'yaml' ? await issueRegistrationToken(deps, computerId, await registrationDeadline(deps, computer)) : undefined;
+      const endpoint = await upOrClean(deps, ctx, program, programConfig(computer, true, { registrationToken }), { signal, fresh: !resumed });
+      if (endpoint.kind === 'agent') {
+        return {
+          complete: async (tx) => {
+            await tx.computer.updateMany({ where: { id: computerId, operation: 'provision' }, data: { programPausable: endpoint.pausable } });
+            await awaitRegistration(tx, ctx, computerId);
+          },
+        };
       }
       const hostKeyFingerprint = fingerprintOfLine(endpoint.hostKey);
       return {
         complete: async (tx) => {
+          // A machine reached over SSH never registers: its token is spent.
+          const token = registrationToken ? { registrationTokenHash: null, registrationExpiresAt: null } : {};
           const reached = await transition(tx, computerId, {
             from: { operation: 'provision' },
             to: {
@@ -50,6 +69,7 @@ export async function runProvision(deps: ComputerJobDeps, computerId: string, ct
               hostKeyFingerprint,
               powerState: 'running',
               programPausable: endpoint.pausable,
+              ...token,
             },
           });
           if (reached) await ctx.send(computerSetupJob, { computerId }, { tx });
@@ -87,6 +107,18 @@ async function upOrClean(
     });
     throw err;
   }
+}
+
+/** When a dial-in machine must have registered by: the template's registration timeout from now. */
+async function registrationDeadline(deps: ComputerJobDeps, computer: Computer): Promise<Date> {
+  const version = computer.templateVersionId
+    ? await deps.db.computerTemplateVersion.findUnique({
+        where: { id: computer.templateVersionId },
+        select: { template: { select: { registrationTimeoutSeconds: true } } },
+      })
+    : null;
+  const seconds = version?.template.registrationTimeoutSeconds ?? DEFAULT_REGISTRATION_TIMEOUT_SECONDS;
+  return new Date(deps.clock.now().getTime() + seconds * 1000);
 }
 
 /** The `SHA256:...` fingerprint of an OpenSSH host key line (`type base64 [comment]`). */
