@@ -211,7 +211,7 @@ export function computerRoutes(service: ComputersService): RouteSpec[] {
       tags,
       method: 'post',
       path: '/api/v0/computers/{computerId}/update',
-      operationId: 'updateComputer',
+      operationId: 'updateComputerVersion',
       summary: "Move a program template's computer to its template's current version (`pulumi up` of its stack, keeping its home)",
       params: ComputerIdParams,
       responses: { 202: { description: 'The update started: `operation` is `update` until it ends', schema: ComputerSchema } },
