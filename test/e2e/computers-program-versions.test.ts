@@ -113,6 +113,10 @@ describe.skipIf(skip)('computers of program templates', { timeout: 60_000 }, () 
     const other = await create('p-4', { provider: 'local', source: { kind: 'template', templateId, isListed: true } });
     expect(other.status).toBe(400);
     expect(await api.db.prisma.computer.count({ where: { name: { startsWith: 'p-' } } })).toBe(0);
+    // A pool of program computers is a template's, never a provider's plain one.
+    const plainPool = await api.call('PUT', '/api/v0/computers/pool/providers/program', { as: manager, body: { warmPoolSize: 2 } });
+    expect(plainPool.status).toBe(400);
+    expect(plainPool.body.detail).toMatch(/template's warmPoolSize/);
   });
 
   it("makes a program computer at the template's current version, audited with it", async () => {

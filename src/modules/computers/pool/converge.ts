@@ -32,7 +32,8 @@ const POOL_LOCK = 0x706f6f6c;
  * (template edited, size 0, template deleted) are destroyed, then each pool is filled with new
  * computers or shrunk, newest first. With `healthCheck`, every ready computer must answer a
  * command over SSH first; one that does not is destroyed and so replaced. Claimed computers are no
- * longer the pool's and are never touched.
+ * longer the pool's and are never touched. A program template's pool is planned by roll.ts (its
+ * strategy toward the current version); while it rolls, the convergence comes back in a moment.
  */
 export async function convergePools(deps: ComputerJobDeps, ctx: Ctx, opts: { organizationId?: string; healthCheck?: boolean }) {
   const organizations = opts.organizationId ? [opts.organizationId] : await organizationsWithPools(deps.db);
@@ -55,6 +56,7 @@ async function convergeOrganization(deps: ComputerJobDeps, ctx: Ctx, organizatio
   };
   const specs = new Map((await configuredPools(deps.db, organizationId)).map((s) => [poolKeyOf(s), s]));
   const now = deps.clock.now();
+  let failed = 0;
   for (const c of await poolComputers(deps.db, organizationId)) {
     if (c.operation === 'claim') {
       // What a claim's expiry means is the lifecycle's to say (the reaper asks it too): destroyed.
@@ -67,6 +69,7 @@ async function convergeOrganization(deps: ComputerJobDeps, ctx: Ctx, organizatio
         await ctx.send(poolConvergeJob, { organizationId }, { startAfter: new Date(c.operationDeadline.getTime() + CLAIM_RECHECK_SLACK_MS) });
     } else if (c.status === 'error') {
       await retire(c, 'provisioning failed');
+      failed++;
     } else if (!fits(deps, c, specs)) {
       await retire(c, 'its pool changed');
     } else if (healthCheck && c.status === 'active' && c.operation === null && !(await healthy(deps, c, ctx.signal))) {
@@ -104,7 +107,10 @@ async function convergeOrganization(deps: ComputerJobDeps, ctx: Ctx, organizatio
     return anyRolling;
   });
   // A roll goes on in steps: look again shortly (one job per tick for every chain of runs).
-  if (rolling) await ctx.send(poolConvergeJob, { organizationId }, { startAfter: new Date(Date.now() + ROLL_RECHECK_MS), id: rollTickId(organizationId) });
+  // Not while members fail to provision: a broken version would be retried every few seconds;
+  // the minute's run tries again.
+  if (rolling && failed === 0)
+    await ctx.send(poolConvergeJob, { organizationId }, { startAfter: new Date(Date.now() + ROLL_RECHECK_MS), id: rollTickId(organizationId) });
 }
 
 /** How soon a pool in the middle of a roll is looked at again. */
