@@ -24,8 +24,12 @@ export interface ProgramEngine {
     signal: AbortSignal,
     log?: Logger,
   ): Promise<{ ok: true; creates: PreviewedObject[] } | { ok: false; error: string }>;
-  /** The checked-out, inspected program at `commit`, for `stacks.up`/`destroy`. */
-  stackProgram(organizationId: string, source: ProgramSource, commit: string, signal: AbortSignal): Promise<StackProgram>;
+  /**
+   * The checked-out, inspected program at `commit`, for `stacks.up`/`destroy`. `inspect: false`
+   * (a teardown) skips the allow list: a provider the operator stopped allowing since still
+   * destroys what it made.
+   */
+  stackProgram(organizationId: string, source: ProgramSource, commit: string, signal: AbortSignal, opts?: { inspect?: boolean }): Promise<StackProgram>;
 }
 
 export interface ProgramEngineOptions {
@@ -49,10 +53,16 @@ export function createProgramEngine(opts: ProgramEngineOptions): ProgramEngine {
   };
   const silent = pino({ level: 'silent' });
 
-  async function stackProgram(organizationId: string, source: ProgramSource, commit: string, signal: AbortSignal): Promise<StackProgram> {
+  async function stackProgram(
+    organizationId: string,
+    source: ProgramSource,
+    commit: string,
+    signal: AbortSignal,
+    use: { inspect?: boolean } = {},
+  ): Promise<StackProgram> {
     const dir = await checkout(checkoutOptions(), organizationId, source, commit, signal);
     const where = `${shown(source)}@${commit.slice(0, 12)}:${source.path || '.'}`;
-    await inspectProgram(dir, where, { allowed: opts.allowedProviders, toolchain: opts.toolchain });
+    if (use.inspect !== false) await inspectProgram(dir, where, { allowed: opts.allowedProviders, toolchain: opts.toolchain });
     return { kind: 'yaml', name: PROGRAM_PROVIDER, source, commit, dir };
   }
 

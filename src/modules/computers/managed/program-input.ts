@@ -38,6 +38,8 @@ export async function stackProgramOf(
   deps: Pick<ComputerJobDeps, 'db' | 'provisioner'>,
   computer: Computer,
   signal: AbortSignal = new AbortController().signal,
+  /** `inspect: false` for a teardown: what the program made is destroyed even if its providers are no longer allowed. */
+  opts: { inspect?: boolean } = {},
 ): Promise<StackProgram> {
   if (computer.templateVersionId) {
     const version = await deps.db.computerTemplateVersion.findFirst({ where: { id: computer.templateVersionId }, include: { template: true } });
@@ -45,7 +47,7 @@ export async function stackProgramOf(
     if (!version || !t?.programRepository)
       throw new Error(`computer ${computer.id}: its template version ${computer.templateVersionId} or its program is gone`);
     const source = { repository: t.programRepository, path: t.programPath ?? '', ref: t.programRef ?? version.commit };
-    return deps.provisioner.programs.stackProgram(computer.organizationId, source, version.commit, signal);
+    return deps.provisioner.programs.stackProgram(computer.organizationId, source, version.commit, signal, opts);
   }
   const provider = deps.provisioner.providers.get(computer.providerType);
   if (!provider) throw new Error(`provider ${computer.providerType} is not configured on this control plane`);

@@ -18,7 +18,7 @@ export async function runTeardown(deps: ComputerJobDeps, computerId: string, ctx
   await moveStep(deps.db, computerId, STEP.teardown, ['pending', 'running', 'failed'], { status: 'running', startedAt: now(), completedAt: null });
   try {
     // Without its provider (or program) the stack stays, and the teardown is retried until one is there.
-    const program = await stackProgramOf(deps, computer, ctx.signal);
+    const program = await stackProgramOf(deps, computer, ctx.signal, { inspect: false });
     await deps.provisioner.stacks.destroy(program, programConfig(computer), { signal: ctx.signal, log: ctx.log });
   } catch (err) {
     const message = err instanceof Error ? err.message : String(err);
