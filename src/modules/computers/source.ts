@@ -2,10 +2,10 @@ import type { Principal } from '../../auth/principal.ts';
 import type { Db } from '../../db/client.ts';
 import { AppError, BadRequest, NotFound } from '../../lib/errors.ts';
 import { liveTemplate } from '../computer-templates/service.ts';
-import type { ComputerTemplate } from '../../generated/prisma/client.ts';
 import { reachableComputer } from './access.ts';
-import { isProgramTemplate, PROGRAM_PROVIDER, readyCurrentVersion } from './program-template.ts';
 import type { CreateComputerInput } from './schemas.ts';
+import type { ComputerTemplate } from '../../generated/prisma/client.ts';
+import { isProgramTemplate, PROGRAM_PROVIDER, readyCurrentVersion } from './program-template.ts';
 
 type Source = NonNullable<CreateComputerInput['source']>;
 
