@@ -263,6 +263,23 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v0/computers/{computerId}/update": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Move a program template's computer to its template's current version (`pulumi up` of its stack, keeping its home) */
+        post: operations["updateComputerVersion"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/v0/computers/{computerId}/restart": {
         parameters: {
             query?: never;
@@ -1620,6 +1637,13 @@ export interface components {
                 provisioning: number;
                 /** @description Failed provisioning; destroyed and replaced at the next convergence */
                 failed: number;
+                /** @description A program template's pool: its members per version of the program (the current version first) */
+                versions?: {
+                    versionId: string | null;
+                    commit: string | null;
+                    ready: number;
+                    provisioning: number;
+                }[];
             }[];
         };
         ProviderWarmPool: {
@@ -1685,6 +1709,20 @@ export interface components {
             powerState?: "running" | "paused";
             /** @description Unix ms; only in lists with includeDeleted=true */
             deletedAt?: number;
+            /**
+             * @description Managed computers (agentplane extension): the stack operation under way (provision, pause, resume, teardown, update)
+             * @enum {string}
+             */
+            operation?: "provision" | "pause" | "resume" | "teardown" | "update";
+            /** @description Managed computers (agentplane extension): why the last stack operation failed */
+            operationError?: string;
+            /** @description A program template's computer (agentplane extension): the version of the program its stack runs; null otherwise */
+            templateVersion: {
+                id: string;
+                commit: string;
+            } | null;
+            /** @description agentplane extension: the computer's template has a newer current version (preview passed); POST /computers/{id}/update runs it */
+            updateAvailable: boolean;
         };
         BulkCreateComputersResponse: {
             computers: components["schemas"]["Computer"][];
@@ -4533,6 +4571,74 @@ export interface operations {
             };
             /** @description Service Unavailable */
             503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    updateComputerVersion: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Computer id */
+                computerId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The update started: `operation` is `update` until it ends */
+            202: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Computer"];
+                };
+            };
+            /** @description Unauthorized */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Forbidden */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not Found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Conflict */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Internal Server Error */
+            500: {
                 headers: {
                     [name: string]: unknown;
                 };

@@ -12,8 +12,11 @@ import { bulkCreate } from './create-bulk.ts';
 import { managedSteps } from './steps/names.ts';
 import { sendProvision } from './managed/job-kinds.ts';
 import { usableProvider } from './provider-choice.ts';
-import { applySource, setupScriptOf, sourceComputerOf } from './source.ts';
+import { applySource, setupScriptOf, sourceComputerOf, type SourcedInput } from './source.ts';
+import { PROGRAM_PROVIDER } from './program-template.ts';
 import { begin } from './lifecycle.ts';
+
+const versionAudit = (sourced: SourcedInput) => (sourced.templateVersionId ? { templateVersionId: sourced.templateVersionId } : {});
 
 /** Creating managed computers: one (provisioning follows as a job), or many (create-bulk.ts). */
 export function managedComputers(deps: ComputersDeps) {
@@ -23,7 +26,7 @@ export function managedComputers(deps: ComputersDeps) {
    */
   async function create(principal: Principal, owner: Owner, input: CreateComputerInput, opts: { queue?: boolean } = {}) {
     const sourced = await applySource(deps.db, principal, input);
-    const provider = await usableProvider(deps.providers, sourced.provider);
+    const provider = sourced.templateVersionId ? { name: PROGRAM_PROVIDER } : await usableProvider(deps.providers, sourced.provider);
     if (input.connection) throw new BadRequest('connection applies to byom machines; a managed computer is reached through its provider');
     await assertMayAddComputer(deps.db, deps.clock, principal.organizationId, owner);
     await assertNameAndHostFree(deps.db, principal.organizationId, owner, input.name, input.hostId);
@@ -50,6 +53,7 @@ export function managedComputers(deps: ComputersDeps) {
         sshPublicKey: key.publicKey,
         sshKeyCiphertext: deps.secrets.seal(key.privateKey),
         resources: { ...deps.managed.resources },
+        templateVersionId: sourced.templateVersionId,
         ...begin('provision', now, deps.managed),
       },
       managedSteps({
@@ -59,7 +63,7 @@ export function managedComputers(deps: ComputersDeps) {
         copyWorkspace: sourceComputerOf(sourced.source) !== undefined,
       }),
       {
-        audit: { name: input.name, providerType: provider.name, ownerId: owner.id },
+        audit: { name: input.name, providerType: provider.name, ownerId: owner.id, ...versionAudit(sourced) },
         send: opts.queue === false ? undefined : (tx) => sendProvision(deps.queue, id, tx),
       },
     );

@@ -9,7 +9,7 @@ import type { Owner } from './access.ts';
 import type { ComputersDeps } from './deps.ts';
 import type { NewStep } from './steps/names.ts';
 import { createSteps } from './steps/store.ts';
-import { computerView } from './views.ts';
+import { viewOfComputer } from './version-view.ts';
 
 export const nameTaken = (name: string) => new Conflict(`A computer named "${name}" already exists for this owner; choose another name`);
 export const hostTaken = (hostId: string) => new Conflict(`Another of this owner's computers already has hostId ${hostId}`);
@@ -83,7 +83,7 @@ export async function insertComputer(
       await opts.send?.(tx);
       return { ...computer, provisioningSteps: await tx.provisioningStep.findMany({ where: { computerId: computer.id }, orderBy: { position: 'asc' } }) };
     });
-    return computerView(created, deps.relayUrls);
+    return viewOfComputer(deps.db, created, deps.relayUrls);
   } catch (err) {
     if (!isUniqueViolation(err)) throw err;
     await assertNameAndHostFree(deps.db, principal.organizationId, owner, fields.name, fields.hostId ?? undefined);

@@ -13,8 +13,11 @@ import type { ManagedSettings } from './managed/settings.ts';
  * Coder's one workspace builder, which its API, lifecycle executor and prebuild reconciler share.
  */
 
-/** The operations Pulumi runs on a managed computer's stack, one at a time (its stack job's). */
-export const STACK_OPERATIONS = ['provision', 'pause', 'resume', 'teardown'] as const;
+/**
+ * The operations Pulumi runs on a managed computer's stack, one at a time (its stack job's);
+ * `update` runs a program computer's stack at its template's newer version (update.ts).
+ */
+export const STACK_OPERATIONS = ['provision', 'pause', 'resume', 'teardown', 'update'] as const;
 type StackOperation = (typeof STACK_OPERATIONS)[number];
 /** A stack operation, or `claim`: a warm pool's computer held for one request while its key is replaced (pool/claim.ts). */
 export type Operation = StackOperation | 'claim';
@@ -50,11 +53,13 @@ export const LIFECYCLE: Record<Operation, OperationRule> = {
   pause: { deadline: POWER_TIMEOUT_MS, expiry: 'drop' },
   resume: { deadline: POWER_TIMEOUT_MS, expiry: 'drop' },
   teardown: { deadline: 'provisionTimeoutMs', expiry: 'retry' },
+  // Dropped: the computer stays on the version it records (a hung `up` may have changed some of its resources).
+  update: { deadline: 'provisionTimeoutMs', expiry: 'drop' },
   claim: { deadline: CLAIM_TIMEOUT_MS, expiry: 'destroy' },
 };
 
 /** The operations whose deadline is a setting. */
-type Configured = 'provision' | 'teardown';
+type Configured = 'provision' | 'teardown' | 'update';
 
 /** When `operation`, started (or started again) now, expires. */
 export function deadlineOf(operation: Exclude<Operation, Configured>, now: Date): Date;

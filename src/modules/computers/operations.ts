@@ -11,7 +11,7 @@ import { computerStackJob } from './managed/job-kinds.ts';
 import { refuseUnpausable } from './managed/power.ts';
 import { RETENTION_MS, SAMPLE_INTERVAL_MS, sampleComputer } from './metrics.ts';
 import { organizationSshKey } from './org-ssh-key.ts';
-import { computerView } from './views.ts';
+import { viewOfComputer } from './version-view.ts';
 import { waitForOperation } from './wait-for-operation.ts';
 
 // How long POST restart waits for the resume before answering 503 (the resume goes on).
@@ -52,7 +52,7 @@ export function computerOperations(deps: ComputersDeps) {
       requireRunning(computer);
       await deps.db.$transaction((tx) => startInstallSession(tx, deps.queue, computer, deps.clock.now()));
       const steps = await deps.db.provisioningStep.findMany({ where: { computerId }, orderBy: { position: 'asc' } });
-      return computerView({ ...computer, provisioningSteps: steps }, deps.relayUrls);
+      return viewOfComputer(deps.db, { ...computer, provisioningSteps: steps }, deps.relayUrls);
     },
 
     /** Writes the organization's source-control credentials onto the machine; answers how many. */

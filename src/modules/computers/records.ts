@@ -15,7 +15,7 @@ import { assertMayAddComputer } from './quota.ts';
 import { reachDirectly, reachThroughAgent, type Reachability } from './registration.ts';
 import type { CreateComputerInput, UpdateComputerInput } from './schemas.ts';
 import { byomSteps } from './steps/names.ts';
-import { computerView } from './views.ts';
+import { computerViews, viewOfComputer } from './version-view.ts';
 
 /** Computers as records: create (register), list, read, rename, delete. */
 export function computerRecords(deps: ComputersDeps) {
@@ -44,7 +44,7 @@ export function computerRecords(deps: ComputersDeps) {
   async function get(principal: Principal, computerId: string) {
     const computer = await reachableComputer(deps.db, principal, computerId);
     const steps = await deps.db.provisioningStep.findMany({ where: { computerId }, orderBy: { position: 'asc' } });
-    return computerView({ ...computer, provisioningSteps: steps }, deps.relayUrls);
+    return viewOfComputer(deps.db, { ...computer, provisioningSteps: steps }, deps.relayUrls);
   }
 
   return {
@@ -107,7 +107,7 @@ export function computerRecords(deps: ComputersDeps) {
         orderBy: [{ createdAt: 'desc' }, { id: 'desc' }],
         include: withSteps ? { provisioningSteps: { orderBy: { position: 'asc' } } } : undefined,
       });
-      return computers.map((c) => computerView(c, deps.relayUrls));
+      return computerViews(deps.db, computers, deps.relayUrls);
     },
 
     async getByName(principal: Principal, name: string) {
@@ -117,7 +117,7 @@ export function computerRecords(deps: ComputersDeps) {
         include: { provisioningSteps: { orderBy: { position: 'asc' } } },
       });
       if (!computer) throw new NotFound(`You have no computer named "${name}"`);
-      return computerView(computer, deps.relayUrls);
+      return viewOfComputer(deps.db, computer, deps.relayUrls);
     },
 
     async update(principal: Principal, computerId: string, input: UpdateComputerInput) {

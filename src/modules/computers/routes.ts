@@ -210,6 +210,17 @@ export function computerRoutes(service: ComputersService): RouteSpec[] {
     defineRoute({
       tags,
       method: 'post',
+      path: '/api/v0/computers/{computerId}/update',
+      operationId: 'updateComputerVersion',
+      summary: "Move a program template's computer to its template's current version (`pulumi up` of its stack, keeping its home)",
+      params: ComputerIdParams,
+      responses: { 202: { description: 'The update started: `operation` is `update` until it ends', schema: ComputerSchema } },
+      errors: [401, 403, 404, 409, 500],
+      handler: async ({ principal, params }) => ({ status: 202, body: await service.updateVersion(principal, params.computerId) }),
+    }),
+    defineRoute({
+      tags,
+      method: 'post',
       path: '/api/v0/computers/{computerId}/restart',
       operationId: 'restartComputer',
       summary: 'Resume a paused managed sandbox; no-op when it is running',

@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { STACK_OPERATIONS } from './lifecycle.ts';
 import { computerRepo as parseRepoUrl } from '../../repos/policy.ts';
 
 export const MAX_REPOS = 20;
@@ -80,6 +81,18 @@ export const ComputerSchema = z
       .optional()
       .meta({ description: 'Managed computers (agentplane extension): paused after the idle time; POST restart resumes' }),
     deletedAt: z.number().optional().meta({ description: 'Unix ms; only in lists with includeDeleted=true' }),
+    operation: z
+      .enum(STACK_OPERATIONS)
+      .optional()
+      .meta({ description: 'Managed computers (agentplane extension): the stack operation under way (provision, pause, resume, teardown, update)' }),
+    operationError: z.string().optional().meta({ description: 'Managed computers (agentplane extension): why the last stack operation failed' }),
+    templateVersion: z
+      .strictObject({ id: z.string(), commit: z.string() })
+      .nullable()
+      .meta({ description: "A program template's computer (agentplane extension): the version of the program its stack runs; null otherwise" }),
+    updateAvailable: z.boolean().meta({
+      description: "agentplane extension: the computer's template has a newer current version (preview passed); POST /computers/{id}/update runs it",
+    }),
   })
   .meta({ id: 'Computer' });
 export type ComputerView = z.infer<typeof ComputerSchema>;

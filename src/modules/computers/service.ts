@@ -2,6 +2,8 @@ import type { ComputersDeps } from './deps.ts';
 import { computerOperations } from './operations.ts';
 import { poolOperations } from './pool/service.ts';
 import { computerRecords } from './records.ts';
+import { updateComputer } from './update.ts';
+import type { Principal } from '../../auth/principal.ts';
 import { registerDialIn } from './dial-in-register.ts';
 import type { RegisterDialInInput } from './schemas.ts';
 
@@ -11,6 +13,8 @@ export function createComputersService(deps: ComputersDeps) {
     ...computerRecords(deps),
     ...computerOperations(deps),
     ...poolOperations(deps),
+    /** POST /computers/{id}/update (update.ts). */
+    updateVersion: (principal: Principal, computerId: string) => updateComputer(deps, principal, computerId),
     registerDialIn: (input: RegisterDialInInput) => registerDialIn(deps, input),
     /** Managed providers whose prerequisites are present right now; with `includeUnavailable`, also the others and why. */
     async listProviders(includeUnavailable: boolean) {

@@ -4,6 +4,8 @@ import { AppError, BadRequest, NotFound } from '../../lib/errors.ts';
 import { liveTemplate } from '../computer-templates/deps.ts';
 import { reachableComputer } from './access.ts';
 import type { CreateComputerInput } from './schemas.ts';
+import type { ComputerTemplate } from '../../generated/prisma/client.ts';
+import { isProgramTemplate, PROGRAM_PROVIDER, readyCurrentVersion } from './program-template.ts';
 
 type Source = NonNullable<CreateComputerInput['source']>;
 
@@ -19,6 +21,8 @@ export interface SourcedInput {
   autoInstallDeps: boolean;
   isListed: boolean;
   source?: StoredSource;
+  /** A program template's computer: the version (its current one, preview passed) its stack runs. */
+  templateVersionId?: string;
 }
 
 /**
@@ -41,13 +45,27 @@ export async function applySource(db: Db, principal: Principal, input: CreateCom
   const template = await liveTemplate(db, principal.organizationId, source.templateId).catch((err: unknown) => {
     throw err instanceof NotFound ? new BadRequest(`source.templateId ${source.templateId} is not a computer template of this organization`) : err;
   });
+  const program = isProgramTemplate(template) ? await programOf(db, template, input.provider) : {};
   return {
     provider: input.provider ?? template.provider ?? undefined,
+    ...program,
     repos: input.repos ?? template.repos,
     autoInstallDeps: input.autoInstallDeps ?? template.autoInstallDeps,
     isListed: source.isListed,
     source: { kind: source.kind, templateId: template.id, ...(template.setupScript ? { setupScript: template.setupScript } : {}) },
   };
+}
+
+/**
+ * A program template makes `program` computers at its current version: 409 when no version has
+ * passed its preview yet, 400 when the request names another provider.
+ */
+async function programOf(db: Db, template: ComputerTemplate, provider: string | undefined) {
+  if (provider !== undefined && provider !== PROGRAM_PROVIDER) {
+    throw new BadRequest(`Computer template "${template.name}" runs a program; its computers' provider is ${PROGRAM_PROVIDER}, not ${provider}`);
+  }
+  const version = await readyCurrentVersion(db, template);
+  return { provider: PROGRAM_PROVIDER, templateVersionId: version.id };
 }
 
 /** The computer whose workspace this one starts with, if any. */

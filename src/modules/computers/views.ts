@@ -1,6 +1,7 @@
 import type { Computer, ProvisioningStep } from '../../generated/prisma/client.ts';
 import type { RelayUrls } from '../../relay/urls.ts';
 import type { StoredSource } from './source.ts';
+import { STACK_OPERATIONS } from './lifecycle.ts';
 import type { ComputerView } from './schemas.ts';
 
 const ms = (d: Date | null) => (d === null ? undefined : d.getTime());
@@ -27,8 +28,13 @@ function stepView(step: ProvisioningStep) {
 /**
  * The wire shape; steps only when the caller asked for them. Every live computer a caller can read
  * is one it may reach, so each carries the relay address of `agentplane ssh` (relayClientUrl).
+ * `versions` (version-view.ts) says which program version it runs and whether a newer one waits.
  */
-export function computerView(c: Computer & { provisioningSteps?: ProvisioningStep[] }, relay?: RelayUrls): ComputerView {
+export function computerView(
+  c: Computer & { provisioningSteps?: ProvisioningStep[] },
+  versions: Pick<ComputerView, 'templateVersion' | 'updateAvailable'>,
+  relay?: RelayUrls,
+): ComputerView {
   return {
     id: c.id,
     name: c.name,
@@ -48,5 +54,8 @@ export function computerView(c: Computer & { provisioningSteps?: ProvisioningSte
     provisioningSteps: c.provisioningSteps?.map(stepView),
     powerState: c.powerState === 'running' || c.powerState === 'paused' ? c.powerState : undefined,
     deletedAt: ms(c.deletedAt),
+    operation: STACK_OPERATIONS.find((o) => o === c.operation),
+    operationError: opt(c.operationError),
+    ...versions,
   };
 }

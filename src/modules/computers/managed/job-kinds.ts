@@ -1,7 +1,7 @@
-import { createHash } from 'node:crypto';
 import { z } from 'zod';
 import type { Db } from '../../../db/client.ts';
 import { defineJobKind } from '../../../jobs/job.ts';
+import { stableJobId } from '../../../jobs/stable-id.ts';
 import type { JobQueue } from '../../../jobs/queue.ts';
 import { STACK_OPERATIONS } from '../lifecycle.ts';
 
@@ -14,7 +14,12 @@ import { STACK_OPERATIONS } from '../lifecycle.ts';
  */
 export const computerStackJob = defineJobKind({
   name: 'computers.stack',
-  payload: z.object({ computerId: z.string().min(1), operation: z.enum(STACK_OPERATIONS) }),
+  payload: z.object({
+    computerId: z.string().min(1),
+    operation: z.enum(STACK_OPERATIONS),
+    /** `update` only: the template version the stack moves to (the computer records it once it did). */
+    templateVersionId: z.string().min(1).optional(),
+  }),
   retryLimit: 3,
   retryDelaySeconds: 10,
   expireInSeconds: 3600,
@@ -27,8 +32,7 @@ export const computerStackJob = defineJobKind({
  * after a crash between storing a bulk's computers and queueing their jobs) enqueues nothing twice.
  */
 export function provisionJobId(computerId: string): string {
-  const h = createHash('sha256').update(`${computerStackJob.name}:provision:${computerId}`).digest('hex');
-  return `${h.slice(0, 8)}-${h.slice(8, 12)}-4${h.slice(13, 16)}-8${h.slice(17, 20)}-${h.slice(20, 32)}`;
+  return stableJobId(`${computerStackJob.name}:provision:${computerId}`);
 }
 
 /** Queues a computer's provisioning (once: the job id is deterministic). */

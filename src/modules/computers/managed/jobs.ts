@@ -5,6 +5,7 @@ import { runPowerChange } from './power.ts';
 import { runProvision } from './provision.ts';
 import { reapComputers } from './reaper.ts';
 import { runTeardown } from './teardown.ts';
+import { runUpdate } from '../update-run.ts';
 
 /** The stack operations' handlers, bound to their kinds (job-kinds.ts). */
 export function managedComputerJobs(deps: ComputerJobDeps): JobDefinition[] {
@@ -12,6 +13,7 @@ export function managedComputerJobs(deps: ComputerJobDeps): JobDefinition[] {
     async (p, ctx) => {
       if (p.operation === 'provision') return runProvision(deps, p.computerId, ctx);
       if (p.operation === 'teardown') return runTeardown(deps, p.computerId, ctx);
+      if (p.operation === 'update') return runUpdate(deps, p.computerId, p.templateVersionId, ctx);
       return runPowerChange(deps, p.computerId, p.operation, ctx);
     },
     // Bounded per process: bulk creation provisions this many computers in parallel.

@@ -121,7 +121,8 @@ async function registrationDeadline(deps: ComputerJobDeps, computer: Computer): 
   return new Date(deps.clock.now().getTime() + seconds * 1000);
 }
 
-function fingerprintOfLine(line: string): string {
+/** The `SHA256:...` fingerprint of an OpenSSH host key line (`type base64 [comment]`). */
+export function fingerprintOfLine(line: string): string {
   const blob = line.trim().split(/\s+/)[1];
   if (!blob) throw new Error(`the provider reported no usable host key: ${JSON.stringify(line)}`);
   return describeHostKey(Buffer.from(blob, 'base64')).fingerprint;

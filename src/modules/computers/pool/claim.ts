@@ -1,6 +1,6 @@
 import type { Principal } from '../../../auth/principal.ts';
 import { isUniqueViolation } from '../../../db/errors.ts';
-import type { Computer, Prisma } from '../../../generated/prisma/client.ts';
+import { Prisma, type Computer } from '../../../generated/prisma/client.ts';
 import { generateKeyPair } from '../../../ssh/index.ts';
 import type { Owner } from '../access.ts';
 import type { ComputersDeps } from '../deps.ts';
@@ -13,9 +13,10 @@ import { assertMayAddComputer } from '../quota.ts';
 import type { BulkCreateInput, ComputerView, CreateComputerInput } from '../schemas.ts';
 import { STEP } from '../steps/names.ts';
 import { appendSteps } from '../steps/store.ts';
-import { computerView } from '../views.ts';
+import { viewOfComputer } from '../version-view.ts';
 import { retirePoolComputer } from './retire.ts';
-import { POOL_OWNER, REFILL_DELAY_MS } from './pools.ts';
+import { POOL_OWNER, poolProviderOf, REFILL_DELAY_MS } from './pools.ts';
+import { isProgramTemplate, READY_VERSION } from '../program-template.ts';
 import { poolConvergeJob } from './job-kinds.ts';
 
 /**
@@ -104,10 +105,15 @@ async function reserve(deps: ComputersDeps, principal: Principal, sourced: Sourc
   if (source?.kind === 'computer') return undefined;
   const templateId = source?.templateId ?? null;
   const template = templateId ? await deps.db.computerTemplate.findUnique({ where: { id: templateId } }) : null;
-  if (templateId && template?.provider !== provider) return undefined;
+  if (templateId && poolProviderOf(template) !== provider) return undefined;
   const poolRepos = template?.repos ?? [];
   if (!poolRepos.every((url, i) => sourced.repos[i] === url)) return undefined;
   const now = deps.clock.now();
+  // A program template's member runs a version whose preview passed, the current one first.
+  const versioned = isProgramTemplate(template)
+    ? Prisma.sql`AND template_version_id IN (
+        SELECT id FROM computer_template_versions WHERE template_id = ${templateId} AND status = ${READY_VERSION})`
+    : Prisma.empty;
   const [claimed] = await deps.db.$queryRaw<{ id: string }[]>`
     UPDATE computers SET operation = 'claim', operation_deadline = ${deadlineOf('claim', now)}, updated_at = ${now}
     WHERE id = (
@@ -117,7 +123,8 @@ async function reserve(deps: ComputersDeps, principal: Principal, sourced: Sourc
         AND provider_type = ${provider} AND (source->>'templateId') IS NOT DISTINCT FROM ${templateId}
         AND (source->>'setupScript') IS NOT DISTINCT FROM ${template?.setupScript ?? null}
         AND repos = ${poolRepos}::text[] AND resources = ${JSON.stringify(deps.managed.resources)}::jsonb
-      ORDER BY created_at, id LIMIT 1
+        ${versioned}
+      ORDER BY template_version_id IS NOT DISTINCT FROM ${template?.currentVersionId ?? null} DESC, created_at, id LIMIT 1
       FOR UPDATE SKIP LOCKED)
     RETURNING id`;
   if (!claimed) return undefined;
@@ -227,7 +234,13 @@ async function handOver(
       principal,
       computer.id,
       pending ? 'provisioning' : 'active',
-      { name: input.name, providerType: computer.providerType, ownerId: owner.id, fromWarmPool: true },
+      {
+        name: input.name,
+        providerType: computer.providerType,
+        ownerId: owner.id,
+        fromWarmPool: true,
+        ...(computer.templateVersionId ? { templateVersionId: computer.templateVersionId } : {}),
+      },
       now,
     );
     if (pending) await deps.queue.send(computerSetupJob, { computerId: computer.id }, { tx });
@@ -236,5 +249,5 @@ async function handOver(
       include: { provisioningSteps: { orderBy: { position: 'asc' } } },
     });
   });
-  return computerView(created, deps.relayUrls);
+  return viewOfComputer(deps.db, created, deps.relayUrls);
 }

@@ -15,6 +15,17 @@ const PoolSchema = z.strictObject({
   ready: z.number().meta({ description: 'Provisioned and waiting for a create request' }),
   provisioning: z.number().meta({ description: 'Being provisioned, or being handed to a caller right now' }),
   failed: z.number().meta({ description: 'Failed provisioning; destroyed and replaced at the next convergence' }),
+  versions: z
+    .array(
+      z.strictObject({
+        versionId: z.string().nullable(),
+        commit: z.string().nullable(),
+        ready: z.number(),
+        provisioning: z.number(),
+      }),
+    )
+    .optional()
+    .meta({ description: "A program template's pool: its members per version of the program (the current version first)" }),
 });
 
 export const PoolListResponse = z.strictObject({ pools: z.array(PoolSchema) }).meta({ id: 'WarmPoolList' });
