@@ -14,7 +14,11 @@
  *   (goal < 3x one computer), with each computer's `pulumi up` and set-up share, the CPU-seconds
  *   the machine spent on each, and the least time a bulk can take on this machine's cores when each
  *   of its computers costs what one alone did (the cold path is CPU-bound).
- * Every computer is deleted again and its teardown waited for between phases.
+ * - with Gitea built (scripts/gitea-toolchain.sh), the program figures of bench/provision-program.ts:
+ *   a computer made from a template's Pulumi YAML program (the dial-in example) beside one `local`
+ *   computer, and claims from that template's warm pool.
+ * Every computer is deleted again and its teardown waited for between phases. BENCH_ONLY picks
+ * phases (default `cold,pool,program`); the cold single computer, the baseline, always runs.
  */
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import os from 'node:os';
@@ -26,11 +30,13 @@ import { localProviderMissing } from '../test/support/local-computers.ts';
 import { startServerProcess } from '../test/support/server-process.ts';
 import { connectSse, type SseClient } from '../test/support/sse.ts';
 import { openBenchPostgres } from './postgres-database.ts';
+import { agentplaneOnPath, programBenchMissing, programFigures } from './provision-program.ts';
 
 const RUNS = Number(process.env.BENCH_RUNS ?? 5);
 const CLAIMS = Number(process.env.BENCH_CLAIMS ?? 20);
 const BULK = Number(process.env.BENCH_BULK ?? 20);
 const COLD_BULK = Number(process.env.BENCH_COLD_BULK ?? 10);
+const ONLY = new Set((process.env.BENCH_ONLY ?? 'cold,pool,program').split(','));
 
 interface Step {
   id: string;
@@ -140,7 +146,15 @@ async function main() {
   if (missing) throw new Error(missing);
   const pg = await openBenchPostgres('bench_provision', createLogger({ level: 'silent' }));
   const dataDir = mkdtempSync(path.join(os.tmpdir(), 'agentplane-bench-'));
-  const server = await startServerProcess({ AGENTPLANE_DATA_DIR: dataDir, AGENTPLANE_LOCAL_PROVIDER: 'true', DATABASE_URL: pg.url });
+  const onPath = agentplaneOnPath();
+  const server = await startServerProcess({
+    AGENTPLANE_DATA_DIR: dataDir,
+    AGENTPLANE_LOCAL_PROVIDER: 'true',
+    DATABASE_URL: pg.url,
+    // The program figures: the dial-in example runs `agentplane`; its repository is on a loopback Gitea.
+    PATH: `${onPath.dir}:${process.env.PATH}`,
+    AGENTPLANE_EGRESS_ALLOW: '127.0.0.0/8',
+  });
   const secrets = createSecretBox(loadEncryptionKey({ dataDir }));
   const api: Api = {
     call: async (method, p, body) => {
@@ -155,12 +169,13 @@ async function main() {
   };
   const events = await connectSse(`${server.url}/api/v0/events?types=computer.active,computer.error`, { token: server.firstStartKey! });
   if (events.status !== 200) throw new Error(`the event stream answered ${events.status}`);
-  const createOne = async (name: string): Promise<Timing> => {
+  const createTimed = async (body: Record<string, unknown>): Promise<Timing> => {
     const sent = Date.now();
-    const res = await api.call('POST', '/api/v0/computers', { name, provider: 'local' });
+    const res = await api.call('POST', '/api/v0/computers', body);
     if (res.status !== 201) throw new Error(`create answered ${res.status}: ${JSON.stringify(res.body)}`);
     return (await untilActive(api, events, new Map([[res.body.id, sent]]))).get(res.body.id)!;
   };
+  const createOne = (name: string) => createTimed({ name, provider: 'local' });
   try {
     // Warm-up: the first run loads the Pulumi CLI and plugin from a cold cache.
     await createOne('warm-up');
@@ -183,6 +198,46 @@ async function main() {
         `(pulumi up ${ms(median(singles.map((t) => t.pulumi)))}, set-up ${ms(median(singles.map((t) => t.setup)))}); ` +
         `${oneCpu.toFixed(2)} CPU-s (${(oneCpu / (one / 1000)).toFixed(2)} of ${cores} cores busy); goal < 1500 ms: ${goal(one < 1500)}`,
     );
+    const coldWall = ONLY.has('cold') ? await coldBulkFigures(one, oneCpu) : undefined;
+    if (ONLY.has('pool')) await poolFigures(one, coldWall);
+    const missingProgram = programBenchMissing();
+    if (ONLY.has('program') && missingProgram) console.log(`program figures skipped: ${missingProgram}`);
+    else if (ONLY.has('program')) {
+      await programFigures({
+        api,
+        createTimed: async (body) => (await createTimed(body)).total,
+        deleteAll: () => deleteAll(api),
+        localMedianMs: one,
+        runs: RUNS,
+        claims: CLAIMS,
+      });
+    }
+  } catch (err) {
+    console.error(
+      server
+        .output()
+        .split('\n')
+        .filter((l) => /"level":(40|50|60)/.test(l))
+        .slice(-10)
+        .join('\n'),
+    );
+    throw err;
+  } finally {
+    events.close();
+    await api.call('PUT', '/api/v0/computers/pool/providers/local', { warmPoolSize: 0 }).catch(() => undefined);
+    await deleteAll(api).catch(() => undefined);
+    // The pool's computers are torn down by the server too.
+    for (let i = 0; i < 600 && (await pg.db.prisma.computer.count({ where: { OR: [{ deletedAt: null }, { operation: 'teardown' }] } })) > 0; i++) {
+      await sleep(200);
+    }
+    await server.stop();
+    await pg.stop();
+    onPath.remove();
+    rmSync(dataDir, { recursive: true, force: true });
+  }
+
+  async function coldBulkFigures(one: number, oneCpu: number): Promise<number> {
+    const cores = os.availableParallelism();
     const cpu0 = busyCpuSeconds();
     const t0 = Date.now();
     const bulk = await api.call('POST', '/api/v0/computers/bulk', { quantity: COLD_BULK, namePrefix: 'cold', provider: 'local' });
@@ -199,7 +254,10 @@ async function main() {
         `on ${cores} cores no less than ${ms(floor * 1000)} = ${(floor / (one / 1000)).toFixed(1)}x one computer; goal < 3x: ${goal(coldWall < 3 * one)}`,
     );
     await deleteAll(api);
+    return coldWall;
+  }
 
+  async function poolFigures(one: number, coldWall: number | undefined) {
     // From the pool: claims one after another, each followed by a command over SSH with its own key.
     const fillStart = Date.now();
     await setPool(api, Math.max(CLAIMS, BULK));
@@ -243,31 +301,10 @@ async function main() {
     const active = (warmBulk.body.computers as Computer[]).filter((c) => c.status === 'active').length;
     console.log(
       `pool, bulk of ${BULK} from a pool of ${BULK}: ${active} active at the 201, after ${ms(bulkMs)}; goal all < 1000 ms: ${goal(active === BULK && bulkMs < 1000)}  ` +
-        `[cold bulk of ${COLD_BULK}: ${ms(coldWall)}]`,
+        (coldWall === undefined ? '' : `[cold bulk of ${COLD_BULK}: ${ms(coldWall)}]`),
     );
     await setPool(api, 0);
     await deleteAll(api);
-  } catch (err) {
-    console.error(
-      server
-        .output()
-        .split('\n')
-        .filter((l) => /"level":(40|50|60)/.test(l))
-        .slice(-10)
-        .join('\n'),
-    );
-    throw err;
-  } finally {
-    events.close();
-    await api.call('PUT', '/api/v0/computers/pool/providers/local', { warmPoolSize: 0 }).catch(() => undefined);
-    await deleteAll(api).catch(() => undefined);
-    // The pool's computers are torn down by the server too.
-    for (let i = 0; i < 600 && (await pg.db.prisma.computer.count({ where: { OR: [{ deletedAt: null }, { operation: 'teardown' }] } })) > 0; i++) {
-      await sleep(200);
-    }
-    await server.stop();
-    await pg.stop();
-    rmSync(dataDir, { recursive: true, force: true });
   }
 }
 
