@@ -3,13 +3,13 @@ import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { inTransaction } from '../../src/db/transaction.ts';
-import { newId } from '../../src/lib/ids.ts';
 import { awaitRegistration, issueRegistrationToken, registrationTokenHash } from '../../src/modules/computers/dial-in.ts';
-import { managedSteps, STEP } from '../../src/modules/computers/steps/names.ts';
-import { createSteps, moveStep } from '../../src/modules/computers/steps/store.ts';
+import { STEP } from '../../src/modules/computers/steps/names.ts';
+import { moveStep } from '../../src/modules/computers/steps/store.ts';
 import { generateKeyPair } from '../../src/ssh/index.ts';
 import { agentUser, startAgentProcess, type AgentProcess } from '../support/agent-cli.ts';
 import { startTestApi, type TestApi } from '../support/api.ts';
+import { storeProgramComputer } from '../support/program-computers.ts';
 import { waitFor } from '../support/wait.ts';
 
 /**
@@ -40,29 +40,8 @@ describe('dial-in registration of a program computer', () => {
 
   /** A program computer as its provisioning job leaves it before `pulumi up`: stored, its token issued. */
   async function provisioningComputer(name: string, ttlMs: number) {
-    const id = newId('cmp');
-    const key = generateKeyPair();
-    const now = new Date();
-    await api.db.prisma.computer.create({
-      data: {
-        id,
-        organizationId: api.acme.id,
-        ownerKind: 'human',
-        ownerId: api.acme.members.user.userId,
-        name,
-        liveName: name,
-        providerType: 'program',
-        status: 'provisioning',
-        sshPublicKey: key.publicKey,
-        sshKeyCiphertext: api.machines.secrets.seal(key.privateKey),
-        resources: { cpus: 1, memoryMiB: 512, diskGiB: 1 },
-        operation: 'provision',
-        operationDeadline: new Date(now.getTime() + 600_000),
-        createdBy: api.acme.members.user.userId,
-      },
-    });
-    await createSteps(api.db.prisma, id, managedSteps({ repos: [], autoInstallDeps: false, setupScript: false, copyWorkspace: false }));
-    const token = await issueRegistrationToken(deps(), id, new Date(now.getTime() + ttlMs));
+    const id = await storeProgramComputer(api, name);
+    const token = await issueRegistrationToken(deps(), id, new Date(Date.now() + ttlMs));
     return { id, token };
   }
 
