@@ -93,6 +93,20 @@ describe('dial-in registration of a program computer', () => {
     expect(again.status).toBe(401);
     expect(again.body.detail).toMatch(/not valid: it is unknown, already used/);
     expect((await api.db.prisma.computer.findUniqueOrThrow({ where: { id } })).agentPublicKey).toBe(stored.agentPublicKey);
+
+    // An update issues it again (same value): a new machine re-registers the computer once, while it is live.
+    expect(await issueRegistrationToken(deps(), id, new Date(Date.now() - 1), { again: true })).toBe(token);
+    const expired = await register(token, 'stack-first');
+    expect(expired.status).toBe(401);
+    expect(expired.body.detail).toMatch(/expired at/);
+    await issueRegistrationToken(deps(), id, new Date(Date.now() + 60_000), { again: true });
+    const re = await register(token, 'stack-first');
+    expect(re.status, JSON.stringify(re.body)).toBe(201);
+    const replaced = await api.db.prisma.computer.findUniqueOrThrow({ where: { id } });
+    expect(replaced).toMatchObject({ status: 'active', remoteUser: 'dev', registrationTokenHash: null, operation: null });
+    expect(replaced.agentPublicKey).not.toBe(stored.agentPublicKey);
+    expect(replaced.hostKeyFingerprint).not.toBe(stored.hostKeyFingerprint);
+    expect((await register(token, 'stack-first')).status).toBe(401);
   });
 
   it('waits for the stack when the agent registers while it is still coming up', { timeout: 90_000 }, async () => {
