@@ -141,21 +141,21 @@ describe.skipIf(skipWithout('the program computer tests', missing))('computers f
 
   /**
    * The dial-in example at a new commit whose agent is replaced (its `triggers` change; delete
-   * first, as its delete ends every agent of the user); `replaceUser` replaces the user too, so
-   * userdel removes the home.
+   * first, as its delete ends every agent of the user); the user is replaced whenever `userVersion`
+   * (its trigger) changes, so userdel removes the home.
    */
-  async function dialInVersion(version: string, replaceUser: boolean) {
+  async function dialInVersion(version: string, userVersion?: string, edit = (text: string) => text) {
     const example = readFileSync(path.join(REPO_ROOT, EXAMPLE, 'Pulumi.yaml'), 'utf8');
-    const triggers = (line: string) => `${line}      triggers:\n        - ${version}\n`;
+    const triggers = (line: string, v = version) => `${line}      triggers:\n        - ${v}\n`;
     let text = example
       .replace('        TOKEN: ${agentplane:registrationToken}\n', triggers('        TOKEN: ${agentplane:registrationToken}\n'))
       .replace('        - ${user}\n', '        - ${user}\n      deleteBeforeReplace: true\n');
-    if (replaceUser) {
+    if (userVersion) {
       const user = '        USER_NAME: ${agentplane:computerId}\n\n';
-      text = text.replace(user, `${triggers(user.slice(0, -1))}    options:\n      deleteBeforeReplace: true\n\n`);
+      text = text.replace(user, `${triggers(user.slice(0, -1), userVersion)}    options:\n      deleteBeforeReplace: true\n\n`);
     }
-    expect(text.match(/triggers/g)?.length).toBe(replaceUser ? 2 : 1);
-    await gitea.commitFiles(platform, repoName, { [`${EXAMPLE}/Pulumi.yaml`]: text }, { message: version });
+    expect(text.match(/triggers/g)?.length).toBe(userVersion ? 2 : 1);
+    await gitea.commitFiles(platform, repoName, { [`${EXAMPLE}/Pulumi.yaml`]: edit(text) }, { message: version });
     return (await gitea.api('GET', `/repos/${repoName}/branches/main`)).body.commit.id as string;
   }
 
@@ -166,7 +166,7 @@ describe.skipIf(skipWithout('the program computer tests', missing))('computers f
     await api.db.prisma.computerTemplate.update({ where: { id: templateId }, data: { currentVersionId: versionId } });
   }
 
-  it('updates a dial-in computer: an agent started again answers with its kept credential; a new user registers again with the token', async () => {
+  it('updates a dial-in computer: a restarted agent answers with its kept credential, a new user re-registers, a silent one fails and goes back', async () => {
     const { id, templateId } = await programComputer('dial-in-update', EXAMPLE);
     expect((await settled(id)).status).toBe('active');
     const home = execFileSync('getent', ['passwd', id], { encoding: 'utf8' }).split(':')[5]!;
@@ -174,12 +174,15 @@ describe.skipIf(skipWithout('the program computer tests', missing))('computers f
     const registered = await api.db.prisma.computer.findUniqueOrThrow({ where: { id } });
     const agentPid = () => execFileSync('pgrep', ['-u', id, '-f', 'agent --url'], { encoding: 'utf8' }).trim();
     const firstAgent = agentPid();
-    const update = async (sha: string) => {
+    const updated = async (sha: string) => {
       await current(templateId, sha);
       expect(await get(id)).toMatchObject({ updateAvailable: true });
       const started = await api.call('POST', `/api/v0/computers/${id}/update`, { as: as() });
       expect(started.status, JSON.stringify(started.body)).toBe(202);
-      const done = await waitFor(`${id}'s update`, async () => ((await get(id)).operation === undefined ? get(id) : undefined), TIMEOUT_MS, 100);
+      return waitFor(`${id}'s update`, async () => ((await get(id)).operation === undefined ? get(id) : undefined), TIMEOUT_MS, 100);
+    };
+    const update = async (sha: string) => {
+      const done = await updated(sha);
       expect(done, JSON.stringify(done)).toMatchObject({ status: 'active', updateAvailable: false, templateVersion: { commit: sha } });
       expect(done.operationError).toBeUndefined();
       // Reached through the (new) agent's tunnel; the token the update issued is spent.
@@ -190,16 +193,27 @@ describe.skipIf(skipWithout('the program computer tests', missing))('computers f
 
     // v2 replaces the agent, not the user: the home stays, and the agent started again finds its
     // credential there, so it answers without registering; the token is spent unused.
-    const v2 = await update(await dialInVersion('v2', false));
+    const v2 = await update(await dialInVersion('v2'));
     expect(agentPid()).not.toBe(firstAgent);
     expect(v2).toMatchObject({ agentPublicKey: registered.agentPublicKey, registrationTokenHash: null, registrationExpiresAt: null });
     expect(readFileSync(path.join(home, 'kept.txt'), 'utf8')).toBe('v1');
 
     // v3 replaces the user: userdel removes the home, the new agent registers again with the token.
-    const v3 = await update(await dialInVersion('v3', true));
+    const v3 = await update(await dialInVersion('v3', 'v3'));
     expect(v3.agentPublicKey).not.toBe(registered.agentPublicKey);
     expect(v3).toMatchObject({ remoteUser: id, registrationTokenHash: null, registrationExpiresAt: null });
     expect(existsSync(path.join(home, 'kept.txt'))).toBe(false);
+
+    // v4's machine never dials in (its agent command starts nothing): by the token's expiry the update
+    // fails, v3 runs again (its agent started again with the credential kept in the home) and answers.
+    await api.db.prisma.computerTemplate.update({ where: { id: templateId }, data: { registrationTimeoutSeconds: 8 } });
+    const v4 = await dialInVersion('v4', 'v3', (text) => text.replace('setsid -f "$0" agent', 'true "$0" agent'));
+    const failed = await updated(v4);
+    expect(failed).toMatchObject({ status: 'active', updateAvailable: true, templateVersion: { id: v3.templateVersionId } });
+    expect(failed.operationError).toMatch(new RegExp(`^updating to commit ${v4.slice(0, 12)} failed: the machine did not answer through its agent by `));
+    expect(failed.operationError).not.toMatch(/going back/);
+    expect((await api.call('GET', `/api/v0/computers/${id}/metrics`, { as: as() })).status).toBe(200);
+    expect(await api.db.prisma.computer.findUniqueOrThrow({ where: { id } })).toMatchObject({ agentPublicKey: v3.agentPublicKey, registrationTokenHash: null });
 
     const del = await api.call('DELETE', `/api/v0/computers/${id}`, { as: as() });
     expect(del.status).toBe(204);

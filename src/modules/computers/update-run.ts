@@ -81,7 +81,11 @@ async function up(deps: ComputerJobDeps, computer: Computer, ctx: JobContext) {
   if (running && reach.connectionType === 'direct') {
     await waitForSsh(deps.ssh, await targetFor(deps, { ...computer, ...reach }), { signal: ctx.signal, timeoutMs: SSH_WAIT_MS });
   }
-  if (running && reach.connectionType === 'agent') await untilAgentAnswers(deps, computer.id, deadline, ctx.signal);
+  if (running && reach.connectionType === 'agent') {
+    // Never past the operation's own deadline: the update says why it failed before the reaper drops it.
+    const by = computer.operationDeadline && computer.operationDeadline < deadline ? computer.operationDeadline : deadline;
+    await untilAgentAnswers(deps, computer.id, by, ctx.signal);
+  }
   return reach;
 }
 
