@@ -4,6 +4,7 @@ import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { locatePulumiToolchain } from '../../src/provisioning/pulumi/toolchain.ts';
 import { ALLOW_LOOPBACK, startTestApi, type TestApi } from '../support/api.ts';
+import { storeProgramComputer } from '../support/program-computers.ts';
 import { chromiumMissing, launchChromium } from '../support/browser.ts';
 import { expectAccessible, signInConsole } from '../support/console-page.ts';
 import { giteaBinDir, giteaMissing, startGitea, type Gitea, type GiteaUser } from '../support/gitea.ts';
@@ -226,6 +227,48 @@ describe.skipIf(skip)(`program templates on ${backend}`, () => {
         .waitFor();
       expect(await table.getByRole('row').count()).toBe(5);
       await expectAccessible(page, 'the template page with its versions');
+      await page.getByRole('heading', { name: 'Warm pool by version' }).waitFor();
+      // The pool is a manager's to see (GET /computers/pool): a member is told so.
+      await page.getByText('Only managers and owners see the warm pool.').waitFor();
+
+      // A computer on an older version offers the update to the current commit, and shows how it went.
+      const older = (await versions(created.id)).find((v) => v.status === 'ready' && !v.current)!;
+      const computer = await storeProgramComputer(api, 'on-older', { templateId: created.id, versionId: older.id });
+      // Stored without a stack (no public key): its update fails at once, and going back too.
+      await api.db.prisma.computer.update({
+        where: { id: computer },
+        data: { status: 'active', operation: null, operationDeadline: null, sshPublicKey: null },
+      });
+      await page.goto(`${api.url}/#/computers/${computer}`);
+      await page.getByTestId('template-version').getByText(older.commit.slice(0, 12)).waitFor();
+      await page.getByRole('button', { name: `Update to ${third.slice(0, 12)}` }).click();
+      await page.getByText(`Update to ${third.slice(0, 12)} started.`).waitFor();
+      await page
+        .getByTestId('operation-error')
+        .getByText(`updating to commit ${third.slice(0, 12)} failed`)
+        .waitFor();
+      const after = (await api.call('GET', `/api/v0/computers/${computer}`, { as: api.acme.members.user.apiKey })).body;
+      expect(after).toMatchObject({ templateVersion: { commit: older.commit }, updateAvailable: true });
+      await expectAccessible(page, 'the computer page with its version and a failed update');
+
+      // A manager sees the template's pool per version: the current one first (none yet), a member of the older one.
+      // The member is being handed out (a claim): the minute's convergence leaves such a member alone.
+      const member = await storeProgramComputer(api, 'pool-older', { templateId: created.id, versionId: older.id });
+      await api.db.prisma.computer.update({
+        where: { id: member },
+        data: { ownerKind: 'pool', ownerId: 'pool', status: 'active', operation: 'claim', operationDeadline: new Date(Date.now() + 3_600_000) },
+      });
+      try {
+        const managerPage = await signInConsole(browser, api.url, api.acme.members.manager.apiKey, `#/templates/${created.id}`);
+        const region = managerPage.getByRole('region', { name: 'Warm pool by version' });
+        await managerPage.getByText('Size 0: 0 ready, 1 provisioning, 0 failed.').waitFor();
+        const rows = await region.getByRole('row').allTextContents();
+        expect(rows.slice(1)).toEqual([`${third.slice(0, 12)}00`, `${older.commit.slice(0, 12)}01`]);
+        await expectAccessible(managerPage, 'the template page with its pool per version');
+      } finally {
+        // Stored members without stacks: gone before a convergence could try them.
+        await api.db.prisma.computer.update({ where: { id: member }, data: { deletedAt: new Date(), liveName: null, operation: null } });
+      }
     } finally {
       await browser.close();
     }

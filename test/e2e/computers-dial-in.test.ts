@@ -3,13 +3,13 @@ import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { inTransaction } from '../../src/db/transaction.ts';
-import { newId } from '../../src/lib/ids.ts';
 import { awaitRegistration, issueRegistrationToken, registrationTokenHash } from '../../src/modules/computers/dial-in.ts';
-import { managedSteps, STEP } from '../../src/modules/computers/steps/names.ts';
-import { createSteps, moveStep } from '../../src/modules/computers/steps/store.ts';
+import { STEP } from '../../src/modules/computers/steps/names.ts';
+import { moveStep } from '../../src/modules/computers/steps/store.ts';
 import { generateKeyPair } from '../../src/ssh/index.ts';
 import { agentUser, startAgentProcess, type AgentProcess } from '../support/agent-cli.ts';
 import { startTestApi, type TestApi } from '../support/api.ts';
+import { storeProgramComputer } from '../support/program-computers.ts';
 import { waitFor } from '../support/wait.ts';
 
 /**
@@ -40,29 +40,8 @@ describe('dial-in registration of a program computer', () => {
 
   /** A program computer as its provisioning job leaves it before `pulumi up`: stored, its token issued. */
   async function provisioningComputer(name: string, ttlMs: number) {
-    const id = newId('cmp');
-    const key = generateKeyPair();
-    const now = new Date();
-    await api.db.prisma.computer.create({
-      data: {
-        id,
-        organizationId: api.acme.id,
-        ownerKind: 'human',
-        ownerId: api.acme.members.user.userId,
-        name,
-        liveName: name,
-        providerType: 'program',
-        status: 'provisioning',
-        sshPublicKey: key.publicKey,
-        sshKeyCiphertext: api.machines.secrets.seal(key.privateKey),
-        resources: { cpus: 1, memoryMiB: 512, diskGiB: 1 },
-        operation: 'provision',
-        operationDeadline: new Date(now.getTime() + 600_000),
-        createdBy: api.acme.members.user.userId,
-      },
-    });
-    await createSteps(api.db.prisma, id, managedSteps({ repos: [], autoInstallDeps: false, setupScript: false, copyWorkspace: false }));
-    const token = await issueRegistrationToken(deps(), id, new Date(now.getTime() + ttlMs));
+    const id = await storeProgramComputer(api, name);
+    const token = await issueRegistrationToken(deps(), id, new Date(Date.now() + ttlMs));
     return { id, token };
   }
 
@@ -114,6 +93,20 @@ describe('dial-in registration of a program computer', () => {
     expect(again.status).toBe(401);
     expect(again.body.detail).toMatch(/not valid: it is unknown, already used/);
     expect((await api.db.prisma.computer.findUniqueOrThrow({ where: { id } })).agentPublicKey).toBe(stored.agentPublicKey);
+
+    // An update issues it again (same value): a new machine re-registers the computer once, while it is live.
+    expect(await issueRegistrationToken(deps(), id, new Date(Date.now() - 1), { again: true })).toBe(token);
+    const expired = await register(token, 'stack-first');
+    expect(expired.status).toBe(401);
+    expect(expired.body.detail).toMatch(/expired at/);
+    await issueRegistrationToken(deps(), id, new Date(Date.now() + 60_000), { again: true });
+    const re = await register(token, 'stack-first');
+    expect(re.status, JSON.stringify(re.body)).toBe(201);
+    const replaced = await api.db.prisma.computer.findUniqueOrThrow({ where: { id } });
+    expect(replaced).toMatchObject({ status: 'active', remoteUser: 'dev', registrationTokenHash: null, operation: null });
+    expect(replaced.agentPublicKey).not.toBe(stored.agentPublicKey);
+    expect(replaced.hostKeyFingerprint).not.toBe(stored.hostKeyFingerprint);
+    expect((await register(token, 'stack-first')).status).toBe(401);
   });
 
   it('waits for the stack when the agent registers while it is still coming up', { timeout: 90_000 }, async () => {

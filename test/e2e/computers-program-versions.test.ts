@@ -176,6 +176,12 @@ describe.skipIf(skip)('computers of program templates', { timeout: 60_000 }, () 
     expect(busy.status).toBe(409);
     expect(busy.body.detail).toMatch(/busy: its pause is under way/);
     await api.db.prisma.computer.update({ where: { id: old.id }, data: { operation: null, operationDeadline: null } });
+    // A paused machine that dials in: its update would wait for an agent that cannot answer.
+    await api.db.prisma.computer.update({ where: { id: old.id }, data: { connectionType: 'agent', powerState: 'paused' } });
+    const paused = await update(old.id);
+    expect(paused.status).toBe(409);
+    expect(paused.body.detail).toMatch(/is paused and dials in through its agent; resume it, then update it/);
+    await api.db.prisma.computer.update({ where: { id: old.id }, data: { connectionType: 'direct', powerState: 'running' } });
     // Not active: still provisioning (and on the current version anyway).
     expect((await update(fresh.id)).status).toBe(409);
 

@@ -13,15 +13,14 @@ import { pinClone } from '../../src/repos/pinned-clone.ts';
 import { createProvisioner } from '../../src/provisioning/provisioner.ts';
 import { sendProvision } from '../../src/modules/computers/managed/job-kinds.ts';
 import { requestPause } from '../../src/modules/computers/managed/reaper.ts';
-import { managedSteps } from '../../src/modules/computers/steps/names.ts';
-import { createSteps } from '../../src/modules/computers/steps/store.ts';
 import { yamlLanguageHost } from '../../src/provisioning/programs/settings.ts';
 import { locatePulumiToolchain } from '../../src/provisioning/pulumi/toolchain.ts';
 import { generateKeyPair } from '../../src/ssh/index.ts';
 import { ALLOW_LOOPBACK, startTestApi, type TestApi } from '../support/api.ts';
-import { giteaBinDir, giteaMissing, startGitea, type Gitea } from '../support/gitea.ts';
+import { giteaBinDir, giteaMissing, startGitea, type Gitea, type GiteaUser } from '../support/gitea.ts';
 import { skipWithout } from '../support/parts.ts';
 import { CLI, REPO_ROOT } from '../support/server-process.ts';
+import { storeProgramComputer, storeProgramTemplate } from '../support/program-computers.ts';
 import { isRoot } from '../support/sshd.ts';
 import { waitFor } from '../support/wait.ts';
 
@@ -45,6 +44,8 @@ describe.skipIf(skipWithout('the program computer tests', missing))('computers f
   let gitea: Gitea;
   let api: TestApi;
   let repository: string;
+  let platform: GiteaUser;
+  let repoName: string;
   let commit: string;
   let bin: string;
   const path0 = process.env.PATH;
@@ -52,6 +53,7 @@ describe.skipIf(skipWithout('the program computer tests', missing))('computers f
   beforeAll(async () => {
     gitea = await startGitea(giteaBinDir()!);
     const owner = await gitea.createUser('platform');
+    platform = owner;
     const name = await gitea.createRepo(owner, {
       name: 'environments',
       files: {
@@ -75,6 +77,7 @@ describe.skipIf(skipWithout('the program computer tests', missing))('computers f
           'name: x\nruntime: yaml\nresources:\n  said:\n    type: command:local:Command\n    properties:\n      create: echo hi\noutputs:\n  said: ${said.stdout}\n',
       },
     });
+    repoName = name;
     repository = `${gitea.url}/${name}.git`;
     commit = (await gitea.api('GET', `/repos/${name}/branches/main`)).body.commit.id;
     // `agentplane` on the control plane's PATH, as the example asks, readable by the users it makes.
@@ -97,49 +100,11 @@ describe.skipIf(skipWithout('the program computer tests', missing))('computers f
   const stateFile = (id: string) => path.join(api.dataDir, 'pulumi', 'state', '.pulumi', 'stacks', 'agentplane-computers', `${id}.json`);
 
   /** A computer of a template version of `programPath`, as the pools' creation stores it, its provisioning queued. */
-  async function programComputer(name: string, programPath: string): Promise<string> {
-    const prisma = api.db.prisma;
-    const templateId = newId('ctpl');
-    const versionId = newId('ctv');
-    await prisma.computerTemplate.create({
-      data: {
-        id: templateId,
-        organizationId: api.acme.id,
-        name,
-        liveName: name,
-        provider: 'program',
-        programRepository: repository,
-        programPath,
-        programRef: 'main',
-        registrationTimeoutSeconds: 60,
-        createdBy: api.acme.members.user.userId,
-      },
-    });
-    await prisma.computerTemplateVersion.create({ data: { id: versionId, templateId, organizationId: api.acme.id, commit, status: 'ready' } });
-    const id = newId('cmp');
-    const key = generateKeyPair();
-    await prisma.computer.create({
-      data: {
-        id,
-        organizationId: api.acme.id,
-        ownerKind: 'human',
-        ownerId: api.acme.members.user.userId,
-        name,
-        liveName: name,
-        providerType: 'program',
-        templateVersionId: versionId,
-        status: 'provisioning',
-        sshPublicKey: key.publicKey,
-        sshKeyCiphertext: api.machines.secrets.seal(key.privateKey),
-        resources: { cpus: 1, memoryMiB: 512, diskGiB: 1 },
-        operation: 'provision',
-        operationDeadline: new Date(Date.now() + 600_000),
-        createdBy: api.acme.members.user.userId,
-      },
-    });
-    await createSteps(prisma, id, managedSteps({ repos: [], autoInstallDeps: false, setupScript: false, copyWorkspace: false }));
+  async function programComputer(name: string, programPath: string) {
+    const version = await storeProgramTemplate(api, { name, repository, path: programPath, commit });
+    const id = await storeProgramComputer(api, name, version);
     await sendProvision(api.queue, id);
-    return id;
+    return { id, ...version };
   }
 
   const settled = (id: string) =>
@@ -155,7 +120,7 @@ describe.skipIf(skipWithout('the program computer tests', missing))('computers f
   const userExists = (user: string) => spawnSync('id', ['-u', user]).status === 0;
 
   it('provisions the dial-in example: its agent registers the computer, which turns active, cannot pause, and is deleted with its user', async () => {
-    const id = await programComputer('dial-in', EXAMPLE);
+    const { id } = await programComputer('dial-in', EXAMPLE);
     const c = await settled(id);
     expect(c.status, JSON.stringify(c.provisioningSteps)).toBe('active');
     const stored = await api.db.prisma.computer.findUniqueOrThrow({ where: { id } });
@@ -174,8 +139,90 @@ describe.skipIf(skipWithout('the program computer tests', missing))('computers f
     expect(existsSync(stateFile(id))).toBe(false);
   });
 
+  /**
+   * The dial-in example at a new commit whose agent is replaced (its `triggers` change; delete
+   * first, as its delete ends every agent of the user); the user is replaced whenever `userVersion`
+   * (its trigger) changes, so userdel removes the home.
+   */
+  async function dialInVersion(version: string, userVersion?: string, edit = (text: string) => text) {
+    const example = readFileSync(path.join(REPO_ROOT, EXAMPLE, 'Pulumi.yaml'), 'utf8');
+    const triggers = (line: string, v = version) => `${line}      triggers:\n        - ${v}\n`;
+    let text = example
+      .replace('        TOKEN: ${agentplane:registrationToken}\n', triggers('        TOKEN: ${agentplane:registrationToken}\n'))
+      .replace('        - ${user}\n', '        - ${user}\n      deleteBeforeReplace: true\n');
+    if (userVersion) {
+      const user = '        USER_NAME: ${agentplane:computerId}\n\n';
+      text = text.replace(user, `${triggers(user.slice(0, -1), userVersion)}    options:\n      deleteBeforeReplace: true\n\n`);
+    }
+    expect(text.match(/triggers/g)?.length).toBe(userVersion ? 2 : 1);
+    await gitea.commitFiles(platform, repoName, { [`${EXAMPLE}/Pulumi.yaml`]: edit(text) }, { message: version });
+    return (await gitea.api('GET', `/repos/${repoName}/branches/main`)).body.commit.id as string;
+  }
+
+  /** The template's tracking found `sha` and its preview passed: it is the current version. */
+  async function current(templateId: string, sha: string) {
+    const versionId = newId('ctv');
+    await api.db.prisma.computerTemplateVersion.create({ data: { id: versionId, templateId, organizationId: api.acme.id, commit: sha, status: 'ready' } });
+    await api.db.prisma.computerTemplate.update({ where: { id: templateId }, data: { currentVersionId: versionId } });
+  }
+
+  it('updates a dial-in computer: a restarted agent answers with its kept credential, a new user re-registers, a silent one fails and goes back', async () => {
+    const { id, templateId } = await programComputer('dial-in-update', EXAMPLE);
+    expect((await settled(id)).status).toBe('active');
+    const home = execFileSync('getent', ['passwd', id], { encoding: 'utf8' }).split(':')[5]!;
+    writeFileSync(path.join(home, 'kept.txt'), 'v1');
+    const registered = await api.db.prisma.computer.findUniqueOrThrow({ where: { id } });
+    const agentPid = () => execFileSync('pgrep', ['-u', id, '-f', 'agent --url'], { encoding: 'utf8' }).trim();
+    const firstAgent = agentPid();
+    const updated = async (sha: string) => {
+      await current(templateId, sha);
+      expect(await get(id)).toMatchObject({ updateAvailable: true });
+      const started = await api.call('POST', `/api/v0/computers/${id}/update`, { as: as() });
+      expect(started.status, JSON.stringify(started.body)).toBe(202);
+      return waitFor(`${id}'s update`, async () => ((await get(id)).operation === undefined ? get(id) : undefined), TIMEOUT_MS, 100);
+    };
+    const update = async (sha: string) => {
+      const done = await updated(sha);
+      expect(done, JSON.stringify(done)).toMatchObject({ status: 'active', updateAvailable: false, templateVersion: { commit: sha } });
+      expect(done.operationError).toBeUndefined();
+      // Reached through the (new) agent's tunnel; the token the update issued is spent.
+      const metrics = await api.call('GET', `/api/v0/computers/${id}/metrics`, { as: as() });
+      expect(metrics.status, `${JSON.stringify(metrics.body)}\n${readFileSync(path.join(home, 'agent.log'), 'utf8')}`).toBe(200);
+      return api.db.prisma.computer.findUniqueOrThrow({ where: { id } });
+    };
+
+    // v2 replaces the agent, not the user: the home stays, and the agent started again finds its
+    // credential there, so it answers without registering; the token is spent unused.
+    const v2 = await update(await dialInVersion('v2'));
+    expect(agentPid()).not.toBe(firstAgent);
+    expect(v2).toMatchObject({ agentPublicKey: registered.agentPublicKey, registrationTokenHash: null, registrationExpiresAt: null });
+    expect(readFileSync(path.join(home, 'kept.txt'), 'utf8')).toBe('v1');
+
+    // v3 replaces the user: userdel removes the home, the new agent registers again with the token.
+    const v3 = await update(await dialInVersion('v3', 'v3'));
+    expect(v3.agentPublicKey).not.toBe(registered.agentPublicKey);
+    expect(v3).toMatchObject({ remoteUser: id, registrationTokenHash: null, registrationExpiresAt: null });
+    expect(existsSync(path.join(home, 'kept.txt'))).toBe(false);
+
+    // v4's machine never dials in (its agent command starts nothing): by the token's expiry the update
+    // fails, v3 runs again (its agent started again with the credential kept in the home) and answers.
+    await api.db.prisma.computerTemplate.update({ where: { id: templateId }, data: { registrationTimeoutSeconds: 8 } });
+    const v4 = await dialInVersion('v4', 'v3', (text) => text.replace('setsid -f "$0" agent', 'true "$0" agent'));
+    const failed = await updated(v4);
+    expect(failed).toMatchObject({ status: 'active', updateAvailable: true, templateVersion: { id: v3.templateVersionId } });
+    expect(failed.operationError).toMatch(new RegExp(`^updating to commit ${v4.slice(0, 12)} failed: the machine did not answer through its agent by `));
+    expect(failed.operationError).not.toMatch(/going back/);
+    expect((await api.call('GET', `/api/v0/computers/${id}/metrics`, { as: as() })).status).toBe(200);
+    expect(await api.db.prisma.computer.findUniqueOrThrow({ where: { id } })).toMatchObject({ agentPublicKey: v3.agentPublicKey, registrationTokenHash: null });
+
+    const del = await api.call('DELETE', `/api/v0/computers/${id}`, { as: as() });
+    expect(del.status).toBe(204);
+    await waitFor('the teardown', async () => (await api.db.prisma.computer.findUniqueOrThrow({ where: { id } })).operation === null, TIMEOUT_MS, 100);
+    expect(userExists(id)).toBe(false);
+  });
+
   it('fails a computer whose program misses the contract at its infrastructure step, leaving no stack behind', async () => {
-    const id = await programComputer('no-contract', 'no-contract');
+    const { id } = await programComputer('no-contract', 'no-contract');
     const c = await settled(id);
     expect(c.status).toBe('error');
     const step = c.provisioningSteps.find((s: { id: string }) => s.id === 'create-infrastructure');

@@ -14,6 +14,7 @@ type Computer = components['schemas']['Computer'];
 type Step = NonNullable<Computer['provisioningSteps']>[number];
 
 const FINISHED = new Set(['completed', 'skipped', 'failed']);
+const short = (commit: string) => commit.slice(0, 12);
 
 /** A person reads only their own computers, and managers also service accounts' (the API's rule). */
 export function ownerOf(c: Pick<Computer, 'ownerPrincipalKind' | 'ownerId'>, names: Names): string {
@@ -43,7 +44,10 @@ export function ComputerDetail({ id }: { id: string }) {
       follow({
         path: `/api/v0/computers/${encodeURIComponent(id)}/events`,
         refresh: computer.reload,
-        pollEvery: () => (latest.current?.status === 'provisioning' || latest.current?.provisioningSteps?.some((s) => !FINISHED.has(s.status)) ? 1000 : 5000),
+        pollEvery: () =>
+          latest.current?.status === 'provisioning' || latest.current?.operation || latest.current?.provisioningSteps?.some((s) => !FINISHED.has(s.status))
+            ? 1000
+            : 5000,
         onMode: setMode,
         onEvent(event) {
           if (event.type === 'computer.step' && event.data.step) {
@@ -68,8 +72,25 @@ export function ComputerDetail({ id }: { id: string }) {
     [id],
   );
 
-  const action = useAction(async (what: 'restart' | 'refresh' | 'install-deps') => {
+  // The commit an update moves to: its template's current version.
+  const templateId =
+    computer.data?.updateAvailable && computer.data.computerSource && 'templateId' in computer.data.computerSource
+      ? computer.data.computerSource.templateId
+      : undefined;
+  const target = useResource(
+    async () =>
+      templateId ? (await must(api.GET('/api/v0/computer-templates/{templateId}', { params: { path: { templateId } } }))).currentVersion : undefined,
+    [templateId],
+  );
+
+  const action = useAction(async (what: 'restart' | 'refresh' | 'install-deps' | 'update') => {
     const params = { params: { path: { computerId: id } } };
+    if (what === 'update') {
+      const started = await must(api.POST('/api/v0/computers/{computerId}/update', params));
+      computer.set(() => started);
+      setNotice(`Update to ${short(target.data?.commit ?? '')} started.`);
+      return;
+    }
     if (what === 'restart') await must(api.POST('/api/v0/computers/{computerId}/restart', params));
     if (what === 'refresh') await must(api.POST('/api/v0/computers/{computerId}/refresh', params));
     if (what === 'install-deps') await must(api.POST('/api/v0/computers/{computerId}/install-deps', params));
@@ -95,6 +116,11 @@ export function ComputerDetail({ id }: { id: string }) {
             <button type="button" disabled=${action.busy} onClick=${() => action.run('restart')}>Restart</button>
             <button type="button" disabled=${action.busy} onClick=${() => action.run('refresh')}>Refresh</button>
             <button type="button" disabled=${action.busy} onClick=${() => action.run('install-deps')}>Install dependencies</button>
+            ${
+              c.updateAvailable && target.data
+                ? html`<button type="button" disabled=${action.busy || !!c.operation} onClick=${() => action.run('update')}>Update to ${short(target.data.commit)}</button>`
+                : null
+            }
             <a class="button" href=${`${href('sessions')}?computerId=${encodeURIComponent(c.id)}`}>Sessions</a>
             <${ConfirmButton}
               label="Delete"
@@ -122,6 +148,8 @@ export function ComputerDetail({ id }: { id: string }) {
       <dt>Remote user</dt><dd>${c.remoteUser ?? '—'}</dd>
       <dt>Owner</dt><dd>${ownerOf(c, names)}</dd>
       <dt>Source</dt><dd>${sourceOf(c, names)}</dd>
+      <dt>Program version</dt><dd>${c.templateVersion ? html`<code data-testid="template-version">${short(c.templateVersion.commit)}</code>` : '—'}</dd>
+      <dt>Operation</dt><dd data-testid="operation">${c.operation ?? 'none'}${c.operationError ? html` · <span class="error-text" data-testid="operation-error">${c.operationError}</span>` : null}</dd>
       <dt>Created</dt><dd>${dateTime(c.createdAt)}</dd>
       <dt>Repositories</dt><dd>${c.clonedRepoDirectories.length ? c.clonedRepoDirectories.join(', ') : '—'}</dd>
     </dl>

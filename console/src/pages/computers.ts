@@ -138,7 +138,7 @@ function ComputerList() {
                     return html`<tr key=${c.id}>
                       <th scope="row"><a href=${href('computers', c.id)}>${c.name}</a>${c.isListed ? '' : html` <span class="muted">(unlisted)</span>`}</th>
                       <td>${c.deletedAt ? html`<${Badge} value="deleted" />` : html`<${Badge} value=${c.status} />`}</td>
-                      <td>${c.providerType}</td>
+                      <td>${c.providerType}${c.templateVersion ? html` <code>${c.templateVersion.commit.slice(0, 12)}</code>` : null}${c.updateAvailable ? html` <${Badge} value="update available" />` : null}</td>
                       <td>${steps.length ? html`<${Progress} value=${done} max=${steps.length} label=${`Set-up steps of ${c.name}`} />` : '—'}</td>
                       <td>${ownerOf(c, names)}</td>
                       <td>${dateTime(c.createdAt)}</td>

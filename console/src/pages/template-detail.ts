@@ -9,6 +9,7 @@ import { useResource } from '../resource.ts';
 
 type Template = components['schemas']['ComputerTemplate'];
 type Version = components['schemas']['ComputerTemplateVersion'];
+type Pool = components['schemas']['WarmPoolList']['pools'][number];
 
 const short = (commit: string) => commit.slice(0, 12);
 
@@ -35,11 +36,14 @@ export function TemplateDetail({ id }: { id: string }) {
     async () => (await must(api.GET('/api/v0/computer-templates/{templateId}/versions', { params: { path, query: { limit: '50' } } }))).versions,
     [id],
   );
-  const busy = template.data?.status === 'resolving' || template.data?.status === 'previewing';
-  // While a commit is resolved or previewed, look again every two seconds.
+  // The template's warm pool, its members per version (none: the template keeps no pool).
+  const pool = useResource(async () => (await must(api.GET('/api/v0/computers/pool'))).pools.find((p) => p.templateId === id), [id]);
+  const rolling = pool.data?.versions?.some((v, i) => (i > 0 && v.ready + v.provisioning > 0) || v.provisioning > 0);
+  const busy = template.data?.status === 'resolving' || template.data?.status === 'previewing' || rolling;
+  // While a commit is resolved or previewed, or the pool rolls, look again every two seconds.
   useEffect(() => {
     if (!busy) return;
-    const timer = setInterval(() => void Promise.all([template.reload(), versions.reload()]), 2000);
+    const timer = setInterval(() => void Promise.all([template.reload(), versions.reload(), pool.reload()]), 2000);
     return () => clearInterval(timer);
   }, [busy]);
 
@@ -108,5 +112,37 @@ export function TemplateDetail({ id }: { id: string }) {
           </section>`
         : null
     }
+    ${t?.program ? html`<${PoolByVersion} pool=${pool.data} error=${pool.error} />` : null}
   `;
+}
+
+/** The template's warm pool per version of its program (GET /computers/pool), the current version first. */
+function PoolByVersion({ pool, error }: { pool?: Pool; error?: Parameters<typeof ErrorBox>[0]['error'] }) {
+  return html`<section class="panel" aria-labelledby="template-pool">
+    <h2 id="template-pool">Warm pool by version</h2>
+    ${
+      error?.status === 403
+        ? html`<p class="muted">Only managers and owners see the warm pool.</p>`
+        : error
+          ? html`<${ErrorBox} error=${error} />`
+          : !pool?.versions?.length
+            ? html`<p>No warm pool members.</p>`
+            : html`<p>Size ${pool.size}: ${pool.ready} ready, ${pool.provisioning} provisioning, ${pool.failed} failed.</p>
+          <div class="table-wrap" tabindex="0" role="region" aria-label="Warm pool by version">
+            <table>
+              <caption class="sr-only">Warm pool members per version</caption>
+              <thead><tr><th scope="col">Commit</th><th scope="col">Ready</th><th scope="col">Provisioning</th></tr></thead>
+              <tbody>
+                ${pool.versions.map(
+                  (v) => html`<tr key=${v.versionId ?? 'none'}>
+                    <th scope="row">${v.commit ? html`<code>${short(v.commit)}</code>` : 'no version'}</th>
+                    <td>${v.ready}</td>
+                    <td>${v.provisioning}</td>
+                  </tr>`,
+                )}
+              </tbody>
+            </table>
+          </div>`
+    }
+  </section>`;
 }

@@ -24,12 +24,18 @@ export const registrationTokenHash = (token: string) => createHash('sha256').upd
  * from the computer id, so a provisioning retried after a kill passes the program the same token
  * the machine it already started may be holding.
  */
-export async function issueRegistrationToken(deps: { db: Db; secrets: Pick<SecretBox, 'derive'> }, computerId: string, expiresAt: Date): Promise<string> {
+export async function issueRegistrationToken(
+  deps: { db: Db; secrets: Pick<SecretBox, 'derive'> },
+  computerId: string,
+  expiresAt: Date,
+  /** An update's `up` may start a new machine: the token is issued again to a registered computer (update-dial-in.ts). */
+  opts: { again?: boolean } = {},
+): Promise<string> {
   const key = deps.secrets.derive('dial-in registration tokens');
   const token = `${TOKEN_PREFIX}${createHmac('sha256', key).update(computerId).digest('base64url')}`;
-  // A computer whose agent registered already keeps its registration: the token is spent.
+  // Provisioning: a computer whose agent registered already keeps its registration (the token is spent).
   await deps.db.computer.updateMany({
-    where: { id: computerId, agentPublicKey: null },
+    where: { id: computerId, ...(opts.again ? {} : { agentPublicKey: null }) },
     data: { registrationTokenHash: registrationTokenHash(token), registrationExpiresAt: expiresAt },
   });
   return token;

@@ -11,7 +11,7 @@ import { templateIdOf, versionStates, viewOfComputer } from './version-view.ts';
 /**
  * POST /computers/{id}/update: a program template's computer moves to its template's current
  * version. 409 when it has no update available (not a program computer, or on the current
- * version already), is not active, or another operation is under way. Otherwise the `update`
+ * version already), is not active, is a paused dial-in computer, or another operation is under way. Otherwise the `update`
  * operation starts (the stack job runs `pulumi up` with the new version's program, update-run.ts),
  * audited, and the computer answers at once (202): it records the new version once the update
  * succeeded, and `operation`/`operationError` say how it goes.
@@ -26,6 +26,10 @@ export async function updateComputer(deps: ComputersDeps, principal: Principal, 
     throw new Conflict(`Computer "${computer.name}" has no update available: ${why}`);
   }
   if (computer.status !== 'active') throw new Conflict(`Computer "${computer.name}" is ${computer.status}; an update runs on an active computer`);
+  if (computer.connectionType === 'agent' && computer.powerState === 'paused') {
+    // Its update waits for the machine to answer through its agent, which a paused machine cannot.
+    throw new Conflict(`Computer "${computer.name}" is paused and dials in through its agent; resume it, then update it`);
+  }
   if (computer.operation !== null) {
     throw new Conflict(`Computer "${computer.name}" is busy: its ${computer.operation} is under way; update it once that ends`);
   }

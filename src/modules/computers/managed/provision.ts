@@ -110,7 +110,7 @@ async function upOrClean(
 }
 
 /** When a dial-in machine must have registered by: the template's registration timeout from now. */
-async function registrationDeadline(deps: ComputerJobDeps, computer: Computer): Promise<Date> {
+export async function registrationDeadline(deps: ComputerJobDeps, computer: Computer): Promise<Date> {
   const version = computer.templateVersionId
     ? await deps.db.computerTemplateVersion.findUnique({
         where: { id: computer.templateVersionId },
