@@ -205,7 +205,7 @@ async function main() {
     else if (ONLY.has('program')) {
       await programFigures({
         api,
-        createTimed: async (body) => (await createTimed(body)).total,
+        createTimed,
         deleteAll: () => deleteAll(api),
         localMedianMs: one,
         runs: RUNS,
