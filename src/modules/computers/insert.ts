@@ -3,7 +3,7 @@ import type { Db } from '../../db/client.ts';
 import { isUniqueViolation } from '../../db/errors.ts';
 import type { Prisma } from '../../generated/prisma/client.ts';
 import { Conflict } from '../../lib/errors.ts';
-import { PUBLIC_API_SOURCE, recordAudit } from '../audit/record.ts';
+import { auditComputerChange } from './audit.ts';
 import { computerEvents } from './computer-events.ts';
 import type { Owner } from './access.ts';
 import type { ComputersDeps } from './deps.ts';
@@ -40,14 +40,12 @@ export async function recordComputerCreated(
   audit: Prisma.InputJsonValue,
   at: Date,
 ): Promise<void> {
-  await recordAudit(tx, {
+  await auditComputerChange(tx, {
     organizationId: principal.organizationId,
-    eventType: 'computer_change',
-    source: PUBLIC_API_SOURCE,
     actor: principal,
-    target: { computerId },
+    computerId,
     after: audit,
-    payload: { action: 'created' },
+    action: 'created',
     at,
   });
   await computerEvents.status(tx, computerId, status);

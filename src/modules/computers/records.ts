@@ -3,7 +3,7 @@ import { isUniqueViolation } from '../../db/errors.ts';
 import type { Prisma } from '../../generated/prisma/client.ts';
 import { BadRequest, NotFound } from '../../lib/errors.ts';
 import { newId } from '../../lib/ids.ts';
-import { PUBLIC_API_SOURCE, recordAudit } from '../audit/record.ts';
+import { auditComputerChange } from './audit.ts';
 import { creatingOwner, ownerOf, reachableComputer } from './access.ts';
 import type { ComputersDeps } from './deps.ts';
 import { assertNameAndHostFree, hostTaken, insertComputer, nameTaken } from './insert.ts';
@@ -135,15 +135,13 @@ export function computerRecords(deps: ComputersDeps) {
         await deps.db.$transaction(async (tx) => {
           const { count } = await tx.computer.updateMany({ where: { id: computerId, deletedAt: null }, data: { ...changes, updatedAt: now } });
           if (count === 0) throw new NotFound(`Computer ${computerId} not found`);
-          await recordAudit(tx, {
+          await auditComputerChange(tx, {
             organizationId: principal.organizationId,
-            eventType: 'computer_change',
-            source: PUBLIC_API_SOURCE,
             actor: principal,
-            target: { computerId },
+            computerId,
             before: { name: computer.name, hostId: computer.hostId, remoteUser: computer.remoteUser },
             after: { ...input },
-            payload: { action: 'updated' },
+            action: 'updated',
             at: now,
           });
         });

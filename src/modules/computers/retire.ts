@@ -1,7 +1,7 @@
 import type { Principal } from '../../auth/principal.ts';
 import type { Db } from '../../db/client.ts';
 import type { Computer } from '../../generated/prisma/client.ts';
-import { PUBLIC_API_SOURCE, recordAudit } from '../audit/record.ts';
+import { auditComputerChange } from './audit.ts';
 import { pauseAutomationsOn } from '../automations/pause.ts';
 import type { ComputersDeps } from './deps.ts';
 import { computerEvents } from './computer-events.ts';
@@ -32,14 +32,12 @@ export async function retireComputer(tx: Db, deps: RetireDeps, actor: Principal,
   if (computer.providerType !== BYOM) await scheduleTeardown(tx, deps, computer, now);
   await pauseAutomationsOn(tx, computer, now);
   await computerEvents.deleted(tx, computer);
-  await recordAudit(tx, {
+  await auditComputerChange(tx, {
     organizationId: computer.organizationId,
-    eventType: 'computer_change',
-    source: PUBLIC_API_SOURCE,
     actor,
-    target: { computerId: computer.id },
+    computerId: computer.id,
     before: { name: computer.name, providerType: computer.providerType },
-    payload: { action: 'deleted' },
+    action: 'deleted',
     at: now,
   });
   return true;

@@ -1,6 +1,6 @@
 import type { Principal } from '../../auth/principal.ts';
 import { Conflict } from '../../lib/errors.ts';
-import { PUBLIC_API_SOURCE, recordAudit } from '../audit/record.ts';
+import { auditComputerChange } from './audit.ts';
 import { reachableComputer } from './access.ts';
 import type { ComputersDeps } from './deps.ts';
 import { begin, transition } from './lifecycle.ts';
@@ -43,15 +43,13 @@ export async function updateComputer(deps: ComputersDeps, principal: Principal, 
     });
     if (!begun) return false;
     await deps.queue.send(computerStackJob, { computerId, operation: 'update', templateVersionId: target }, { tx });
-    await recordAudit(tx, {
+    await auditComputerChange(tx, {
       organizationId: principal.organizationId,
-      eventType: 'computer_change',
-      source: PUBLIC_API_SOURCE,
       actor: principal,
-      target: { computerId },
+      computerId,
       before: { templateVersionId: computer.templateVersionId },
       after: { templateVersionId: target },
-      payload: { action: 'update_started' },
+      action: 'update_started',
       at: now,
     });
     return true;
