@@ -4,7 +4,6 @@ import { mkdir, mkdtemp, readFile, rm } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { pathToFileURL } from 'node:url';
-import YAML from 'yaml';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { local } from '@pulumi/command';
 import { secret } from '@pulumi/pulumi';
@@ -14,7 +13,6 @@ import { createSecretBox } from '../../src/lib/secret-box.ts';
 import type { StackProgram } from '../../src/provisioning/programs/index.ts';
 import { COMPUTERS_PROJECT, createComputerStacks, type StackConfig } from '../../src/provisioning/pulumi/computer-stacks.ts';
 import { engineEnv, pulumiCommand } from '../../src/provisioning/pulumi/engine-env.ts';
-import { encryptSecretConfig } from '../../src/provisioning/pulumi/secret-config.ts';
 import { locatePulumiToolchain } from '../../src/provisioning/pulumi/toolchain.ts';
 import { skipWithout } from '../support/parts.ts';
 
@@ -80,32 +78,6 @@ describe.skipIf(skip)("computer stacks' secrets provider", () => {
 
     await stacks().destroy(program, input(id), { log });
     expect(existsSync(stateFile(id))).toBe(false);
-  });
-
-  it('hands the program its registration token as a secret sealed with the stack’s own data key, without a CLI run', { timeout: 180_000 }, async () => {
-    const id = 'cmp_keeperstack000000003';
-    const token = `apreg_${randomBytes(32).toString('base64url')}`;
-    const seen = path.join(dir, 'token-seen');
-    // What a dial-in program does with it: hands it to the machine (here, a file).
-    const dialIn: StackProgram = {
-      kind: 'builtin',
-      name: 'test',
-      program: async (input) => {
-        const { Config } = await import('@pulumi/pulumi');
-        const given = new Config('agentplane').requireSecret('registrationToken');
-        new local.Command('hand-over', { create: `printf %s "$T" > ${seen}`, environment: { T: given } });
-        return { ssh: { host: '127.0.0.1', port: 22, user: input.name, hostKey: 'ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAITEST' }, pausable: true };
-      },
-    };
-    await stacks().up(dialIn, { ...input(id), registrationToken: token }, { log, fresh: true });
-    expect(await readFile(seen, 'utf8')).toBe(token);
-    const settings = await readFile(settingsFile(id), 'utf8');
-    expect(settings).toMatch(/agentplane:registrationToken:\n\s+secure: v1:[A-Za-z0-9+/=]+:[A-Za-z0-9+/=]+$/m);
-    expect(settings).not.toContain(token);
-    // The settings of a keeper stack give this process the data key: the value was sealed here, no CLI run.
-    expect(encryptSecretConfig(YAML.parse(settings), stackKeys, token)).toMatch(/^v1:/);
-    expect(encryptSecretConfig({ ...YAML.parse(settings), encryptedkey: undefined }, stackKeys, token)).toBeUndefined();
-    await stacks().destroy(dialIn, input(id), { log });
   });
 
   it('is updated and destroyed by a replica that never saw its workspace directory', { timeout: 180_000 }, async () => {

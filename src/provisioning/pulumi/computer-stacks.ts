@@ -16,7 +16,6 @@ import { engineEnv, pulumiCommand } from './engine-env.ts';
 import { createOperationGate } from './operation-gate.ts';
 import { repairInterruptedWrites } from './file-backend-repair.ts';
 import { KEEPER_SECRETS_PROVIDER, startStackKeeper, type StackKeeper } from './stack-keeper.ts';
-import { encryptSecretConfig } from './secret-config.ts';
 import type { PulumiStateSettings } from './state-settings.ts';
 import type { PulumiToolchain } from './toolchain.ts';
 import { processAlive } from '../../lib/process-alive.ts';
@@ -136,29 +135,18 @@ export function createComputerStacks(opts: ComputerStacksOptions): ComputerStack
   /**
    * Sets the stack's `agentplane:*` configuration. The plain values go straight into the stack's
    * settings file (what `pulumi config set` writes, without a CLI run each), written whole and
-   * renamed into place so a kill never cuts it short; the registration token too, encrypted here
-   * with the stack's data key (secret-config.ts), or through the CLI where that key is not at hand.
+   * renamed into place so a kill never cuts it short; the registration token through the CLI, as
+   * a secret of the stack's own secrets provider.
    */
   async function configure(stack: Stack, config: StackConfig) {
     const { plain, secret } = stackConfigValues({ ...config, apiUrl: config.apiUrl ?? opts.apiUrl?.() ?? '' });
     const file = path.join(stack.workspace.workDir, `Pulumi.${stack.name}.yaml`);
-    const settings = ((await readFile(file, 'utf8').then(YAML.parse, () => undefined)) ?? {}) as {
-      config?: Record<string, unknown>;
-      secretsprovider?: unknown;
-      encryptedkey?: unknown;
-    };
-    const viaCli: [string, string][] = [];
-    const sealed: Record<string, { secure: string }> = {};
-    for (const [key, value] of Object.entries(secret)) {
-      const secure = encryptSecretConfig(settings, opts.stackKeys, value);
-      if (secure) sealed[key] = { secure };
-      else viaCli.push([key, value]);
-    }
-    settings.config = { ...settings.config, ...plain, ...sealed };
+    const settings = ((await readFile(file, 'utf8').then(YAML.parse, () => undefined)) ?? {}) as { config?: Record<string, unknown> };
+    settings.config = { ...settings.config, ...plain };
     const tmp = `${file}.${randomBytes(4).toString('hex')}.tmp`;
     await writeFile(tmp, YAML.stringify(settings));
     await rename(tmp, file);
-    for (const [key, value] of viaCli) await stack.setConfig(key, { value, secret: true });
+    for (const [key, value] of Object.entries(secret)) await stack.setConfig(key, { value, secret: true });
   }
 
   /**
