@@ -273,7 +273,14 @@ describe.skipIf(skipWithout('the program computer tests', missing))('computers f
         .stdout.trim()
         .split(/\s+/)
         .filter(Boolean);
-      for (const pid of session) process.kill(Number(pid), 'SIGKILL');
+      for (const pid of session) {
+        try {
+          process.kill(Number(pid), 'SIGKILL');
+        } catch (err) {
+          // One that ended between the listing and the kill (a CLI run finishing) is gone already.
+          if ((err as NodeJS.ErrnoException).code !== 'ESRCH') throw err;
+        }
+      }
     }
     const log = createLogger({ level: 'silent' });
     await provisioner.stacks.destroy(program, config, { log });
