@@ -1,8 +1,8 @@
-import { createHash } from 'node:crypto';
 import type { PrismaClient } from '../../db/client.ts';
 import { isUniqueViolation } from '../../db/errors.ts';
 import type { ComputerTemplate, ComputerTemplateVersion } from '../../generated/prisma/client.ts';
 import type { JobContext } from '../../jobs/job.ts';
+import { stableJobId } from '../../jobs/stable-id.ts';
 import type { Clock } from '../../lib/clock.ts';
 import { newId } from '../../lib/ids.ts';
 import { ProgramProblem, type ProgramEngine, type ProgramSource } from '../../provisioning/programs/index.ts';
@@ -124,10 +124,7 @@ async function track(deps: TrackDeps, t: ComputerTemplate, unchanged: Unchanged,
 
 /** A UUID per template and minute: the minute's run is sent once however many replicas send it. */
 function minuteJobId(templateId: string, now: Date): string {
-  const h = createHash('sha256')
-    .update(`${templateTrackJob.name}:${templateId}:${Math.floor(now.getTime() / 60_000)}`)
-    .digest('hex');
-  return `${h.slice(0, 8)}-${h.slice(8, 12)}-4${h.slice(13, 16)}-8${h.slice(17, 20)}-${h.slice(20, 32)}`;
+  return stableJobId(`${templateTrackJob.name}:${templateId}:${Math.floor(now.getTime() / 60_000)}`);
 }
 
 /** The minute's tracking runs: one per live program template (cheap: a known commit writes one row). */
