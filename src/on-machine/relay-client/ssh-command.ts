@@ -1,7 +1,6 @@
 import os from 'node:os';
 import type { ClientChannel, PseudoTtyOptions } from 'ssh2';
 import { credentialsFrom, findComputer } from './computer.ts';
-import { openRelaySession } from './relay-session.ts';
 import { openRelay } from './relay-stream.ts';
 
 export interface SshCommandOptions {
@@ -27,6 +26,8 @@ export async function runSshCommand(nameOrId: string, command: string[], opts: S
     if (command.length) throw new Error('--stdio carries an SSH connection for another client; run the command with that client');
     return carryStdio(await openRelay(creds, await findComputer(creds, nameOrId)));
   }
+  // ssh2 only here: `--stdio` (every scp and ProxyCommand) starts without loading it.
+  const { openRelaySession } = await import('./relay-session.ts');
   const session = await openRelaySession(creds, nameOrId);
   const interactive = command.length === 0;
   const tty = interactive && process.stdin.isTTY && process.stdout.isTTY;
