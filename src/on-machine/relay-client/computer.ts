@@ -26,12 +26,15 @@ export function credentialsFrom(opts: { url?: string; apiKey?: string }): Creden
   return { url: url.replace(/\/+$/, ''), apiKey };
 }
 
+/** A computer id (`cmp_...`) rather than a name. */
+export const isComputerId = (nameOrId: string): boolean => /^cmp_[A-Za-z0-9]+$/.test(nameOrId);
+
 /**
  * Finds the computer by id (`cmp_...`) or by the caller's own computer name, as the API answers
  * it: only computers the caller may reach are found, so the API's 404 is the message.
  */
 export async function findComputer(creds: Credentials, nameOrId: string): Promise<RelayComputer> {
-  const byId = /^cmp_[A-Za-z0-9]+$/.test(nameOrId);
+  const byId = isComputerId(nameOrId);
   const path = byId ? `/api/v0/computers/${encodeURIComponent(nameOrId)}` : `/api/v0/computers/name/${encodeURIComponent(nameOrId)}`;
   let res: Response;
   try {
