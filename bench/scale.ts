@@ -44,6 +44,7 @@ const { values: args } = parseArgs({
     env: { type: 'string', default: '' },
     only: { type: 'string', default: 'slow,instant' },
     profile: { type: 'string' },
+    'pg-stats': { type: 'boolean', default: false },
   },
 });
 const TURNS = Number(args.turns);
@@ -84,7 +85,8 @@ const reply = (request: RecordedRequest): ScriptedReply => {
 };
 model.respondWith(reply);
 
-const postgres = await startPostgres();
+// --pg-stats: PostgreSQL counts statements (pg_stat_statements); the instant burst prints them per turn.
+const postgres = await startPostgres(args['pg-stats'] ? { settings: ['shared_preload_libraries=pg_stat_statements', 'pg_stat_statements.track=all'] } : {});
 if (!postgres) throw new Error('PostgreSQL not found (/usr/lib/postgresql): bench/scale.ts needs it');
 const sshd = await startSshd({ maxSessions: 10 });
 const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'agentplane-scale-'));
@@ -248,7 +250,9 @@ try {
     if (!ONLY.has('instant')) continue;
     delayMs = 0;
     const fastAlone = await alone(single, urls, IDLE_RUNS);
+    if (args['pg-stats']) await db.query('CREATE EXTENSION IF NOT EXISTS pg_stat_statements; SELECT pg_stat_statements_reset()');
     const fast = await burst(pool, urls);
+    if (args['pg-stats']) await printStatements(TURNS);
     const tps = (TURNS / fast.elapsed) * 1000;
     results.set(replicas, { ...(results.get(replicas) ?? { slow: Number.NaN }), instant: fast.elapsed });
     row(
@@ -299,6 +303,20 @@ try {
   await postgres.stop();
   models.dispose();
   fs.rmSync(tmp, { recursive: true, force: true });
+}
+
+/** What PostgreSQL ran during the burst, per turn: statements, their time, the costliest. */
+async function printStatements(turns: number) {
+  const { rows } = await db.query<{ query: string; calls: string; ms: number }>(
+    `SELECT query, calls, total_exec_time AS ms FROM pg_stat_statements WHERE query NOT LIKE '%pg_stat_statements%' ORDER BY calls DESC`,
+  );
+  const calls = rows.reduce((n, r) => n + Number(r.calls), 0);
+  const ms = rows.reduce((n, r) => n + r.ms, 0);
+  console.log(`  PostgreSQL during the instant burst: ${(calls / turns).toFixed(1)} statements and ${(ms / turns).toFixed(2)} ms execution per turn`);
+  for (const r of rows.slice(0, 40))
+    console.log(
+      `    ${(Number(r.calls) / turns).toFixed(2).padStart(6)}/turn ${(r.ms / turns).toFixed(3).padStart(7)} ms  ${r.query.replace(/\s+/g, ' ').slice(0, 150)}`,
+    );
 }
 
 /** User and system CPU time a process has used, in ms (clock ticks of 10 ms). */

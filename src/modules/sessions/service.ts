@@ -366,8 +366,10 @@ export function createSessionsService(deps: SessionsDeps) {
         ...(input.images ?? []).map((source) => ({ type: 'image' as const, source })),
         ...(input.files ?? []).map((source) => ({ type: 'document' as const, source })),
       ];
-      const now = clock.now();
       const message = await db.$transaction(async (tx) => {
+        // Taken once the transaction has its connection: a burst's messages are stamped when stored,
+        // in the order they are stored, not when their requests began waiting for the pool.
+        const now = clock.now();
         const row = await appendMessage(
           tx,
           session.id,

@@ -100,8 +100,8 @@ async function runBegunTurn(deps: TurnRunnerDeps, session: Session, begun: 'new'
  * pending (an interrupt meanwhile cancels it). False when there is nothing to run.
  */
 async function beginTurn(deps: TurnRunnerDeps, sessionId: string): Promise<false | 'new' | 'continued' | 'resumed'> {
-  const now = deps.clock.now();
   const begun = deps.db.$transaction(async (tx) => {
+    const now = deps.clock.now();
     const session = await tx.session.findFirst({ where: { id: sessionId, deletedAt: null } });
     if (!session) return false;
     if (session.status === 'running') {
@@ -127,12 +127,13 @@ async function beginTurn(deps: TurnRunnerDeps, sessionId: string): Promise<false
       if (session.status === 'pending') await sessionEvents.turnEnded(tx, session.id, 'idle', interruptedBeforeStart ? 'interrupted' : 'completed');
       return false;
     }
-    // Over its organization's or owner's limit: rolled back, the session stays pending with its
-    // messages queued until a turn of the organization ends (startWaitingTurns) or the reaper.
-    if (!(await admitTurn(tx, session, deps.turnLimits ?? DEFAULT_TURN_LIMITS))) throw new TurnNotAdmitted();
     await tx.session.update({ where: { id: session.id }, data: { status: 'running', turnHeartbeatAt: now, updatedAt: now } });
     await sessionEvents.status(tx, session.id, 'running');
     await recordEvents(tx, [turnEvents(session, storedSettings(session)).userTurn(now)]);
+    // Last, so the organization's lock is held only for the count and the commit. Over its
+    // organization's or owner's limit: rolled back, the session stays pending with its messages
+    // queued until a turn of the organization ends (startWaitingTurns) or the reaper.
+    if (!(await admitTurn(tx, session, deps.turnLimits ?? DEFAULT_TURN_LIMITS))) throw new TurnNotAdmitted();
     return 'new' as const;
   });
   return begun.catch((err: unknown) => {
