@@ -101,7 +101,9 @@ export async function programFigures(bench: ProgramBench): Promise<void> {
 
     const ids = [...new Set(timings.flatMap((t) => Object.keys(t.steps)))];
     const phase = (id: string, k: 'wait' | 'run') => median(timings.map((t) => t.steps[id]?.[k] ?? 0));
-    console.log(`  after pulumi up, median per step (waited before it + ran): ${ids.map((id) => `${id} ${ms(phase(id, 'wait'))} + ${ms(phase(id, 'run'))}`).join(', ')}`);
+    console.log(
+      `  after pulumi up, median per step (waited before it + ran): ${ids.map((id) => `${id} ${ms(phase(id, 'wait'))} + ${ms(phase(id, 'run'))}`).join(', ')}`,
+    );
 
     const sized = await bench.api.call('PATCH', `/api/v0/computer-templates/${templateId}`, { warmPoolSize: bench.claims });
     if (sized.status !== 200) throw new Error(`PATCH warmPoolSize answered ${sized.status}: ${JSON.stringify(sized.body)}`);

@@ -60,7 +60,9 @@ export async function runPersistedTurn(
   // Model calls' usage not stored yet: it goes with the next message (or the turn's end).
   let pendingUsage: { usage: Usage; model: ModelConfig; at: Date }[] = [];
   const { db, clock } = env;
-  const storeUsage = async (tx: Db) => {
+  /** Stores the pending usage on the session; answers its analytics events, for the caller to record. */
+  const storeUsage = async (tx: Db): Promise<AnalyticsEvent[]> => {
+    const recorded: AnalyticsEvent[] = [];
     for (const { usage, model, at } of pendingUsage) {
       // A compaction by another model is priced (and reported in analytics) as that model.
       const pricing = model.id === env.model.model.id || env.compaction === 'off' ? env.pricing : env.compaction?.pricing;
@@ -73,8 +75,9 @@ export async function runPersistedTurn(
         thinkingTokens: usage.thinkingTokens,
         serviceCredits: credits,
       });
-      await recordEvents(tx, [events.usage(at, model.id, usage, credits)]);
+      recorded.push(events.usage(at, model.id, usage, credits));
     }
+    return recorded;
   };
   const started = Date.now();
   const deltas = sessionDeltas(db, session);
@@ -97,7 +100,7 @@ export async function runPersistedTurn(
       emitted.push(message);
       const now = clock.now();
       const row = await db.$transaction(async (tx) => {
-        await storeUsage(tx);
+        const usageEvents = await storeUsage(tx);
         const stored = await appendMessage(
           tx,
           session.id,
@@ -108,8 +111,7 @@ export async function runPersistedTurn(
           },
           now,
         );
-        if (message.role === 'assistant') await recordEvents(tx, [events.assistantMessage(now)]);
-        if (message.role === 'tool') await recordEvents(tx, toolCallEvents);
+        await recordEvents(tx, [...usageEvents, ...(message.role === 'assistant' ? [events.assistantMessage(now)] : toolCallEvents)]);
         return stored;
       });
       message.covers = { fromSeq: Number(row.seq), toSeq: Number(row.seq) };
@@ -126,10 +128,14 @@ export async function runPersistedTurn(
       toolCallEvents.push(...events.toolCall(clock.now(), call));
     },
   });
-  await db.$transaction(async (tx) => {
-    await storeUsage(tx);
-    await addActiveTime(tx, session.id, Date.now() - started);
-  });
+  const activeMs = Date.now() - started;
+  if (pendingUsage.length === 0) await addActiveTime(db, session.id, activeMs);
+  else {
+    await db.$transaction(async (tx) => {
+      await recordEvents(tx, await storeUsage(tx));
+      await addActiveTime(tx, session.id, activeMs);
+    });
+  }
   return { ...result, emitted };
 }
 
