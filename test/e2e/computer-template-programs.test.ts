@@ -388,5 +388,29 @@ describe.skipIf(skip)(`program templates on ${backend}`, () => {
       action: 'update',
       fields: [{ field: 'poolUpdate', old: { type: 'RollingUpdate', maxUnavailable: 3 }, new: { type: 'Recreate' } }],
     });
+
+    // A declared template's apply shows no webhook secret: a manager replaces it to learn one, and
+    // the one before stops verifying at once.
+    const rotate = (templateId: string, as = owner) => api.call('POST', `/api/v0/computer-templates/${templateId}/webhook-secret`, { as });
+    const first = await rotate(id);
+    expect(first.status).toBe(200);
+    expect(first.body).toMatchObject({ id, webhookUrl: `${api.url}/api/v0/computer-templates/${id}/webhook` });
+    expect(first.body.webhookSecret).toMatch(/^[\w-]{32}$/);
+    expect((await push({ id }, first.body.webhookSecret)).body).toEqual({ queued: true });
+    const second = await rotate(id);
+    expect(second.body.webhookSecret).not.toBe(first.body.webhookSecret);
+    expect((await push({ id }, first.body.webhookSecret)).status).toBe(401);
+    expect((await push({ id }, second.body.webhookSecret)).body).toEqual({ queued: true });
+    expect((await get(id)) as object).not.toHaveProperty('webhookSecret');
+    const audits = await api.db.prisma.auditRecord.findMany({ where: { organizationId: api.acme.id, eventType: 'computer_template_change' } });
+    expect(audits.filter((a) => (a.payload as { action?: string }).action === 'webhook_secret_rotated')).toHaveLength(2);
+    // Members may not, another organization sees no such template, and a template without a program has no webhook.
+    expect((await rotate(id, api.acme.members.user.apiKey)).status).toBe(403);
+    expect((await rotate(id, api.globex.members.owner.apiKey)).status).toBe(404);
+    const plain = await api.call('POST', '/api/v0/computer-templates', { as: owner, body: { name: 'no-program', provider: 'local' } });
+    const refused = await rotate(plain.body.id);
+    expect(refused.status).toBe(409);
+    expect(refused.body.detail).toContain('no program');
+    expect((await push({ id }, second.body.webhookSecret)).body).toEqual({ queued: true });
   });
 });

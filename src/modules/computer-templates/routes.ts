@@ -71,6 +71,18 @@ export function templateRoutes(service: TemplatesService): RouteSpec[] {
     defineRoute({
       tags,
       guards: [managerOrHigher],
+      method: 'post',
+      path: '/api/v0/computer-templates/{templateId}/webhook-secret',
+      operationId: 'rotateComputerTemplateWebhookSecret',
+      summary: "Replace a program template's push webhook secret (managers and owners); the new one is in the answer, once",
+      params: TemplateIdParams,
+      responses: { 200: { description: 'The template with its new webhook secret', schema: CreatedTemplateSchema } },
+      errors: [401, 403, 404, 409, 500],
+      handler: async ({ principal, params }) => ({ status: 200, body: await service.rotateWebhookSecret(principal, params.templateId) }),
+    }),
+    defineRoute({
+      tags,
+      guards: [managerOrHigher],
       method: 'delete',
       path: '/api/v0/computer-templates/{templateId}',
       operationId: 'deleteComputerTemplate',

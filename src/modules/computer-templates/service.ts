@@ -8,6 +8,7 @@ import { removeTemplate } from './remove.ts';
 import type { CreateTemplateInput, UpdateTemplateInput } from './schemas.ts';
 import { updateTemplate } from './update.ts';
 import { getVersion, listVersions } from './versions.ts';
+import { rotateWebhookSecret } from './webhook-secret.ts';
 
 /** Computer templates: per-organization recipes for managed computers (agentplane extension); each operation lives in its own file. */
 export function createTemplatesService(deps: TemplatesDeps) {
@@ -19,6 +20,7 @@ export function createTemplatesService(deps: TemplatesDeps) {
     remove: (p: Principal, templateId: string) => removeTemplate(deps, p, templateId),
     versions: (p: Principal, templateId: string, page: PageQuery) => listVersions(deps, p, templateId, page),
     version: (p: Principal, templateId: string, versionId: string) => getVersion(deps, p, templateId, versionId),
+    rotateWebhookSecret: (p: Principal, templateId: string) => rotateWebhookSecret(deps, p, templateId),
     push: (templateId: string, header: (name: string) => string | undefined, body: Buffer) => receiveTemplatePush(deps, templateId, header, body),
   };
 }
