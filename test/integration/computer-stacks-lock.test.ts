@@ -9,10 +9,11 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createLogger } from '../../src/lib/logger.ts';
 import { createSecretBox } from '../../src/lib/secret-box.ts';
 import type { StackProgram } from '../../src/provisioning/programs/index.ts';
-import { COMPUTERS_PROJECT, createComputerStacks, type ComputerStacks, type StackConfig } from '../../src/provisioning/pulumi/computer-stacks.ts';
+import { COMPUTERS_PROJECT, createComputerStacks, type ComputerStacks } from '../../src/provisioning/pulumi/computer-stacks.ts';
 import { locatePulumiToolchain } from '../../src/provisioning/pulumi/toolchain.ts';
 import { skipWithout } from '../support/parts.ts';
 import { waitFor } from '../support/wait.ts';
+import { stackConfig } from './computer-stack-config.ts';
 
 const toolchain = locatePulumiToolchain();
 const missing = `Pulumi CLI ${toolchain.version} or pulumi-resource-command missing under ${path.dirname(toolchain.binDir)}; run scripts/pulumi-toolchain.sh`;
@@ -24,16 +25,7 @@ const program: StackProgram = {
   name: 'test',
   program: async () => ({ ssh: { host: '127.0.0.1', port: 22, user: 'agent', hostKey: 'ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAITEST' }, pausable: true }),
 };
-const input = (computerId: string): StackConfig => ({
-  computerId,
-  name: 'agent',
-  organizationId: 'org_test',
-  authorizedKey: 'ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIUSER',
-  cpu: 1,
-  memoryMb: 64,
-  diskGb: 1,
-  running: true,
-});
+const input = (computerId: string) => stackConfig(computerId, 'agent');
 
 /**
  * A stack lock left by a Pulumi CLI that died with its control plane (kill -9): its PID may since
