@@ -23,7 +23,7 @@ interface Api {
 export interface ProgramBench {
   api: Api;
   /** POST body -> the computer's time to `active` (ms), with its `pulumi up` and its set-up after it; fails on `error`. */
-  createTimed(body: Record<string, unknown>): Promise<{ total: number; pulumi: number; setup: number }>;
+  createTimed(body: Record<string, unknown>): Promise<{ total: number; pulumi: number; setup: number; steps: Record<string, { wait: number; run: number }> }>;
   deleteAll(): Promise<void>;
   /** The built-in `local` provider's POST -> active median of this run. */
   localMedianMs: number;
@@ -86,7 +86,7 @@ export async function programFigures(bench: ProgramBench): Promise<void> {
     // Warm-up: the first checkout of the commit and the first YAML program run load their plugins cold.
     await bench.createTimed({ name: 'program-warm-up', source });
     await bench.deleteAll();
-    const timings: { total: number; pulumi: number; setup: number }[] = [];
+    const timings: Awaited<ReturnType<ProgramBench['createTimed']>>[] = [];
     for (let i = 0; i < bench.runs; i++) {
       timings.push(await bench.createTimed({ name: `program-${i}`, source }));
       await bench.deleteAll();
@@ -97,6 +97,12 @@ export async function programFigures(bench: ProgramBench): Promise<void> {
       `program computer (dial-in example, ${bench.runs} runs): POST -> active median ${ms(one)} p99 ${ms(p99(singles))} ` +
         `(pulumi up ${ms(median(timings.map((t) => t.pulumi)))}, then registration and set-up ${ms(median(timings.map((t) => t.setup)))}) = ` +
         `${(one / bench.localMedianMs).toFixed(2)}x the local provider's ${ms(bench.localMedianMs)}; goal within 1.5x: ${goal(one <= 1.5 * bench.localMedianMs)}`,
+    );
+
+    const ids = [...new Set(timings.flatMap((t) => Object.keys(t.steps)))];
+    const phase = (id: string, k: 'wait' | 'run') => median(timings.map((t) => t.steps[id]?.[k] ?? 0));
+    console.log(
+      `  after pulumi up, median per step (waited before it + ran): ${ids.map((id) => `${id} ${ms(phase(id, 'wait'))} + ${ms(phase(id, 'run'))}`).join(', ')}`,
     );
 
     const sized = await bench.api.call('PATCH', `/api/v0/computer-templates/${templateId}`, { warmPoolSize: bench.claims });

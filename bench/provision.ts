@@ -57,6 +57,8 @@ interface Timing {
   pulumi: number;
   /** From the end of `pulumi up` to the last step's end (SSH, workspace). */
   setup: number;
+  /** Each step after `pulumi up`: ms from the previous step's end to its start, and its own ms. */
+  steps: Record<string, { wait: number; run: number }>;
 }
 interface Api {
   call(method: string, p: string, body?: unknown): Promise<{ status: number; body: any }>;
@@ -93,7 +95,14 @@ function timingOf(c: Computer, sentAt: number, seenAt: number): Timing {
   const steps = c.provisioningSteps!;
   const infra = steps.find((s) => s.id === 'create-infrastructure')!;
   const last = Math.max(...steps.map((s) => s.completedAt ?? 0));
-  return { total: seenAt - sentAt, pulumi: infra.completedAt! - infra.startedAt!, setup: last - infra.completedAt! };
+  const after = steps.filter((s) => s.startedAt && s.completedAt && s.startedAt >= infra.completedAt!).sort((a, b) => a.startedAt! - b.startedAt!);
+  let prev = infra.completedAt!;
+  const phases: Timing['steps'] = {};
+  for (const step of after) {
+    phases[step.id] = { wait: step.startedAt! - prev, run: step.completedAt! - step.startedAt! };
+    prev = step.completedAt!;
+  }
+  return { total: seenAt - sentAt, pulumi: infra.completedAt! - infra.startedAt!, setup: last - infra.completedAt!, steps: phases };
 }
 
 /**

@@ -16,7 +16,10 @@
  * - message → turn started (the queued message taken by the turn), p50 / p99, on an idle server
  *   and under the burst;
  * - the control-plane's resident memory per running turn during the slow burst;
- * - two replicas ÷ one, the same bursts (the second replica works the same job queue).
+ * - two replicas ÷ one, the same bursts (the second replica works the same job queue);
+ * - `--streams` (1,000) session event streams held open on the first replica, spread over the
+ *   sessions, through an instant burst: every stream hears its session's turn end, and what each
+ *   open stream costs the replica in memory.
  *
  * `--env` passes settings to the replicas (e.g. `AGENTPLANE_TURN_CONCURRENCY=64`); the turn limits
  * per owner and organization are lifted (one owner sends every message). The CLI start
@@ -42,8 +45,10 @@ const { values: args } = parseArgs({
     replicas: { type: 'string', default: '1,2' },
     'idle-runs': { type: 'string', default: '11' },
     env: { type: 'string', default: '' },
-    only: { type: 'string', default: 'slow,instant' },
+    only: { type: 'string', default: 'slow,instant,streams' },
+    streams: { type: 'string', default: '1000' },
     profile: { type: 'string' },
+    'pg-stats': { type: 'boolean', default: false },
   },
 });
 const TURNS = Number(args.turns);
@@ -84,7 +89,8 @@ const reply = (request: RecordedRequest): ScriptedReply => {
 };
 model.respondWith(reply);
 
-const postgres = await startPostgres();
+// --pg-stats: PostgreSQL counts statements (pg_stat_statements); the instant burst prints them per turn.
+const postgres = await startPostgres(args['pg-stats'] ? { settings: ['shared_preload_libraries=pg_stat_statements', 'pg_stat_statements.track=all'] } : {});
 if (!postgres) throw new Error('PostgreSQL not found (/usr/lib/postgresql): bench/scale.ts needs it');
 const sshd = await startSshd({ maxSessions: 10 });
 const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'agentplane-scale-'));
@@ -248,7 +254,9 @@ try {
     if (!ONLY.has('instant')) continue;
     delayMs = 0;
     const fastAlone = await alone(single, urls, IDLE_RUNS);
+    if (args['pg-stats']) await db.query('CREATE EXTENSION IF NOT EXISTS pg_stat_statements; SELECT pg_stat_statements_reset()');
     const fast = await burst(pool, urls);
+    if (args['pg-stats']) await printStatements(TURNS);
     const tps = (TURNS / fast.elapsed) * 1000;
     results.set(replicas, { ...(results.get(replicas) ?? { slow: Number.NaN }), instant: fast.elapsed });
     row(
@@ -269,6 +277,29 @@ try {
       `idle ${fmtMs(median(fastAlone.start))} / ${fmtMs(quantile(fastAlone.start, 0.99))}`,
       '< 100 ms / < 1 s',
     );
+  }
+  if (ONLY.has('streams')) {
+    delayMs = 0;
+    const n = Number(args.streams);
+    const url = servers[0]!.url;
+    console.log(`\n${n} session event streams open on one replica during a ${TURNS}-turn instant burst`);
+    const before = rssOf(servers[0]!.child.pid!);
+    const streams = await openStreams(url, key, pool, n);
+    const open = rssOf(servers[0]!.child.pid!);
+    for (const s of streams) s.armed = true;
+    const t0 = performance.now();
+    await burst(pool, [url]);
+    await waitFor('every stream to hear its session go idle', () => streams.every((s) => s.heardIdle), 120_000, 100);
+    const heardMs = performance.now() - t0;
+    const dropped = streams.filter((s) => s.ended).length;
+    for (const s of streams) s.close();
+    row(
+      `${n} open session streams on one replica: every stream hears its turn end`,
+      `${streams.filter((s) => s.heardIdle).length}/${n} heard, ${dropped} dropped; last heard ${fmtMs(heardMs)} after the burst began`,
+      `${TURNS} turns`,
+      'hold',
+    );
+    row(`memory per open session stream`, `${((open - before) / n).toFixed(0)} KiB`, `RSS before ${(before / 1024).toFixed(0)} MiB`, 'reported');
   }
   const one = results.get(1);
   const two = results.get(2);
@@ -299,6 +330,50 @@ try {
   await postgres.stop();
   models.dispose();
   fs.rmSync(tmp, { recursive: true, force: true });
+}
+
+/** What PostgreSQL ran during the burst, per turn: statements, their time, the costliest. */
+async function printStatements(turns: number) {
+  const { rows } = await db.query<{ query: string; calls: string; ms: number }>(
+    `SELECT query, calls, total_exec_time AS ms FROM pg_stat_statements WHERE query NOT LIKE '%pg_stat_statements%' ORDER BY calls DESC`,
+  );
+  const calls = rows.reduce((n, r) => n + Number(r.calls), 0);
+  const ms = rows.reduce((n, r) => n + r.ms, 0);
+  console.log(`  PostgreSQL during the instant burst: ${(calls / turns).toFixed(1)} statements and ${(ms / turns).toFixed(2)} ms execution per turn`);
+  for (const r of rows.slice(0, 40))
+    console.log(
+      `    ${(Number(r.calls) / turns).toFixed(2).padStart(6)}/turn ${(r.ms / turns).toFixed(3).padStart(7)} ms  ${r.query.replace(/\s+/g, ' ').slice(0, 150)}`,
+    );
+}
+
+/**
+ * `n` event streams (`GET /sessions/{id}/events`), spread round-robin over `sessions`, each on its
+ * own connection; resolves when every one has answered 200. Each notes when it hears its session
+ * become idle once armed.
+ */
+async function openStreams(url: string, key: string, sessions: string[], n: number) {
+  const { default: http } = await import('node:http');
+  const agent = new http.Agent({ keepAlive: false, maxSockets: Infinity });
+  const opened = Array.from({ length: n }, (_, i) => {
+    const state = { heardIdle: false, ended: false, armed: false, close: () => {} };
+    return new Promise<typeof state>((resolve, reject) => {
+      const req = http.get(`${url}/api/v0/sessions/${sessions[i % sessions.length]}/events`, { agent, headers: { authorization: `Bearer ${key}` } }, (res) => {
+        if (res.statusCode !== 200) return reject(new Error(`stream ${i}: ${res.statusCode}`));
+        res.setEncoding('utf8');
+        let seen = '';
+        res.on('data', (chunk: string) => {
+          // What a stream replays or hears before the burst does not count.
+          seen = state.armed ? (seen + chunk).slice(-4096) : '';
+          if (/"status":"idle"/.test(seen)) state.heardIdle = true;
+        });
+        res.on('close', () => (state.ended = true));
+        state.close = () => req.destroy();
+        resolve(state);
+      });
+      req.on('error', reject);
+    });
+  });
+  return Promise.all(opened);
 }
 
 /** User and system CPU time a process has used, in ms (clock ticks of 10 ms). */

@@ -35,7 +35,8 @@ async function run(bin: string, args: string[], owner: string | undefined): Prom
   }
 }
 
-export async function startPostgres(): Promise<PostgresServer | undefined> {
+/** `settings`: more `-c name=value` server settings (e.g. `shared_preload_libraries=pg_stat_statements`). */
+export async function startPostgres(opts: { settings?: string[] } = {}): Promise<PostgresServer | undefined> {
   const bin = findBinDir();
   if (!bin) return undefined;
   const owner = process.getuid?.() === 0 ? 'postgres' : undefined;
@@ -44,7 +45,7 @@ export async function startPostgres(): Promise<PostgresServer | undefined> {
   if (owner) execFileSync('chown', ['-R', owner, dir]);
   await run(path.join(bin, 'initdb'), ['-D', data, '-U', 'postgres', '-A', 'trust', '-E', 'UTF8', '--no-sync'], owner);
   const port = await freePort();
-  const opts = [
+  const serverOpts = [
     `-p ${port}`,
     `-k ${dir}`,
     `-c listen_addresses=127.0.0.1`,
@@ -52,8 +53,9 @@ export async function startPostgres(): Promise<PostgresServer | undefined> {
     '-c synchronous_commit=off',
     '-c full_page_writes=off',
     '-c max_connections=300',
+    ...(opts.settings ?? []).map((s) => `-c ${s}`),
   ].join(' ');
-  await run(path.join(bin, 'pg_ctl'), ['-D', data, '-o', opts, '-l', path.join(dir, 'log'), '-w', 'start'], owner);
+  await run(path.join(bin, 'pg_ctl'), ['-D', data, '-o', serverOpts, '-l', path.join(dir, 'log'), '-w', 'start'], owner);
   return {
     url: `postgres://postgres@127.0.0.1:${port}/postgres`,
     stop: async () => {

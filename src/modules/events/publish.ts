@@ -4,14 +4,6 @@ import type { EventType, TransientEventType } from './types.ts';
 /** Where every replica hears of new events: a stored event's id, or a transient event's JSON. */
 export const EVENTS_CHANNEL = 'agentplane_events';
 
-/**
- * Held from drawing an event id until the transaction commits, so event ids become visible in
- * increasing order: a reader that has seen id N has seen every id below it that will ever exist,
- * which is what makes `id > Last-Event-ID` lose nothing. (A sequence alone hands out ids at insert
- * time, and a slow transaction would commit a lower id after a faster one's higher id was read.)
- */
-const EVENT_ORDER_LOCK = 0x6170_6576; // "apev"
-
 /** PostgreSQL's limit on a NOTIFY payload is 8000 bytes; transient events stay well under it. */
 const TRANSIENT_MAX_BYTES = 7000;
 
@@ -25,10 +17,16 @@ export interface NewEvent {
 }
 
 /**
- * Stores events and announces them to every replica, in the caller's transaction when given one
- * (they commit, and are heard, with the change they describe) or as one statement of their own.
- * The lock, the insert and the notification are one statement, so the lock also holds for a
- * caller outside any transaction.
+ * Stores events, in the caller's transaction when given one (they commit, get their ids and are
+ * heard with the change they describe) or as one statement of their own.
+ *
+ * Event ids become visible in increasing order: a reader that has seen id N has seen every id below
+ * it that will ever exist, which is what makes `id > Last-Event-ID` lose nothing. An event is
+ * inserted with a provisional (negative) id; the deferred trigger `events_commit_order` (see its
+ * migration) draws the final id when the transaction commits, under a lock held only for the
+ * commit, fans the event out to webhooks and notifies every replica. (A sequence drawn at insert
+ * would let a slow transaction commit a lower id after a faster one's higher id was read; a lock
+ * from the insert to the commit made every transaction storing events wait for the others.)
  */
 export async function publish(db: Db, events: NewEvent | NewEvent[]): Promise<void> {
   const list = Array.isArray(events) ? events : [events];
@@ -43,19 +41,17 @@ export async function publish(db: Db, events: NewEvent | NewEvent[]): Promise<vo
       data: e.data,
     })),
   );
+  // Inserted in `ord` order: the commit trigger numbers a transaction's events in that order.
   await db.$executeRaw`
-    WITH ordered AS MATERIALIZED (SELECT pg_advisory_xact_lock(${EVENT_ORDER_LOCK}::bigint)),
-    inserted AS (
-      INSERT INTO events (organization_id, type, session_id, computer_id, data, created_at)
-      SELECT COALESCE(e.organization_id,
-               (SELECT s.organization_id FROM sessions s WHERE s.id = e.session_id),
-               (SELECT c.organization_id FROM computers c WHERE c.id = e.computer_id)),
-             e.type, e.session_id, e.computer_id, e.data, clock_timestamp()
-      FROM ordered, jsonb_to_recordset(${rows}::jsonb)
-        AS e(ord int, type text, organization_id text, session_id text, computer_id text, data jsonb)
-      ORDER BY e.ord
-      RETURNING id)
-    SELECT pg_notify(${EVENTS_CHANNEL}, max(id)::text) FROM inserted`;
+    INSERT INTO events (id, organization_id, type, session_id, computer_id, data, created_at)
+    SELECT -nextval('events_provisional_id_seq'),
+           COALESCE(e.organization_id,
+             (SELECT s.organization_id FROM sessions s WHERE s.id = e.session_id),
+             (SELECT c.organization_id FROM computers c WHERE c.id = e.computer_id)),
+           e.type, e.session_id, e.computer_id, e.data, clock_timestamp()
+    FROM jsonb_to_recordset(${rows}::jsonb)
+      AS e(ord int, type text, organization_id text, session_id text, computer_id text, data jsonb)
+    ORDER BY e.ord`;
 }
 
 export interface TransientEvent {

@@ -1,4 +1,4 @@
-import type { PrismaClient } from '../../db/client.ts';
+import type { Db, PrismaClient } from '../../db/client.ts';
 import type { Session } from '../../generated/prisma/client.ts';
 import type { Clock } from '../../lib/clock.ts';
 import { recordEvents, type AnalyticsEvent } from '../analytics/events.ts';
@@ -9,11 +9,13 @@ import {
   type AgentTool,
   type AutonomyLevel,
   type ModelClient,
+  type ModelConfig,
   type ModelPricing,
   type RuntimeMessage,
   type ToolHost,
   type TurnOptions,
   type TurnResult,
+  type Usage,
 } from '../../agent/index.ts';
 import { effectiveAutonomy } from './autonomy-policy.ts';
 import type { StoredSettings } from './settings.ts';
@@ -40,7 +42,9 @@ export interface TurnEnvironment {
  * Runs one turn of `session` and stores it as it goes: each assistant and tool message when it
  * completes, each model call's usage (on the session and up its parent chain) with its credits,
  * and the analytics events of every message, call and tool call, each in one transaction with
- * what it describes. A crash loses at most the message being produced.
+ * what it describes. A model call's usage is stored in the transaction of the message it produced
+ * (or, when it produced none, with the turn's active time at its end): one transaction per step,
+ * not two. A crash loses at most the message being produced, and its call's usage with it.
  */
 export async function runPersistedTurn(
   env: TurnEnvironment,
@@ -53,7 +57,28 @@ export async function runPersistedTurn(
   const emitted: RuntimeMessage[] = [];
   // A batch's tool-call events are stored with the tool message that carries its results.
   let toolCallEvents: AnalyticsEvent[] = [];
+  // Model calls' usage not stored yet: it goes with the next message (or the turn's end).
+  let pendingUsage: { usage: Usage; model: ModelConfig; at: Date }[] = [];
   const { db, clock } = env;
+  /** Stores the pending usage on the session; answers its analytics events, for the caller to record. */
+  const storeUsage = async (tx: Db): Promise<AnalyticsEvent[]> => {
+    const recorded: AnalyticsEvent[] = [];
+    for (const { usage, model, at } of pendingUsage) {
+      // A compaction by another model is priced (and reported in analytics) as that model.
+      const pricing = model.id === env.model.model.id || env.compaction === 'off' ? env.pricing : env.compaction?.pricing;
+      const credits = creditsFor(usage, pricing);
+      await addUsage(tx, session.id, {
+        inputTokens: usage.inputTokens,
+        outputTokens: usage.outputTokens,
+        cacheCreationTokens: usage.cacheWriteTokens,
+        cacheReadTokens: usage.cacheReadTokens,
+        thinkingTokens: usage.thinkingTokens,
+        serviceCredits: credits,
+      });
+      recorded.push(events.usage(at, model.id, usage, credits));
+    }
+    return recorded;
+  };
   const started = Date.now();
   const deltas = sessionDeltas(db, session);
   const toolOutput = sessionToolOutput(db, session);
@@ -75,6 +100,7 @@ export async function runPersistedTurn(
       emitted.push(message);
       const now = clock.now();
       const row = await db.$transaction(async (tx) => {
+        const usageEvents = await storeUsage(tx);
         const stored = await appendMessage(
           tx,
           session.id,
@@ -85,38 +111,31 @@ export async function runPersistedTurn(
           },
           now,
         );
-        if (message.role === 'assistant') await recordEvents(tx, [events.assistantMessage(now)]);
-        if (message.role === 'tool') await recordEvents(tx, toolCallEvents);
+        await recordEvents(tx, [...usageEvents, ...(message.role === 'assistant' ? [events.assistantMessage(now)] : toolCallEvents)]);
         return stored;
       });
       message.covers = { fromSeq: Number(row.seq), toSeq: Number(row.seq) };
+      pendingUsage = [];
       if (message.role === 'tool') toolCallEvents = [];
     },
     onCompaction: async (compaction) => {
       await storeCompaction(db, session.id, compaction, clock.now());
     },
-    onUsage: async (usage, model) => {
-      const now = clock.now();
-      // A compaction by another model is priced (and reported in analytics) as that model.
-      const pricing = model.id === env.model.model.id || env.compaction === 'off' ? env.pricing : env.compaction?.pricing;
-      const credits = creditsFor(usage, pricing);
-      await db.$transaction(async (tx) => {
-        await addUsage(tx, session.id, {
-          inputTokens: usage.inputTokens,
-          outputTokens: usage.outputTokens,
-          cacheCreationTokens: usage.cacheWriteTokens,
-          cacheReadTokens: usage.cacheReadTokens,
-          thinkingTokens: usage.thinkingTokens,
-          serviceCredits: credits,
-        });
-        await recordEvents(tx, [events.usage(now, model.id, usage, credits)]);
-      });
+    onUsage: (usage, model) => {
+      pendingUsage.push({ usage, model, at: clock.now() });
     },
     onToolCall: (call) => {
       toolCallEvents.push(...events.toolCall(clock.now(), call));
     },
   });
-  await addActiveTime(db, session.id, Date.now() - started);
+  const activeMs = Date.now() - started;
+  if (pendingUsage.length === 0) await addActiveTime(db, session.id, activeMs);
+  else {
+    await db.$transaction(async (tx) => {
+      await recordEvents(tx, await storeUsage(tx));
+      await addActiveTime(tx, session.id, activeMs);
+    });
+  }
   return { ...result, emitted };
 }
 

@@ -357,7 +357,7 @@ export function createSessionsService(deps: SessionsDeps) {
     },
 
     async postMessage(principal: Principal, sessionId: string, input: PostMessageInput) {
-      let session = await reachableSession(db, principal, sessionId);
+      const session = await reachableSession(db, principal, sessionId);
       const asked = input.computerId !== undefined && input.computerId !== session.computerId ? input.computerId : undefined;
       const resolved = asked ? (await checkComputer(principal, asked, session.cwd)).computer.id : undefined;
       const switchTo = resolved !== session.computerId ? resolved : undefined;
@@ -366,8 +366,10 @@ export function createSessionsService(deps: SessionsDeps) {
         ...(input.images ?? []).map((source) => ({ type: 'image' as const, source })),
         ...(input.files ?? []).map((source) => ({ type: 'document' as const, source })),
       ];
-      const now = clock.now();
       const message = await db.$transaction(async (tx) => {
+        // Taken once the transaction has its connection: a burst's messages are stamped when stored,
+        // in the order they are stored, not when their requests began waiting for the pool.
+        const now = clock.now();
         const row = await appendMessage(
           tx,
           session.id,
@@ -380,18 +382,19 @@ export function createSessionsService(deps: SessionsDeps) {
           data: { status: 'pending', interruptRequestedAt: null },
         });
         if (leftIdle) await sessionEvents.status(tx, session.id, 'pending');
-        await tx.session.updateMany({
+        // Its status as of this transaction is what the answer reports.
+        const { status } = await tx.session.update({
           where: { id: session.id },
           data: { ...(switchTo ? { computerId: switchTo } : {}), ...(session.title ? {} : { title: titleOf(input.text) }) },
+          select: { status: true },
         });
         await recordEvents(tx, [
           { kind: 'message', role: 'user', organizationId: principal.organizationId, userId: session.ownerId, occurredAt: now, sessionId: session.id },
         ]);
         await deps.queue.send(sessionTurnJob, { sessionId: session.id }, { tx });
-        return row;
+        return { ...row, status };
       });
-      session = await db.session.findUniqueOrThrow({ where: { id: session.id } });
-      if (!input.waitForCompletion) return { messageId: message.id, status: session.status };
+      if (!input.waitForCompletion) return { messageId: message.id, status: message.status };
 
       const timeoutMs = input.waitTimeoutMs ?? DEFAULT_WAIT_MS;
       const deadline = Date.now() + timeoutMs;

@@ -15,11 +15,12 @@ type Owner = Pick<Session, 'organizationId' | 'ownerKind' | 'ownerId'>;
 export class TurnNotAdmitted extends Error {}
 
 /**
- * Whether a new turn of `session` may start now: its organization and its owner are under their
- * running-turn limits. Holds the organization's advisory lock to the end of the transaction, so
- * turns starting at once on several replicas are counted one after the other; the caller marks
- * the session running in the same transaction. Subagent sessions run inside their parent's turn
- * and are not counted.
+ * Whether the turn `session` is starting may run now: its organization and its owner are within
+ * their running-turn limits, this turn counted. The caller has already marked the session running
+ * in this transaction and rolls it back when the answer is no; this is its last statement, so the
+ * organization's advisory lock, which makes turns starting at once on several replicas count one
+ * after the other, is held for the count and the commit only. Subagent sessions run inside their
+ * parent's turn and are not counted.
  */
 export async function admitTurn(tx: Db, session: Owner, limits: TurnLimits): Promise<boolean> {
   await tx.$queryRaw`SELECT 1 FROM (SELECT pg_advisory_xact_lock(hashtext(${`turns:${session.organizationId}`}))) AS locked`;
@@ -27,7 +28,7 @@ export async function admitTurn(tx: Db, session: Owner, limits: TurnLimits): Pro
     SELECT count(*) AS org, count(*) FILTER (WHERE owner_kind = ${session.ownerKind} AND owner_id = ${session.ownerId}) AS owner
     FROM sessions
     WHERE organization_id = ${session.organizationId} AND status = 'running' AND deleted_at IS NULL AND parent_session_id IS NULL`;
-  return Number(row!.org) < limits.perOrganization && Number(row!.owner) < limits.perOwner;
+  return Number(row!.org) <= limits.perOrganization && Number(row!.owner) <= limits.perOwner;
 }
 
 /**

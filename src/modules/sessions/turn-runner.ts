@@ -65,9 +65,9 @@ class TurnRefused extends Error {}
 export async function runSessionTurn(deps: TurnRunnerDeps, sessionId: string, ctx: JobContext): Promise<void> {
   const begun = await beginTurn(deps, sessionId);
   if (!begun) return;
-  const session = await deps.db.session.findUniqueOrThrow({ where: { id: sessionId } });
+  const { session, how } = begun;
   try {
-    await runBegunTurn(deps, session, begun, ctx);
+    await runBegunTurn(deps, session, how, ctx);
   } finally {
     // Its slot is free (ended, paused or failed): the organization's next waiting turns may start.
     await startWaitingTurns(deps, session.organizationId, ctx);
@@ -99,22 +99,21 @@ async function runBegunTurn(deps: TurnRunnerDeps, session: Session, begun: 'new'
  * session is still running: its worker died), or resumes a turn paused for approvals once none is
  * pending (an interrupt meanwhile cancels it). False when there is nothing to run.
  */
-async function beginTurn(deps: TurnRunnerDeps, sessionId: string): Promise<false | 'new' | 'continued' | 'resumed'> {
-  const now = deps.clock.now();
-  const begun = deps.db.$transaction(async (tx) => {
+async function beginTurn(deps: TurnRunnerDeps, sessionId: string): Promise<false | { session: Session; how: 'new' | 'continued' | 'resumed' }> {
+  const begun = deps.db.$transaction(async (tx): Promise<false | { session: Session; how: 'new' | 'continued' | 'resumed' }> => {
+    const now = deps.clock.now();
     const session = await tx.session.findFirst({ where: { id: sessionId, deletedAt: null } });
     if (!session) return false;
     if (session.status === 'running') {
       await answerDanglingToolCalls(tx, session.id, now, CRASHED_TOOL);
-      await tx.session.update({ where: { id: session.id }, data: { turnHeartbeatAt: now } });
-      return 'continued';
+      return { session: await tx.session.update({ where: { id: session.id }, data: { turnHeartbeatAt: now } }), how: 'continued' };
     }
     if (session.turnPausedAt) {
       if (session.interruptRequestedAt) {
         await cancelPausedTurn(tx, session.id, now);
         return false;
       }
-      return (await resumeTurn(tx, session.id, now)) ? 'resumed' : false;
+      return (await resumeTurn(tx, session.id, now)) ? { session: await tx.session.findUniqueOrThrow({ where: { id: session.id } }), how: 'resumed' } : false;
     }
     const interruptedBeforeStart = session.status === 'pending' && session.interruptRequestedAt !== null;
     const queued = await takeQueuedMessages(tx, session.id, now);
@@ -127,13 +126,14 @@ async function beginTurn(deps: TurnRunnerDeps, sessionId: string): Promise<false
       if (session.status === 'pending') await sessionEvents.turnEnded(tx, session.id, 'idle', interruptedBeforeStart ? 'interrupted' : 'completed');
       return false;
     }
-    // Over its organization's or owner's limit: rolled back, the session stays pending with its
-    // messages queued until a turn of the organization ends (startWaitingTurns) or the reaper.
-    if (!(await admitTurn(tx, session, deps.turnLimits ?? DEFAULT_TURN_LIMITS))) throw new TurnNotAdmitted();
-    await tx.session.update({ where: { id: session.id }, data: { status: 'running', turnHeartbeatAt: now, updatedAt: now } });
+    const running = await tx.session.update({ where: { id: session.id }, data: { status: 'running', turnHeartbeatAt: now, updatedAt: now } });
     await sessionEvents.status(tx, session.id, 'running');
     await recordEvents(tx, [turnEvents(session, storedSettings(session)).userTurn(now)]);
-    return 'new' as const;
+    // Last, so the organization's lock is held only for the count and the commit. Over its
+    // organization's or owner's limit: rolled back, the session stays pending with its messages
+    // queued until a turn of the organization ends (startWaitingTurns) or the reaper.
+    if (!(await admitTurn(tx, session, deps.turnLimits ?? DEFAULT_TURN_LIMITS))) throw new TurnNotAdmitted();
+    return { session: running, how: 'new' };
   });
   return begun.catch((err: unknown) => {
     if (err instanceof TurnNotAdmitted) return false;
