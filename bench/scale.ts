@@ -244,7 +244,7 @@ try {
       );
       row(
         `${replicas}r: control-plane memory per running turn (peak ${slow.peakRunning} running)`,
-        `${((slow.peakRss - idleRss) / Math.max(1, slow.peakRunning) / 1024).toFixed(0)} KiB`,
+        `${((slow.peakRss - idleRss) / Math.max(1, slow.peakRunning)).toFixed(0)} KiB (RSS +${((slow.peakRss - idleRss) / 1024).toFixed(1)} MiB over idle at the peak)`,
         `idle RSS ${(idleRss / 1024).toFixed(0)} MiB`,
         'reported',
       );

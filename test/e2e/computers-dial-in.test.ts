@@ -75,6 +75,16 @@ describe('dial-in registration of a program computer', () => {
     expect(token).toMatch(/^apreg_[A-Za-z0-9_-]{43}$/);
     // Derived from the computer: a provisioning retried after a kill hands the program the same token.
     expect(await issueRegistrationToken(deps(), id, new Date(Date.now() + 60_000))).toBe(token);
+    // A registration timeout past the provisioning deadline moves that deadline: the operation outlasts its token.
+    const deadline = (await api.db.prisma.computer.findUniqueOrThrow({ where: { id } })).operationDeadline!;
+    const late = new Date(deadline.getTime() + 3_600_000);
+    await issueRegistrationToken(deps(), id, late);
+    const extended = await api.db.prisma.computer.findUniqueOrThrow({ where: { id } });
+    expect(extended).toMatchObject({ operation: 'provision', registrationExpiresAt: late });
+    expect(extended.operationDeadline!.getTime()).toBe(late.getTime() + 5 * 60_000);
+    // A shorter one leaves the deadline where it was.
+    await issueRegistrationToken(deps(), id, new Date(Date.now() + 60_000));
+    expect((await api.db.prisma.computer.findUniqueOrThrow({ where: { id } })).operationDeadline).toEqual(extended.operationDeadline);
     await stackUp(id);
     const agent = startAgent('stack-first', token);
     await active(id, agent);
@@ -103,7 +113,7 @@ describe('dial-in registration of a program computer', () => {
     const re = await register(token, 'stack-first');
     expect(re.status, JSON.stringify(re.body)).toBe(201);
     const replaced = await api.db.prisma.computer.findUniqueOrThrow({ where: { id } });
-    expect(replaced).toMatchObject({ status: 'active', remoteUser: 'dev', registrationTokenHash: null, operation: null });
+    expect(replaced).toMatchObject({ status: 'active', remoteUser: 'dev', registrationTokenHash: null, operation: null, operationDeadline: null });
     expect(replaced.agentPublicKey).not.toBe(stored.agentPublicKey);
     expect(replaced.hostKeyFingerprint).not.toBe(stored.hostKeyFingerprint);
     expect((await register(token, 'stack-first')).status).toBe(401);

@@ -11,10 +11,11 @@ import { LocalWorkspace } from '@pulumi/pulumi/automation/index.js';
 import { createLogger } from '../../src/lib/logger.ts';
 import { createSecretBox } from '../../src/lib/secret-box.ts';
 import type { StackProgram } from '../../src/provisioning/programs/index.ts';
-import { COMPUTERS_PROJECT, createComputerStacks, type StackConfig } from '../../src/provisioning/pulumi/computer-stacks.ts';
+import { COMPUTERS_PROJECT, createComputerStacks } from '../../src/provisioning/pulumi/computer-stacks.ts';
 import { engineEnv, pulumiCommand } from '../../src/provisioning/pulumi/engine-env.ts';
 import { locatePulumiToolchain } from '../../src/provisioning/pulumi/toolchain.ts';
 import { skipWithout } from '../support/parts.ts';
+import { stackConfig } from './computer-stack-config.ts';
 
 const toolchain = locatePulumiToolchain();
 const missing = `Pulumi CLI ${toolchain.version} or pulumi-resource-command missing under ${path.dirname(toolchain.binDir)}; run scripts/pulumi-toolchain.sh`;
@@ -35,16 +36,7 @@ const program: StackProgram = {
   },
 };
 
-const input = (computerId: string): StackConfig => ({
-  computerId,
-  name: `user-${computerId}`,
-  organizationId: 'org_test',
-  authorizedKey: 'ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIUSER',
-  cpu: 1,
-  memoryMb: 64,
-  diskGb: 1,
-  running: true,
-});
+const input = (computerId: string) => stackConfig(computerId, `user-${computerId}`);
 
 describe.skipIf(skip)("computer stacks' secrets provider", () => {
   let dir: string;

@@ -16,6 +16,9 @@ import { transition } from './lifecycle.ts';
 
 const TOKEN_PREFIX = 'apreg_';
 
+/** What a dial-in computer's operation allows past its token's expiry: the set-up after a last-second registration. */
+const SETUP_AFTER_REGISTRATION_MS = 5 * 60_000;
+
 /** Only the hash is stored; the registration looks the computer up by it. */
 export const registrationTokenHash = (token: string) => createHash('sha256').update(token).digest('hex');
 
@@ -34,10 +37,15 @@ export async function issueRegistrationToken(
   const key = deps.secrets.derive('dial-in registration tokens');
   const token = `${TOKEN_PREFIX}${createHmac('sha256', key).update(computerId).digest('base64url')}`;
   // Provisioning: a computer whose agent registered already keeps its registration (the token is spent).
-  await deps.db.computer.updateMany({
-    where: { id: computerId, ...(opts.again ? {} : { agentPublicKey: null }) },
-    data: { registrationTokenHash: registrationTokenHash(token), registrationExpiresAt: expiresAt },
-  });
+  // The operation under way (provision, update) lasts at least until the token expires and the
+  // set-up after a registration in its last second could run: a registration timeout longer than
+  // AGENTPLANE_PROVISION_TIMEOUT_SECONDS is not cut short by the operation's own deadline.
+  const outlast = new Date(expiresAt.getTime() + SETUP_AFTER_REGISTRATION_MS);
+  await deps.db.$executeRaw`
+    UPDATE computers
+       SET registration_token_hash = ${registrationTokenHash(token)}, registration_expires_at = ${expiresAt},
+           operation_deadline = CASE WHEN operation IS NULL THEN operation_deadline ELSE GREATEST(operation_deadline, ${outlast}) END
+     WHERE id = ${computerId} AND (${opts.again ?? false} OR agent_public_key IS NULL)`;
   return token;
 }
 

@@ -1,6 +1,5 @@
 import { randomBytes } from 'node:crypto';
 import { mkdir, readFile, rename, rm, writeFile } from 'node:fs/promises';
-import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { setTimeout as delay } from 'node:timers/promises';
@@ -15,10 +14,10 @@ import type { StackProgram } from '../programs/stack-program.ts';
 import { engineEnv, pulumiCommand } from './engine-env.ts';
 import { createOperationGate } from './operation-gate.ts';
 import { repairInterruptedWrites } from './file-backend-repair.ts';
+import { lockHolderRuns, lockHoldersIn, type LockHolder } from './lock-holder.ts';
 import { KEEPER_SECRETS_PROVIDER, startStackKeeper, type StackKeeper } from './stack-keeper.ts';
 import type { PulumiStateSettings } from './state-settings.ts';
 import type { PulumiToolchain } from './toolchain.ts';
-import { processAlive } from '../../lib/process-alive.ts';
 
 /** Every computer's stack belongs to this project; the stack is named after the computer id. */
 export const COMPUTERS_PROJECT = 'agentplane-computers';
@@ -187,9 +186,9 @@ export function createComputerStacks(opts: ComputerStacksOptions): ComputerStack
         return await operation(onEvent);
       } catch (err) {
         const text = err instanceof Error ? err.message : String(err);
-        const lock = /currently locked by .*?\n\s*(\S+): created by \S+@(\S+) \(pid (\d+)\)/s.exec(text);
-        if (lock && attempt < 100) {
-          await clearLock(stack, run, { host: lock[2]!, pid: Number(lock[3]) });
+        const holders = lockHoldersIn(text);
+        if (holders.length > 0 && attempt < 100) {
+          await clearLock(stack, run, holders);
           continue;
         }
         if (run.signal?.aborted) throw run.signal.reason;
@@ -199,14 +198,17 @@ export function createComputerStacks(opts: ComputerStacksOptions): ComputerStack
     }
   }
 
-  async function clearLock(stack: Stack, run: StackRunOptions, holder: { host: string; pid: number }) {
+  async function clearLock(stack: Stack, run: StackRunOptions, holders: LockHolder[]) {
     const deadline = Date.now() + LIVE_LOCK_WAIT_MS;
-    while (holder.host === os.hostname() && processAlive(holder.pid)) {
-      if (Date.now() > deadline) throw new StackOperationFailed(`stack ${stack.name} is still locked by pid ${holder.pid} on this machine`);
-      run.log.info({ stack: stack.name, pid: holder.pid }, 'waiting for the process holding the stack lock');
+    for (;;) {
+      const live = (await Promise.all(holders.map(async (h) => ((await lockHolderRuns(h)) ? [h] : [])))).flat();
+      if (live.length === 0) break;
+      const pids = live.map((h) => h.pid).join(', ');
+      if (Date.now() > deadline) throw new StackOperationFailed(`stack ${stack.name} is still locked by pid ${pids} on this machine`);
+      run.log.info({ stack: stack.name, pids }, 'waiting for the process holding the stack lock');
       await delay(1_000, undefined, { signal: run.signal });
     }
-    run.log.warn({ stack: stack.name, holder }, 'clearing a stale stack lock');
+    run.log.warn({ stack: stack.name, holders }, 'clearing a stale stack lock');
     await stack.cancel();
   }
 
