@@ -6,6 +6,7 @@
  *
  *   node bench/gateway.ts
  *   BENCH_RUNS=3 node bench/gateway.ts
+ *   BENCH_ONLY=replicas node bench/gateway.ts     # only the second part
  *
  * Figures (median of the runs): latency of `true` on a pooled connection, direct and through each
  * path (with both ways exec.ts stops remote commands: the stdin watchdog it picks for servers it
@@ -15,8 +16,9 @@
  * With PostgreSQL (Debian's, as the tests start it) the second part runs two real `agentplane
  * serve` replicas behind a TCP balancer with an agent connected to the first: the time from a
  * SIGKILL of the replica holding the tunnel until the other one holds it and a metrics call
- * through it succeeds, and a 100 MB copy (`cat > /dev/null`) through `agentplane ssh --stdio` as
- * OpenSSH's ProxyCommand against the same copy to the real sshd directly.
+ * through it succeeds, a 100 MB copy (`cat > /dev/null`) through `agentplane ssh --stdio` as
+ * OpenSSH's ProxyCommand against the same copy to the real sshd directly, and the whole
+ * `agentplane ssh <computer> -- true` command against `ssh host true` to the sshd.
  */
 import { spawn } from 'node:child_process';
 import http from 'node:http';
@@ -36,7 +38,7 @@ import { startPeerServer } from '../src/relay/peer-server.ts';
 import { attachRelay } from '../src/relay/upgrade.ts';
 import { replicaFailover } from './relay-replicas.ts';
 import { createSshClient, generateKeyPair, type RemoteKill, type SshTarget } from '../src/ssh/index.ts';
-import { sshdMissing, startSshd } from '../test/support/sshd.ts';
+import { sshdMissing, startSshd, type TestSshd } from '../test/support/sshd.ts';
 
 const RUNS = Number(process.env.BENCH_RUNS ?? 5);
 const POOLED_PER_RUN = 200;
@@ -113,6 +115,17 @@ async function main(): Promise<void> {
   if (missing) throw new Error(missing);
   const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'agentplane-bench-gateway-'));
   const sshd = await startSshd();
+  if (process.env.BENCH_ONLY !== 'replicas') await tunnels(tmp, sshd);
+  try {
+    await replicaFailover({ sshd, runs: Math.max(2, Math.min(RUNS, 3)), tmp });
+  } finally {
+    await sshd.stop();
+    fs.rmSync(tmp, { recursive: true, force: true });
+  }
+}
+
+/** The first part: one process's gateway, its agents and peer listener, against sshd directly. */
+async function tunnels(tmp: string, sshd: TestSshd): Promise<void> {
   const agentKeys = new Map<string, string>();
   const log = createLogger({ level: 'silent' });
   const gateway = await createSshGateway({
@@ -186,13 +199,6 @@ async function main(): Promise<void> {
     api.closeAllConnections();
     api.close();
     await gateway.close();
-  }
-
-  try {
-    await replicaFailover({ sshd, runs: Math.max(2, Math.min(RUNS, 3)), tmp });
-  } finally {
-    await sshd.stop();
-    fs.rmSync(tmp, { recursive: true, force: true });
   }
 }
 

@@ -1,8 +1,10 @@
 /**
  * The replica part of bench/gateway.ts: two real `agentplane serve` processes on one PostgreSQL
  * behind a TCP balancer, an `agentplane agent` connected through it. Prints the reconnect time
- * after a SIGKILL of the replica holding the tunnel, and the throughput of a 100 MB copy through
- * `agentplane ssh --stdio` (OpenSSH's ProxyCommand) against OpenSSH to the real sshd directly.
+ * after a SIGKILL of the replica holding the tunnel, the throughput of a 100 MB copy through
+ * `agentplane ssh --stdio` (OpenSSH's ProxyCommand) against OpenSSH to the real sshd directly (with
+ * the CPU time the serving replica and the agent spent on it, which a busy machine does not skew),
+ * and the whole `agentplane ssh <computer> -- true` command against `ssh host true` directly.
  */
 import { spawn } from 'node:child_process';
 import { setTimeout as sleep } from 'node:timers/promises';
@@ -18,6 +20,13 @@ import { startTcpBalancer } from '../test/support/tcp-balancer.ts';
 import { waitFor } from '../test/support/wait.ts';
 
 const COPY_MB = 100;
+const COMMANDS_PER_RUN = 10;
+
+/** CPU time (user + system) a process has used so far, in ms. */
+const cpuMs = (pid: number): number => {
+  const fields = fs.readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ');
+  return ((Number(fields[11]) + Number(fields[12])) * 1000) / 100;
+};
 
 const median = (xs: number[]): number => {
   const s = [...xs].sort((a, b) => a - b);
@@ -100,24 +109,41 @@ export async function replicaFailover(opts: { sshd: TestSshd; runs: number; tmp:
     fs.writeFileSync(keyFile, opts.sshd.privateKey, { mode: 0o600 });
     const common = ['-F', '/dev/null', '-o', 'StrictHostKeyChecking=no', '-o', 'UserKnownHostsFile=/dev/null', '-o', 'BatchMode=yes', '-o', 'LogLevel=ERROR'];
     // Asynchronous: the balancer runs in this process.
-    const copy = async (args: string[], extraEnv: Record<string, string> = {}) => {
+    const relayEnv = { AGENTPLANE_URL: balancer.url, AGENTPLANE_API_KEY: key };
+    const run = async (command: string, args: string[], extraEnv: Record<string, string> = {}, input?: string) => {
       const t0 = performance.now();
-      const child = spawn('ssh', [...common, ...args, 'cat > /dev/null'], { env: { ...process.env, ...extraEnv }, stdio: ['pipe', 'ignore', 'pipe'] });
+      const child = spawn(command, args, { env: { ...process.env, ...extraEnv }, stdio: [input ? 'pipe' : 'ignore', 'ignore', 'pipe'] });
       let stderr = '';
       child.stderr!.on('data', (d: Buffer) => (stderr += d.toString()));
-      fs.createReadStream(file).pipe(child.stdin!);
+      if (input) fs.createReadStream(input).pipe(child.stdin!);
       const code = await new Promise<number | null>((resolve) => child.once('close', resolve));
-      if (code !== 0) throw new Error(`copy failed (${code}): ${stderr}`);
+      if (code !== 0) throw new Error(`${command} ${args.join(' ')} failed (${code}): ${stderr}`);
       return performance.now() - t0;
     };
-    const viaRelay = () =>
-      copy(['-o', `ProxyCommand=${process.execPath} ${CLI} ssh --stdio ${computerId}`, 'bench-box'], { AGENTPLANE_URL: balancer.url, AGENTPLANE_API_KEY: key });
-    const direct = () => copy(['-i', keyFile, '-p', String(opts.sshd.port), `${opts.sshd.username}@${opts.sshd.host}`]);
+    const copy = (args: string[], extraEnv: Record<string, string> = {}) => run('ssh', [...common, ...args, 'cat > /dev/null'], extraEnv, file);
+    const viaRelay = () => copy(['-o', `ProxyCommand=${process.execPath} ${CLI} ssh --stdio ${computerId}`, 'bench-box'], relayEnv);
+    const directArgs = ['-i', keyFile, '-p', String(opts.sshd.port), `${opts.sshd.username}@${opts.sshd.host}`];
+    const direct = () => copy(directArgs);
+    // The replica serving the relay session: the balancer's first live one.
+    const serving = order[0]!.child.pid!;
     const relayMs: number[] = [];
     const directMs: number[] = [];
-    for (let run = 0; run < opts.runs; run++) {
+    const replicaCpuMs: number[] = [];
+    const agentCpuMs: number[] = [];
+    for (let i = 0; i < opts.runs; i++) {
       directMs.push(await direct());
+      const [replica0, agent0] = [cpuMs(serving), cpuMs(agent.child.pid!)];
       relayMs.push(await viaRelay());
+      replicaCpuMs.push(cpuMs(serving) - replica0);
+      agentCpuMs.push(cpuMs(agent.child.pid!) - agent0);
+    }
+
+    // The whole command, as a person types it: start-up, the API lookup, the relay and the command.
+    const commandMs: number[] = [];
+    const directCommandMs: number[] = [];
+    for (let i = 0; i < opts.runs * COMMANDS_PER_RUN; i++) {
+      directCommandMs.push(await run('ssh', [...common, ...directArgs, 'true']));
+      commandMs.push(await run(process.execPath, [CLI, 'ssh', computerId, '--', 'true'], relayEnv));
     }
     const rate = (msList: number[]) => `${((COPY_MB / median(msList)) * 1000).toFixed(1)} MB/s (${median(msList).toFixed(0)} ms)`;
     console.log(`\nreplicas on PostgreSQL behind a balancer, median of ${opts.runs} runs (agent as ${agentUser().username}):`);
@@ -125,6 +151,13 @@ export async function replicaFailover(opts: { sshd: TestSshd; runs: number; tmp:
     console.log(`  ${'SIGKILL of the holder -> metrics through it answer 200'.padEnd(66)} ${median(serviceMs).toFixed(0)} ms`);
     console.log(`  ${`${COPY_MB} MB copy, OpenSSH directly to sshd`.padEnd(66)} ${rate(directMs)}`);
     console.log(`  ${`${COPY_MB} MB copy, OpenSSH through agentplane ssh --stdio (relay + agent)`.padEnd(66)} ${rate(relayMs)}`);
+    console.log(`  ${'  relay copy / direct copy (goal >= 0.5x)'.padEnd(66)} ${(median(directMs) / median(relayMs)).toFixed(2)}x`);
+    console.log(
+      `  ${'  CPU spent on the relay copy: serving replica, agent'.padEnd(66)} ${median(replicaCpuMs).toFixed(0)} ms, ${median(agentCpuMs).toFixed(0)} ms`,
+    );
+    const ms = (x: number[]) => `${median(x).toFixed(0)} ms`;
+    console.log(`  ${'`ssh host true`, OpenSSH directly to sshd, whole command'.padEnd(66)} ${ms(directCommandMs)}`);
+    console.log(`  ${'`agentplane ssh <computer> -- true`, whole command (goal < 400 ms)'.padEnd(66)} ${ms(commandMs)}`);
   } finally {
     await agent.stop();
     await Promise.all(servers.map((s) => s.stop('SIGKILL')));

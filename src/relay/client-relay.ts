@@ -18,6 +18,7 @@ import { bridgeChannels } from './client-channels.ts';
 import { RELAY_ENDED_CODE, RELAY_SOFTWARE } from './protocol.ts';
 import type { AcceptedUpgrade } from './upgrade.ts';
 import { sampleGauge } from '../observability/metrics.ts';
+import { useSsh2KeyObjects } from './ssh2-key-objects.ts';
 
 export interface ClientRelayOptions {
   db: Db;
@@ -61,6 +62,7 @@ interface OpenSession {
  * a deleted computer ends it on whichever replica it runs.
  */
 export function createClientRelay(opts: ClientRelayOptions): ClientRelay {
+  useSsh2KeyObjects();
   const log = opts.log.child({ component: 'client-relay' });
   const sessions = new Set<OpenSession>();
   const unsample = sampleGauge('relaySessions', () => sessions.size);

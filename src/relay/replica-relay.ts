@@ -1,7 +1,7 @@
 import type { Db } from '../db/client.ts';
 import { newId } from '../lib/ids.ts';
 import type { Logger } from '../lib/logger.ts';
-import { createSshGateway, type PresentedAgentKey, type SshGateway } from './gateway/index.ts';
+import { createSshGateway, type AgentIdentity, type PresentedAgentKey, type SshGateway } from './gateway/index.ts';
 import { formatAddress } from '../ssh/errors.ts';
 import { createAgentDialer, type AgentDialer } from './agent-dialer.ts';
 import type { PeerTokens } from './peer-auth.ts';
@@ -16,6 +16,8 @@ export interface ReplicaRelayOptions {
   /** The gateway's host key, the same on every replica (agents pin it). */
   hostKey: string;
   authorize(computerId: string, key: PresentedAgentKey): Promise<boolean>;
+  /** The connected agents still authorized, rechecked every few seconds (see SshGatewayOptions). */
+  stillAuthorized(agents: AgentIdentity[]): Promise<Set<string>>;
   /** The separate SSH gateway port, for agents started with `--gateway ssh://host:port`. */
   sshGatewayPort?: number;
   /** Routing between replicas: the peer listener's port and the name other replicas dial it by. */
@@ -65,6 +67,7 @@ export async function startReplicaRelay(opts: ReplicaRelayOptions): Promise<Repl
     hostKey: opts.hostKey,
     log: opts.log,
     authorize: opts.authorize,
+    stillAuthorized: opts.stillAuthorized,
     onAgentConnected: (computerId) => leases?.held(computerId),
     onAgentDisconnected: (computerId) => leases?.released(computerId),
   });

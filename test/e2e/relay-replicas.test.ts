@@ -6,6 +6,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import pg from 'pg';
 import WebSocket from 'ws';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { registrationTokenHash } from '../../src/modules/computers/dial-in.ts';
 import { agentUser, runCli, startAgentProcess, type AgentProcess } from '../support/agent-cli.ts';
 import { createTestDatabase, postgresMissing } from '../support/databases.ts';
 import { startModelServer, type ModelServer } from '../support/model-server.ts';
@@ -38,6 +39,10 @@ describe.skipIf(skip)('the relay across two replicas on PostgreSQL', () => {
   let holder: ServerProcess;
   let other: ServerProcess;
   let agent: AgentProcess;
+  /** The last test's third replica and the agent of the machine that registers again. */
+  let third: ServerProcess | undefined;
+  let again: AgentProcess | undefined;
+  let env: Record<string, string>;
   let db: pg.Client;
   let key: string;
   let computerId: string;
@@ -84,7 +89,7 @@ describe.skipIf(skip)('the relay across two replicas on PostgreSQL', () => {
     model = await startModelServer();
     models = writeModelsFile([coderModel(model)], { [CODER_KEY_ENV]: model.apiKey });
     balancer = await startTcpBalancer(() => backends);
-    const env = {
+    env = {
       ...models.env,
       DATABASE_URL: database.url,
       AGENTPLANE_ENCRYPTION_KEY: randomBytes(32).toString('base64'),
@@ -112,8 +117,8 @@ describe.skipIf(skip)('the relay across two replicas on PostgreSQL', () => {
   }, 180_000);
 
   afterAll(async () => {
-    await agent?.stop();
-    await Promise.all([holder?.stop('SIGKILL'), other?.stop('SIGKILL')]);
+    await Promise.all([agent?.stop(), again?.stop()]);
+    await Promise.all([holder?.stop('SIGKILL'), other?.stop('SIGKILL'), third?.stop('SIGKILL')]);
     await balancer?.close();
     await db?.end();
     await database?.drop();
@@ -189,5 +194,38 @@ describe.skipIf(skip)('the relay across two replicas on PostgreSQL', () => {
       });
     expect(await status()).toBe(403);
     expect(await status(`${Date.now() + 10_000}.forged`)).toBe(403);
+  });
+
+  it("a machine registered again (an update's new token) takes over: the old agent's tunnel is dropped and it stops", { timeout: 120_000 }, async () => {
+    // The old agent holds the tunnel on `other`; the new machine's connections go to a third replica.
+    third = await startServerProcess({ ...env, AGENTPLANE_DATA_DIR: path.join(stateDir, 'c') });
+    backends.unshift({ host: '127.0.0.1', port: Number(new URL(third.url).port) });
+    expect(await tunnelPeerPort()).toBe(peerPort(other));
+    // What an update of a dial-in computer does before its `up` (issueRegistrationToken again).
+    const token = `apreg_${randomBytes(32).toString('base64url')}`;
+    await db.query(`UPDATE computers SET registration_token_hash = $1, registration_expires_at = now() + interval '10 minutes' WHERE id = $2`, [
+      registrationTokenHash(token),
+      computerId,
+    ]);
+    again = startAgentProcess({
+      url: balancer.url,
+      apiKey: '',
+      name: 'nat-box',
+      stateDir: path.join(stateDir, 'agent-again'),
+      env: { AGENTPLANE_REGISTRATION_TOKEN: token },
+    });
+    await waitFor(
+      () => `the new machine's tunnel on the third replica:\n${again!.stderr()}`,
+      async () => (await tunnelPeerPort()) === peerPort(third!),
+      30_000,
+      50,
+    );
+    // The replica that held the old tunnel drops it and reaches the machine through the new one.
+    const exited = await Promise.race([agent.exited, sleep(20_000).then(() => 'running')]);
+    expect(exited, `the old agent kept running:\n${agent.stderr()}`).toBe(1);
+    expect(agent.stderr()).toMatch(/refused this agent's key for computer cmp_\w+; the computer was probably deleted, or another machine registered as it/);
+    const metrics = await call(other, 'GET', `/api/v0/computers/${computerId}/metrics`);
+    expect(metrics.status, metrics.body?.detail).toBe(200);
+    expect(other.output()).toMatch(/"computerId":"cmp_\w+","msg":"agent connection dropped: its key is no longer its computer's/);
   });
 });

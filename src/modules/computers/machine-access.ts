@@ -3,7 +3,7 @@ import type { Db } from '../../db/client.ts';
 import { isUniqueViolation } from '../../db/errors.ts';
 import type { Logger } from '../../lib/logger.ts';
 import { createSecretBox, loadEncryptionKey, type SecretBox } from '../../lib/secret-box.ts';
-import type { PresentedAgentKey } from '../../relay/gateway/index.ts';
+import type { AgentIdentity } from '../../relay/gateway/index.ts';
 import { createSshClient, generateKeyPair } from '../../ssh/index.ts';
 import { createAgentDialer } from '../../relay/agent-dialer.ts';
 import { peerTokens } from '../../relay/peer-auth.ts';
@@ -47,7 +47,8 @@ export async function startMachineAccess(config: AccessConfig, db: Db, log: Logg
     hostKey,
     sshGatewayPort: config.sshGateway?.port,
     peer: peer && { ...peer, tokens },
-    authorize: (computerId, key) => agentKeyMatches(db, computerId, key),
+    authorize: async (computerId, key) => (await agentKeysMatching(db, [{ computerId, key }])).has(computerId),
+    stillAuthorized: (agents) => agentKeysMatching(db, agents),
   });
   return {
     ssh,
@@ -61,12 +62,14 @@ export async function startMachineAccess(config: AccessConfig, db: Db, log: Logg
   };
 }
 
-async function agentKeyMatches(db: Db, computerId: string, key: PresentedAgentKey): Promise<boolean> {
-  const computer = await db.computer.findFirst({
-    where: { id: computerId, deletedAt: null, connectionType: 'agent' },
-    select: { agentPublicKey: true },
+/** The computers whose registered agent key is the one their agent presented (one query for all). */
+async function agentKeysMatching(db: Db, agents: AgentIdentity[]): Promise<Set<string>> {
+  const computers = await db.computer.findMany({
+    where: { id: { in: agents.map((a) => a.computerId) }, deletedAt: null, connectionType: 'agent' },
+    select: { id: true, agentPublicKey: true },
   });
-  return computer?.agentPublicKey === key.publicKey;
+  const registered = new Map(computers.map((c) => [c.id, c.agentPublicKey]));
+  return new Set(agents.filter((a) => registered.get(a.computerId) === a.key.publicKey).map((a) => a.computerId));
 }
 
 /**

@@ -1,7 +1,9 @@
 import type { Duplex } from 'node:stream';
 import { setTimeout as sleep } from 'node:timers/promises';
 import ssh2, { type TcpConnectionDetails } from 'ssh2';
+import { coalesceWrites } from '../../relay/coalesce-writes.ts';
 import { FORWARD_BIND_ADDRESS, FORWARD_BIND_PORT } from '../../relay/gateway/protocol.ts';
+import { useSsh2KeyObjects } from '../../relay/ssh2-key-objects.ts';
 import { describeSocketError } from '../../ssh/errors.ts';
 import { describeHostKey, normalizeFingerprint } from '../../ssh/host-keys.ts';
 import { describeGateway, dialGateway, type GatewayAddress } from './gateway-address.ts';
@@ -42,6 +44,7 @@ export class TunnelRefused extends Error {
  * rejects with TunnelRefused when the gateway refuses the agent or its host key changed.
  */
 export async function runTunnel(opts: TunnelOptions, signal: AbortSignal): Promise<void> {
+  useSsh2KeyObjects();
   const initialMs = opts.backoff?.initialMs ?? 500;
   const maxMs = opts.backoff?.maxMs ?? 30_000;
   const where = describeGateway(opts.gateway);
@@ -140,8 +143,8 @@ function runConnection(opts: TunnelOptions, trust: Trust, sock: Duplex, signal: 
 
     client.on('tcp connection', (details: TcpConnectionDetails, accept, reject) => {
       if (details.destIP !== FORWARD_BIND_ADDRESS) return reject();
-      const stream = accept();
-      opts.onStream(stream);
+      // The agent's SSH server writes each packet in pieces: one data packet per SSH packet.
+      opts.onStream(coalesceWrites(accept()));
     });
 
     client.on('error', (err: Error & { level?: string }) => {
@@ -150,7 +153,7 @@ function runConnection(opts: TunnelOptions, trust: Trust, sock: Duplex, signal: 
       if (err.level === 'client-authentication') {
         refused = new TunnelRefused(
           `the relay at ${where} refused this agent's key for computer ${opts.computerId}; ` +
-            'the computer was probably deleted: remove the agent state directory and run the agent again to register anew',
+            'the computer was probably deleted, or another machine registered as it: remove the agent state directory and run the agent again to register anew',
         );
       }
     });
@@ -167,7 +170,7 @@ function runConnection(opts: TunnelOptions, trust: Trust, sock: Duplex, signal: 
     });
 
     client.connect({
-      sock,
+      sock: coalesceWrites(sock),
       username: opts.computerId,
       privateKey: opts.clientKey,
       readyTimeout: timeoutMsOf(opts),

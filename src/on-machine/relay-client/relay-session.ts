@@ -1,6 +1,7 @@
 import ssh2, { type Client } from 'ssh2';
-import { findComputer, type Credentials, type RelayComputer } from './computer.ts';
-import { openRelay } from './relay-stream.ts';
+import type { Credentials, RelayComputer } from './computer.ts';
+import { openComputerRelay } from './relay-stream.ts';
+import { useSsh2KeyObjects } from '../../relay/ssh2-key-objects.ts';
 
 export interface RelaySession {
   computer: RelayComputer;
@@ -19,8 +20,8 @@ const KEEPALIVE_MS = Number(process.env.AGENTPLANE_RELAY_KEEPALIVE_MS ?? 15_000)
  * is the WebSocket's TLS to the control plane's address, the same the API key is sent to.
  */
 export async function openRelaySession(creds: Credentials, nameOrId: string): Promise<RelaySession> {
-  const computer = await findComputer(creds, nameOrId);
-  const relay = await openRelay(creds, computer);
+  useSsh2KeyObjects();
+  const { computer, relay } = await openComputerRelay(creds, nameOrId);
   const client = new ssh2.Client();
   let lastError: Error | undefined;
   const closed = new Promise<string>((resolve) => {

@@ -1,8 +1,7 @@
 import os from 'node:os';
 import type { ClientChannel, PseudoTtyOptions } from 'ssh2';
-import { credentialsFrom, findComputer } from './computer.ts';
-import { openRelaySession } from './relay-session.ts';
-import { openRelay } from './relay-stream.ts';
+import { credentialsFrom } from './computer.ts';
+import { openComputerRelay, type RelayStream } from './relay-stream.ts';
 
 export interface SshCommandOptions {
   url?: string;
@@ -25,8 +24,10 @@ export async function runSshCommand(nameOrId: string, command: string[], opts: S
   const creds = credentialsFrom(opts);
   if (opts.stdio) {
     if (command.length) throw new Error('--stdio carries an SSH connection for another client; run the command with that client');
-    return carryStdio(await openRelay(creds, await findComputer(creds, nameOrId)));
+    return carryStdio((await openComputerRelay(creds, nameOrId)).relay);
   }
+  // ssh2 only here: `--stdio` (every scp and ProxyCommand) starts without loading it.
+  const { openRelaySession } = await import('./relay-session.ts');
   const session = await openRelaySession(creds, nameOrId);
   const interactive = command.length === 0;
   const tty = interactive && process.stdin.isTTY && process.stdout.isTTY;
@@ -69,7 +70,7 @@ function terminal(): PseudoTtyOptions {
 }
 
 /** ProxyCommand mode: stdin to the relay, the relay to stdout, until either side ends. */
-async function carryStdio(relay: Awaited<ReturnType<typeof openRelay>>): Promise<number> {
+async function carryStdio(relay: RelayStream): Promise<number> {
   process.stdin.pipe(relay.stream);
   relay.stream.pipe(process.stdout);
   process.stdin.once('end', () => relay.stream.end());

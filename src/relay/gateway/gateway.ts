@@ -6,9 +6,17 @@ import { Unreachable } from '../../ssh/errors.ts';
 import { describeHostKey, type PresentedHostKey } from '../../ssh/host-keys.ts';
 import { FORWARD_BIND_PORT, GATEWAY_SOFTWARE } from './protocol.ts';
 import { sampleGauge } from '../../observability/metrics.ts';
+import { coalesceWrites } from '../coalesce-writes.ts';
+import { useSsh2KeyObjects } from '../ssh2-key-objects.ts';
 
 /** The key an agent presented: OpenSSH public key line (`ssh-ed25519 AAAA...`), fingerprint, type. */
 export type PresentedAgentKey = PresentedHostKey;
+
+/** A connected agent: its computer and the key it authenticated with. */
+export interface AgentIdentity {
+  computerId: string;
+  key: PresentedAgentKey;
+}
 
 export interface SshGatewayOptions {
   /**
@@ -25,6 +33,14 @@ export interface SshGatewayOptions {
    * agent retries later.
    */
   authorize(computerId: string, key: PresentedAgentKey): Promise<boolean>;
+  /**
+   * Which of the connected agents are still authorized (their computer's ids), asked every
+   * `recheckMs` (default 5 s) for all of them at once: an agent whose key is no longer its
+   * computer's (another machine registered as it, the computer was deleted) loses its tunnel, so
+   * the newly registered one serves. Throw when the answer is unknown: nobody is dropped.
+   */
+  stillAuthorized?(agents: AgentIdentity[]): Promise<Set<string>>;
+  recheckMs?: number;
   log: Logger;
   /** Keepalive to agents; an agent is dropped after `keepaliveCountMax` unanswered ones. Default 15 s x 3. */
   keepaliveIntervalMs?: number;
@@ -59,6 +75,7 @@ export interface SshGateway {
 /** One live agent: its connection and the forwarding it asked for. */
 interface Agent {
   readonly computerId: string;
+  readonly key: PresentedAgentKey;
   readonly connection: AgentConnection;
   readonly socket: Duplex;
   readonly bindAddr: string;
@@ -74,6 +91,7 @@ const MAX_AUTH_ATTEMPTS = 6;
  * The gateway offers agents nothing else: no sessions, no port forwarding to anywhere.
  */
 export async function createSshGateway(opts: SshGatewayOptions): Promise<SshGateway> {
+  useSsh2KeyObjects();
   const log = opts.log.child({ component: 'ssh-gateway' });
   const agents = new Map<string, Agent>();
   const unsample = sampleGauge('relayTunnels', () => agents.size);
@@ -109,7 +127,7 @@ export async function createSshGateway(opts: SshGatewayOptions): Promise<SshGate
     });
     socket.on('error', () => {});
     // ssh2 only reads, writes, pauses and ends the socket it is given; any duplex stream does that.
-    sshServer.injectSocket(socket as net.Socket);
+    sshServer.injectSocket(coalesceWrites(socket) as net.Socket);
   }
 
   const tcp = opts.listen
@@ -129,6 +147,7 @@ export async function createSshGateway(opts: SshGatewayOptions): Promise<SshGate
   function handleAgent(connection: AgentConnection, socket: Duplex): void {
     const remote = remotes.get(socket) ?? 'unknown';
     let computerId: string | undefined;
+    let computerKey: PresentedAgentKey | undefined;
     let agent: Agent | undefined;
     let attempts = 0;
     // One lookup per presented key and connection: a client asks about a key, then signs with it.
@@ -157,6 +176,7 @@ export async function createSshGateway(opts: SshGatewayOptions): Promise<SshGate
             return ctx.reject(['publickey']);
           }
           computerId = ctx.username;
+          computerKey = key;
           ctx.accept();
         },
         (err: unknown) => {
@@ -167,7 +187,7 @@ export async function createSshGateway(opts: SshGatewayOptions): Promise<SshGate
     });
 
     connection.on('request', (accept, reject, name, info) => {
-      if (!computerId || (name !== 'tcpip-forward' && name !== 'cancel-tcpip-forward')) return reject?.();
+      if (!computerId || !computerKey || (name !== 'tcpip-forward' && name !== 'cancel-tcpip-forward')) return reject?.();
       if (name === 'cancel-tcpip-forward') {
         if (agent && agents.get(agent.computerId) === agent) agents.delete(agent.computerId);
         agent = undefined;
@@ -175,7 +195,7 @@ export async function createSshGateway(opts: SshGatewayOptions): Promise<SshGate
       }
       const bindInfo = info as { bindAddr: string; bindPort: number };
       const bindPort = bindInfo.bindPort || FORWARD_BIND_PORT;
-      agent = { computerId, connection, socket, bindAddr: bindInfo.bindAddr, bindPort };
+      agent = { computerId, key: computerKey, connection, socket, bindAddr: bindInfo.bindAddr, bindPort };
       const previous = agents.get(computerId);
       agents.set(computerId, agent);
       clearTimeout(handshakeTimers.get(socket));
@@ -202,6 +222,39 @@ export async function createSshGateway(opts: SshGatewayOptions): Promise<SshGate
       }
     });
   }
+
+  /** Drops the agent's tunnel if it is still the computer's current one. */
+  function drop(agent: Agent, why: string): boolean {
+    if (agents.get(agent.computerId) !== agent) return false;
+    agents.delete(agent.computerId);
+    agent.socket.destroy();
+    opts.onAgentDisconnected?.(agent.computerId);
+    log.info({ computerId: agent.computerId }, why);
+    return true;
+  }
+
+  const { stillAuthorized } = opts;
+  let rechecking = false;
+  const recheck = stillAuthorized
+    ? setInterval(() => {
+        const connected = [...agents.values()];
+        if (rechecking || connected.length === 0) return;
+        rechecking = true;
+        void stillAuthorized(connected.map((a) => ({ computerId: a.computerId, key: a.key })))
+          .then(
+            (valid) => {
+              for (const agent of connected) {
+                if (!valid.has(agent.computerId)) {
+                  drop(agent, "agent connection dropped: its key is no longer its computer's (registered again elsewhere, or deleted)");
+                }
+              }
+            },
+            (err: unknown) => log.warn({ err }, 'cannot recheck the connected agents; keeping them'),
+          )
+          .finally(() => (rechecking = false));
+      }, opts.recheckMs ?? 5_000)
+    : undefined;
+  recheck?.unref();
 
   if (tcp && opts.listen) {
     const { host, port } = opts.listen;
@@ -254,7 +307,9 @@ export async function createSshGateway(opts: SshGatewayOptions): Promise<SshGate
           }
           settled = true;
           if (err) return reject(new Unreachable({ host: computerId, port, reason: `the agent refused the tunnel: ${err.message}`, cause: err }));
-          resolve(channel);
+          // The control plane's SSH connection to the machine rides on this channel: one data
+          // packet per SSH packet of it, not one per piece ssh2 writes.
+          resolve(coalesceWrites(channel));
         });
       });
     },
@@ -263,16 +318,12 @@ export async function createSshGateway(opts: SshGatewayOptions): Promise<SshGate
 
     disconnect(computerId) {
       const agent = agents.get(computerId);
-      if (!agent) return false;
-      agents.delete(computerId);
-      agent.socket.destroy();
-      opts.onAgentDisconnected?.(computerId);
-      log.info({ computerId }, 'agent connection dropped on request');
-      return true;
+      return agent ? drop(agent, 'agent connection dropped on request') : false;
     },
 
     async close() {
       closed = true;
+      clearInterval(recheck);
       agents.clear();
       unsample();
       const stopped = new Promise<void>((resolve) => (tcp ? tcp.close(() => resolve()) : resolve()));

@@ -1,3 +1,3 @@
-export { createSshGateway, type PresentedAgentKey, type SshGateway } from './gateway.ts';
+export { createSshGateway, type AgentIdentity, type PresentedAgentKey, type SshGateway } from './gateway.ts';
 export { parsePublicKeyLine } from './public-keys.ts';
 export { FORWARD_BIND_PORT } from './protocol.ts';
