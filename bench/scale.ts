@@ -27,6 +27,7 @@
  */
 import { randomBytes } from 'node:crypto';
 import fs from 'node:fs';
+import http from 'node:http';
 import os from 'node:os';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
@@ -352,7 +353,6 @@ async function printStatements(turns: number) {
  * become idle once armed.
  */
 async function openStreams(url: string, key: string, sessions: string[], n: number) {
-  const { default: http } = await import('node:http');
   const agent = new http.Agent({ keepAlive: false, maxSockets: Infinity });
   const opened = Array.from({ length: n }, (_, i) => {
     const state = { heardIdle: false, ended: false, armed: false, close: () => {} };

@@ -1,7 +1,10 @@
 import type { Db } from '../../db/client.ts';
 import type { EventType, TransientEventType } from './types.ts';
 
-/** Where every replica hears of new events: a stored event's id, or a transient event's JSON. */
+/**
+ * Where every replica hears of new events: a stored event's id, or a transient event's JSON. The
+ * commit trigger `events_commit_order` (its migration) names this channel too.
+ */
 export const EVENTS_CHANNEL = 'agentplane_events';
 
 /** PostgreSQL's limit on a NOTIFY payload is 8000 bytes; transient events stay well under it. */

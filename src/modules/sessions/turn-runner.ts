@@ -74,7 +74,7 @@ export async function runSessionTurn(deps: TurnRunnerDeps, sessionId: string, ct
   }
 }
 
-async function runBegunTurn(deps: TurnRunnerDeps, session: Session, begun: 'new' | 'continued' | 'resumed', ctx: JobContext): Promise<void> {
+async function runBegunTurn(deps: TurnRunnerDeps, session: Session, begun: Begun['how'], ctx: JobContext): Promise<void> {
   const sessionId = session.id;
   try {
     const result = await executeTurn(deps, session, ctx);
@@ -94,13 +94,19 @@ async function runBegunTurn(deps: TurnRunnerDeps, session: Session, begun: 'new'
   }
 }
 
+/** How a turn began (a new one, one its dead worker left running, one resumed after approvals), and its session as it began. */
+interface Begun {
+  session: Session;
+  how: 'new' | 'continued' | 'resumed';
+}
+
 /**
  * Takes the queued messages and marks the session running (`new`), finds a turn to continue (the
  * session is still running: its worker died), or resumes a turn paused for approvals once none is
  * pending (an interrupt meanwhile cancels it). False when there is nothing to run.
  */
-async function beginTurn(deps: TurnRunnerDeps, sessionId: string): Promise<false | { session: Session; how: 'new' | 'continued' | 'resumed' }> {
-  const begun = deps.db.$transaction(async (tx): Promise<false | { session: Session; how: 'new' | 'continued' | 'resumed' }> => {
+async function beginTurn(deps: TurnRunnerDeps, sessionId: string): Promise<false | Begun> {
+  const begun = deps.db.$transaction(async (tx): Promise<false | Begun> => {
     const now = deps.clock.now();
     const session = await tx.session.findFirst({ where: { id: sessionId, deletedAt: null } });
     if (!session) return false;
