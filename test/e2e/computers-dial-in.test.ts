@@ -126,6 +126,11 @@ describe('dial-in registration of a program computer', () => {
       () => `the registration: ${agent.stderr()}`,
       async () => (await api.db.prisma.computer.findUniqueOrThrow({ where: { id } })).agentPublicKey !== null,
     );
+    // Its tunnel is up before the stack: the relay takes a registered agent of a computer still provisioning.
+    await waitFor(
+      () => `the agent's tunnel: ${agent.stderr()}`,
+      () => agent.stderr().includes('connected to the relay'),
+    );
     // Registered, but no set-up until the stack is up: still provisioning, its connect step not started.
     const before = (await get(id)).body;
     expect(before.status).toBe('provisioning');

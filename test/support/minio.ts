@@ -40,7 +40,8 @@ export async function startMinio(bin: string): Promise<Minio> {
     const signed = aws4.sign({ host: `127.0.0.1:${port}`, path: p, method, service: 's3', region: 'us-east-1', headers: {} }, creds);
     return fetch(`${endpoint}${signed.path}`, { method, headers: signed.headers as Record<string, string> });
   };
-  await waitFor('MinIO to answer', async () => (await fetch(`${endpoint}/minio/health/live`).catch(() => undefined))?.ok === true, 30_000, 100);
+  // Live is not ready: until its object layer is up, MinIO answers S3 requests 503. A bucket listing is the proof.
+  await waitFor('MinIO to serve S3', async () => (await request('GET', '/').catch(() => undefined))?.status === 200, 30_000, 100);
   return {
     endpoint,
     ...creds,

@@ -62,10 +62,14 @@ export async function startMachineAccess(config: AccessConfig, db: Db, log: Logg
   };
 }
 
-/** The computers whose registered agent key is the one their agent presented (one query for all). */
+/**
+ * The computers whose registered agent key is the one their agent presented (one query for all):
+ * those reached through their agent, and those still provisioning, whose agent may register and
+ * dial in before their stack is up (its completion makes them `agent` computers).
+ */
 async function agentKeysMatching(db: Db, agents: AgentIdentity[]): Promise<Set<string>> {
   const computers = await db.computer.findMany({
-    where: { id: { in: agents.map((a) => a.computerId) }, deletedAt: null, connectionType: 'agent' },
+    where: { id: { in: agents.map((a) => a.computerId) }, deletedAt: null, OR: [{ connectionType: 'agent' }, { operation: 'provision' }] },
     select: { id: true, agentPublicKey: true },
   });
   const registered = new Map(computers.map((c) => [c.id, c.agentPublicKey]));

@@ -31,12 +31,12 @@ export async function runSshCommand(nameOrId: string, command: string[], opts: S
   const session = await openRelaySession(creds, nameOrId);
   const interactive = command.length === 0;
   const tty = interactive && process.stdin.isTTY && process.stdout.isTTY;
-  const opening = new Promise<ClientChannel>((resolve, reject) => {
-    const done = (err: Error | undefined, ch: ClientChannel) => (err ? reject(new Error(`the computer refused the session: ${err.message}`)) : resolve(ch));
+  const opening = new Promise<ClientChannel | string>((resolve) => {
+    const done = (err: Error | undefined, ch: ClientChannel) => resolve(err ? whyRefused(err, session.ended) : ch);
     if (interactive) session.client.shell(tty ? terminal() : false, done);
     else session.client.exec(command.join(' '), done);
   });
-  // ssh2 never answers a request whose connection died meanwhile: the session's end decides then.
+  // ssh2 may never answer a request whose connection died meanwhile: the session's end decides then.
   const channel = await Promise.race([opening, session.ended]);
   if (typeof channel === 'string') {
     log(`${session.computer.name}: ${channel}`);
@@ -63,6 +63,16 @@ export async function runSshCommand(nameOrId: string, command: string[], opts: S
   if (status !== undefined) return status;
   log(`${session.computer.name}: ${reason ?? (await session.ended)}`);
   return CONNECTION_FAILED;
+}
+
+/**
+ * A refused channel request. ssh2 refuses the pending request ("No response from server") when the
+ * connection closes under it, before the relay's close reason arrives; so the session's end, if it
+ * comes at once, is the truer answer (the key was revoked, the computer deleted).
+ */
+function whyRefused(err: Error, ended: Promise<string>): Promise<string> {
+  const refused = `the computer refused the session: ${err.message}`;
+  return Promise.race([ended, new Promise<string>((resolve) => setTimeout(resolve, 1_000, refused).unref())]);
 }
 
 function terminal(): PseudoTtyOptions {
