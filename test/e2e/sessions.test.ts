@@ -10,7 +10,7 @@ import { newId } from '../../src/lib/ids.ts';
 import { createLogger } from '../../src/lib/logger.ts';
 import { purgeExpiredSessions } from '../../src/modules/sessions/jobs.ts';
 import { knownModel } from '../../src/agent/models.ts';
-import { addActiveTime, addUsage, appendMessage, setSessionStatus, takeQueuedMessages } from '../../src/modules/sessions/store.ts';
+import { appendMessage, chargeSession, setSessionStatus, takeQueuedMessages } from '../../src/modules/sessions/store.ts';
 import { ALLOW_LOOPBACK, JWT_SECRET, startTestApi, type TestApi } from '../support/api.ts';
 import { writeModelsFile } from '../support/models-file.ts';
 import { isRoot, sshdMissing, startSshd, TEST_USER, type TestSshd } from '../support/sshd.ts';
@@ -575,10 +575,20 @@ describe.skipIf(skip).each(BACKENDS)('sessions API on %s', (backend) => {
     const owner = { organizationId: api.acme.id, ownerKind: 'human', ownerId: api.acme.members.user.userId, computerId, cwd: workDir };
     await api.db.prisma.session.create({ data: { id: child, parentSessionId: parent, ...owner } });
     await api.db.prisma.session.create({ data: { id: grandchild, parentSessionId: child, ...owner } });
-    await addUsage(api.db.prisma, parent, { inputTokens: 100, outputTokens: 10, serviceCredits: 1.5 });
-    await addActiveTime(api.db.prisma, parent, 700);
-    await addUsage(api.db.prisma, child, { inputTokens: 20, cacheReadTokens: 5, serviceCredits: 0.25 });
-    await addUsage(api.db.prisma, grandchild, { thinkingTokens: 3, serviceCredits: 0.25 });
+    // Two calls' usage and the active time in one charge; each call is its own usage event.
+    const charged = await chargeSession(api.db.prisma, parent, {
+      usage: [
+        { inputTokens: 60, outputTokens: 10, serviceCredits: 1 },
+        { inputTokens: 40, serviceCredits: 0.5 },
+      ],
+      activeMs: 700,
+    });
+    expect(charged.events.map((e) => e.data)).toEqual([
+      { usage: { inputTokens: 60, outputTokens: 10, serviceCredits: 1 } },
+      { usage: { inputTokens: 40, serviceCredits: 0.5 } },
+    ]);
+    await chargeSession(api.db.prisma, child, { usage: [{ inputTokens: 20, cacheReadTokens: 5, serviceCredits: 0.25 }] });
+    await chargeSession(api.db.prisma, grandchild, { usage: [{ thinkingTokens: 3, serviceCredits: 0.25 }] });
     const res = await api.call('GET', `/api/v0/sessions/${parent}`, { as: user });
     expect(res.body.serviceCredits).toBe(2);
     expect(res.body.sessionSettings).toMatchObject({

@@ -64,6 +64,46 @@ describe.runIf(BACKENDS.includes('postgres'))('events on PostgreSQL', () => {
     expect(heard.map((e) => BigInt(e.id!))).toEqual([...heard.map((e) => BigInt(e.id!))].sort((x, y) => (x < y ? -1 : 1)));
   });
 
+  it("numbers a transaction's events together at its commit, with one notification naming the last", async () => {
+    if (db.kind !== 'postgres') throw new Error('this test needs PostgreSQL');
+    const listener = new pg.Client({ connectionString: db.url });
+    await listener.connect();
+    const notified: string[] = [];
+    listener.on('notification', (n) => notified.push(n.payload ?? ''));
+    await listener.query('LISTEN agentplane_events');
+    try {
+      heard.length = 0;
+      // A publishes, B publishes and commits, A publishes twice more (once in a savepoint it rolls back) and commits.
+      let release!: () => void;
+      const bDone = new Promise<void>((resolve) => (release = resolve));
+      const a = db.prisma.$transaction(async (tx) => {
+        await publish(tx, idle(20));
+        await bDone;
+        await publish(tx, idle(22));
+        await tx.$executeRaw`SAVEPOINT dropped`;
+        await publish(tx, idle(99));
+        await tx.$executeRaw`ROLLBACK TO SAVEPOINT dropped`;
+        await publish(tx, idle(23));
+      });
+      await db.prisma.$transaction(async (tx) => publish(tx, idle(21)));
+      release();
+      await a;
+      await waitFor('four heard', () => heard.length >= 4);
+      const rows = await db.prisma.event.findMany({ where: { organizationId: orgId, type: 'session.idle' }, orderBy: { id: 'desc' }, take: 4 });
+      const byN = new Map(rows.map((r) => [(r.data as { n: number }).n, r.id]));
+      expect([...byN.keys()].sort()).toEqual([20, 21, 22, 23]);
+      // B's event first; A's three in the order published, consecutive.
+      expect(byN.get(21)! < byN.get(20)!).toBe(true);
+      expect([byN.get(22)! - byN.get(20)!, byN.get(23)! - byN.get(20)!]).toEqual([1n, 2n]);
+      await waitFor('two notifications', () => notified.length >= 2);
+      await sleep(200);
+      expect(notified).toEqual([String(byN.get(21)), String(byN.get(23))]);
+      expect(heard.map((e) => (e.data as { n: number }).n)).toEqual([21, 20, 22, 23]);
+    } finally {
+      await listener.end();
+    }
+  });
+
   it('hears what was published while its connection was down, once it reconnects', async () => {
     heard.length = 0;
     if (db.kind !== 'postgres') throw new Error('this test needs PostgreSQL');

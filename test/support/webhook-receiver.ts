@@ -71,9 +71,17 @@ export async function startWebhookReceiver(): Promise<WebhookReceiver> {
       const now = (inFlight.get(path) ?? 0) + 1;
       inFlight.set(path, now);
       maxConcurrent.set(path, Math.max(maxConcurrent.get(path) ?? 0, now));
-      setTimeout(() => {
+      // In flight until answered, or until the sender gives up on it (its attempt timed out).
+      let done = false;
+      const finish = () => {
+        if (done) return;
+        done = true;
         inFlight.set(path, (inFlight.get(path) ?? 1) - 1);
-        res.writeHead(answer).end(answer >= 400 ? 'receiver says no' : '');
+      };
+      res.once('close', finish);
+      setTimeout(() => {
+        finish();
+        if (!res.destroyed) res.writeHead(answer).end(answer >= 400 ? 'receiver says no' : '');
       }, script.delayMs);
     });
   });

@@ -1,4 +1,4 @@
-import type { Db, PrismaClient } from '../../db/client.ts';
+import type { PrismaClient } from '../../db/client.ts';
 import type { Session } from '../../generated/prisma/client.ts';
 import type { Clock } from '../../lib/clock.ts';
 import { recordEvents, type AnalyticsEvent } from '../analytics/events.ts';
@@ -20,7 +20,9 @@ import {
 import { effectiveAutonomy } from './autonomy-policy.ts';
 import type { StoredSettings } from './settings.ts';
 import { sessionDeltas, sessionToolOutput } from './session-events.ts';
-import { addActiveTime, addUsage, appendMessage } from './store.ts';
+import { publish } from '../events/publish.ts';
+import type { TokenUsage } from './schemas.ts';
+import { appendMessage, chargeSession } from './store.ts';
 import { turnEvents } from './turn-events.ts';
 
 /** What every turn of one job shares: the model, the computer and the storage. */
@@ -60,24 +62,25 @@ export async function runPersistedTurn(
   // Model calls' usage not stored yet: it goes with the next message (or the turn's end).
   let pendingUsage: { usage: Usage; model: ModelConfig; at: Date }[] = [];
   const { db, clock } = env;
-  /** Stores the pending usage on the session; answers its analytics events, for the caller to record. */
-  const storeUsage = async (tx: Db): Promise<AnalyticsEvent[]> => {
-    const recorded: AnalyticsEvent[] = [];
-    for (const { usage, model, at } of pendingUsage) {
+  /** The pending usage as the session stores it (with its credits), and its analytics events. */
+  const pending = () => {
+    const usage: Partial<TokenUsage>[] = [];
+    const analytics: AnalyticsEvent[] = [];
+    for (const { usage: u, model, at } of pendingUsage) {
       // A compaction by another model is priced (and reported in analytics) as that model.
       const pricing = model.id === env.model.model.id || env.compaction === 'off' ? env.pricing : env.compaction?.pricing;
-      const credits = creditsFor(usage, pricing);
-      await addUsage(tx, session.id, {
-        inputTokens: usage.inputTokens,
-        outputTokens: usage.outputTokens,
-        cacheCreationTokens: usage.cacheWriteTokens,
-        cacheReadTokens: usage.cacheReadTokens,
-        thinkingTokens: usage.thinkingTokens,
+      const credits = creditsFor(u, pricing);
+      usage.push({
+        inputTokens: u.inputTokens,
+        outputTokens: u.outputTokens,
+        cacheCreationTokens: u.cacheWriteTokens,
+        cacheReadTokens: u.cacheReadTokens,
+        thinkingTokens: u.thinkingTokens,
         serviceCredits: credits,
       });
-      recorded.push(events.usage(at, model.id, usage, credits));
+      analytics.push(events.usage(at, model.id, u, credits));
     }
-    return recorded;
+    return { usage, analytics };
   };
   const started = Date.now();
   const deltas = sessionDeltas(db, session);
@@ -99,8 +102,8 @@ export async function runPersistedTurn(
       await toolOutput.flush();
       emitted.push(message);
       const now = clock.now();
+      const { usage, analytics } = pending();
       const row = await db.$transaction(async (tx) => {
-        const usageEvents = await storeUsage(tx);
         const stored = await appendMessage(
           tx,
           session.id,
@@ -110,8 +113,9 @@ export async function runPersistedTurn(
             ...(message.role === 'assistant' ? { modelId: env.model.model.id, reasoningEffort: settings.reasoningEffort } : {}),
           },
           now,
+          usage,
         );
-        await recordEvents(tx, [...usageEvents, ...(message.role === 'assistant' ? [events.assistantMessage(now)] : toolCallEvents)]);
+        await recordEvents(tx, [...analytics, ...(message.role === 'assistant' ? [events.assistantMessage(now)] : toolCallEvents)]);
         return stored;
       });
       message.covers = { fromSeq: Number(row.seq), toSeq: Number(row.seq) };
@@ -129,11 +133,12 @@ export async function runPersistedTurn(
     },
   });
   const activeMs = Date.now() - started;
-  if (pendingUsage.length === 0) await addActiveTime(db, session.id, activeMs);
+  const { usage, analytics } = pending();
+  if (usage.length === 0) await chargeSession(db, session.id, { activeMs });
   else {
     await db.$transaction(async (tx) => {
-      await recordEvents(tx, await storeUsage(tx));
-      await addActiveTime(tx, session.id, activeMs);
+      await publish(tx, (await chargeSession(tx, session.id, { usage, activeMs })).events);
+      await recordEvents(tx, analytics);
     });
   }
   return { ...result, emitted };

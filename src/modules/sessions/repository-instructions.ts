@@ -15,14 +15,17 @@ export interface InstructionsFile {
  * Walks up from $1 to the repository root (the nearest directory holding `.git`; without one,
  * only $1 itself) and prints every AGENTS.md on the way, nearest first, each as RS path US text,
  * at most $2 bytes of each. Separators are control characters a path or a Markdown file does not hold.
+ * The parent directory is cut from the path by the shell itself (`up`), not by `dirname`: a turn
+ * reads these files every time, and each `$(dirname ...)` was a fork and an exec on the computer.
  */
-const SCRIPT = `d=$1; root=$1
-while :; do if [ -e "$d/.git" ]; then root=$d; break; fi; [ "$d" = / ] && break; d=$(dirname -- "$d"); done
-d=$1
+const SCRIPT = `up() { case $d in /) ;; /*/*) d=\${d%/*} ;; *) d=/ ;; esac; }
+d=$1; while [ "$d" != / ] && [ "\${d%/}" != "$d" ]; do d=\${d%/}; done; start=$d; root=$d
+while :; do if [ -e "$d/.git" ]; then root=$d; break; fi; [ "$d" = / ] && break; up; done
+d=$start
 while :; do
   if [ -f "$d/AGENTS.md" ] && [ -r "$d/AGENTS.md" ]; then printf '\\036%s\\037' "$d/AGENTS.md"; head -c "$2" -- "$d/AGENTS.md"; fi
   if [ "$d" = "$root" ] || [ "$d" = / ]; then break; fi
-  d=$(dirname -- "$d")
+  up
 done`;
 
 /**

@@ -28,7 +28,7 @@ import {
 } from './schemas.ts';
 import { mergeSettings, organizationDefaults, type StoredSettings } from './settings.ts';
 import { enterpriseSettingsOf } from '../organization/enterprise-settings.ts';
-import { sessionEvents } from './session-events.ts';
+import { sessionEvent, sessionEvents } from './session-events.ts';
 import { appendMessage } from './store.ts';
 import { approveAllowedCalls, cancelPausedTurn, pendingApprovals } from './approvals.ts';
 import { effectiveAutonomy, enforceMaxAutonomy, maxAutonomyLevelOf } from './autonomy-policy.ts';
@@ -370,24 +370,25 @@ export function createSessionsService(deps: SessionsDeps) {
         // Taken once the transaction has its connection: a burst's messages are stamped when stored,
         // in the order they are stored, not when their requests began waiting for the pool.
         const now = clock.now();
-        const row = await appendMessage(
-          tx,
-          session.id,
-          { role: 'user', content, queueStatus: 'queued', userMessageSource: 'sessions_api', computerId: switchTo ?? session.computerId },
-          now,
-        );
         // Leaving idle clears an interrupt left over from a turn that ended before it was read.
         const { count: leftIdle } = await tx.session.updateMany({
           where: { id: session.id, status: 'idle' },
           data: { status: 'pending', interruptRequestedAt: null },
         });
-        if (leftIdle) await sessionEvents.status(tx, session.id, 'pending');
-        // Its status as of this transaction is what the answer reports.
-        const { status } = await tx.session.update({
-          where: { id: session.id },
-          data: { ...(switchTo ? { computerId: switchTo } : {}), ...(session.title ? {} : { title: titleOf(input.text) }) },
-          select: { status: true },
-        });
+        // The message's own update of the session carries the switch and the title; its status as
+        // of this transaction is what the answer reports.
+        const row = await appendMessage(
+          tx,
+          session.id,
+          { role: 'user', content, queueStatus: 'queued', userMessageSource: 'sessions_api', computerId: switchTo ?? session.computerId },
+          now,
+          [],
+          {
+            session: { ...(switchTo ? { computerId: switchTo } : {}), ...(session.title ? {} : { title: titleOf(input.text) }) },
+            events: leftIdle ? [sessionEvent.status(session.id, 'pending')] : [],
+          },
+        );
+        const status = row.sessionStatus;
         await recordEvents(tx, [
           { kind: 'message', role: 'user', organizationId: principal.organizationId, userId: session.ownerId, occurredAt: now, sessionId: session.id },
         ]);

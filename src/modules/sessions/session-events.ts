@@ -1,6 +1,6 @@
 import type { Db } from '../../db/client.ts';
 import type { SessionMessage, SessionStatus } from '../../generated/prisma/client.ts';
-import { publish, publishTransient } from '../events/publish.ts';
+import { publish, publishTransient, type NewEvent } from '../events/publish.ts';
 import { MAX_TOOL_OUTPUT_CHARS, type ModelDelta, type OutputStream } from '../../agent/index.ts';
 import type { TokenUsage } from './schemas.ts';
 import { messageView } from './views.ts';
@@ -10,18 +10,22 @@ export type TurnOutcome = 'completed' | 'failed' | 'interrupted';
 
 const OUTCOME_EVENT = { completed: 'session.idle', failed: 'session.failed', interrupted: 'session.interrupted' } as const;
 
+/** Events of a session's changes, for a caller that publishes them with others in one statement. */
+export const sessionEvent = {
+  messageCreated: (row: SessionMessage): NewEvent => ({ type: 'session.message.created', sessionId: row.sessionId, data: { message: messageView(row) } }),
+
+  messageUpdated: (rows: SessionMessage[]): NewEvent[] =>
+    rows.map((row) => ({ type: 'session.message.updated', sessionId: row.sessionId, data: { message: messageView(row) } })),
+
+  /** One model call's usage, with the credits it cost. */
+  usage: (sessionId: string, usage: Partial<TokenUsage>): NewEvent => ({ type: 'session.usage', sessionId, data: { usage } }),
+
+  status: (sessionId: string, status: SessionStatus): NewEvent => ({ type: 'session.status', sessionId, data: { status } }),
+};
+
 /** The events a session's changes publish, each in the transaction of the change it describes. */
 export const sessionEvents = {
-  messageCreated: (db: Db, row: SessionMessage) =>
-    publish(db, { type: 'session.message.created', sessionId: row.sessionId, data: { message: messageView(row) } }),
-
-  messageUpdated: (db: Db, rows: SessionMessage[]) =>
-    publish(
-      db,
-      rows.map((row) => ({ type: 'session.message.updated' as const, sessionId: row.sessionId, data: { message: messageView(row) } })),
-    ),
-
-  status: (db: Db, sessionId: string, status: SessionStatus) => publish(db, { type: 'session.status', sessionId, data: { status } }),
+  status: (db: Db, sessionId: string, status: SessionStatus) => publish(db, sessionEvent.status(sessionId, status)),
 
   interruptRequested: (db: Db, sessionId: string) => publish(db, { type: 'session.interrupt_requested', sessionId, data: {} }),
 
@@ -36,9 +40,6 @@ export const sessionEvents = {
         ? [{ type: OUTCOME_EVENT[outcome], sessionId, data: { sessionId, status, ...(error ? { error } : {}) } }]
         : []),
     ]),
-
-  /** One model call's usage, with the credits it cost. */
-  usage: (db: Db, sessionId: string, usage: Partial<TokenUsage>) => publish(db, { type: 'session.usage', sessionId, data: { usage } }),
 };
 
 /** Model output as it streams, in bounded chunks, flushed at most every `intervalMs`. */

@@ -3,7 +3,8 @@ import type { SessionMessage, SessionStatus } from '../../generated/prisma/clien
 import { newId } from '../../lib/ids.ts';
 import type { ContentBlock, MessageView, TokenUsage } from './schemas.ts';
 import { MESSAGE_EXTRA_FIELDS } from './schemas.ts';
-import { sessionEvents, type TurnOutcome } from './session-events.ts';
+import { publish, type NewEvent } from '../events/publish.ts';
+import { sessionEvent, sessionEvents, type TurnOutcome } from './session-events.ts';
 
 /**
  * What the agent runtime reads and writes of a session. Every function takes a Prisma client or a
@@ -29,8 +30,20 @@ export interface NewMessage {
   extra?: Partial<Pick<MessageView, (typeof MESSAGE_EXTRA_FIELDS)[number]>>;
 }
 
-/** Appends a message and counts it on the session; returns the stored row. */
-export async function appendMessage(db: Db, sessionId: string, message: NewMessage, now: Date): Promise<SessionMessage> {
+/**
+ * Appends a message and counts it on the session, with the usage of the model calls that produced
+ * it (see chargeSession); returns the stored row. One update of the session and one insert of its
+ * events, whatever it carries.
+ */
+export async function appendMessage(
+  db: Db,
+  sessionId: string,
+  message: NewMessage,
+  now: Date,
+  usage: Partial<TokenUsage>[] = [],
+  /** More for the same update of the session, and events to publish after the message's. */
+  also: { session?: Prisma.SessionUpdateInput; events?: NewEvent[] } = {},
+): Promise<SessionMessage & { sessionStatus: SessionStatus }> {
   const row = await db.sessionMessage.create({
     data: {
       id: newId('msg'),
@@ -49,16 +62,17 @@ export async function appendMessage(db: Db, sessionId: string, message: NewMessa
       updatedAt: now,
     },
   });
-  await db.session.update({ where: { id: sessionId }, data: { messageCount: { increment: 1 }, updatedAt: now } });
-  await sessionEvents.messageCreated(db, row);
-  return row;
+  const charged = await chargeSession(db, sessionId, { messages: 1, usage, now, also: also.session });
+  await publish(db, [...charged.events, sessionEvent.messageCreated(row), ...(also.events ?? [])]);
+  return { ...row, sessionStatus: charged.status };
 }
 
 /**
  * Marks the queued user messages consumed and returns them, oldest first: a turn takes every
  * message that arrived before it started; later ones wait for the next turn. A message queued
  * while the previous turn ran is moved to the end of the history (a new `seq`), so the history
- * reads in the order the agent saw it and a tool call is never separated from its result.
+ * reads in the order the agent saw it and a tool call is never separated from its result. The
+ * caller publishes their `session.message.updated` events (sessionEvent.messageUpdated) with its own.
  */
 export async function takeQueuedMessages(db: Db, sessionId: string, now: Date): Promise<SessionMessage[]> {
   const queued = await db.sessionMessage.findMany({ where: { sessionId, queueStatus: 'queued' }, orderBy: { seq: 'asc' } });
@@ -71,7 +85,6 @@ export async function takeQueuedMessages(db: Db, sessionId: string, now: Date): 
       WHERE id = ${m.id} AND queue_status = 'queued' RETURNING seq`;
     if (row) taken.push({ ...m, seq: row.seq, queueStatus: 'consumed', updatedAt: now });
   }
-  await sessionEvents.messageUpdated(db, taken);
   return taken;
 }
 
@@ -92,46 +105,69 @@ export async function setSessionStatus(db: Db, sessionId: string, from: SessionS
   return result.count === 1;
 }
 
+/** What chargeSession adds to a session's counters. */
+export interface SessionCharges {
+  /** Messages appended. */
+  messages?: number;
+  /** Model calls' usage, each with its credits: on the session, and inclusive up its parent chain. */
+  usage?: Partial<TokenUsage>[];
+  /** The turn's wall time, to `assistantActiveTimeMs` (the session's own, not its ancestors'). */
+  activeMs?: number;
+  /** Stamps `updatedAt` (with messages). */
+  now?: Date;
+  /** More changes to the session in the same update. */
+  also?: Prisma.SessionUpdateInput;
+}
+
 /**
- * Adds one turn's usage to the session and to the inclusive usage of the session and of every
- * ancestor (subagent usage rolls up to the top-level session): one update per session.
+ * Adds to a session's counters in one update (plus one per ancestor for usage: subagent usage
+ * rolls up to the top-level session) and answers the `session.usage` events of the usage, one per
+ * model call, for the caller to publish with the rest of its transaction's events, and the
+ * session's status after the update.
  */
-export async function addUsage(db: Db, sessionId: string, usage: Partial<TokenUsage>): Promise<void> {
-  const n = (v: number | undefined) => BigInt(Math.round(v ?? 0));
-  const inclusive = {
-    inclInputTokens: { increment: n(usage.inputTokens) },
-    inclOutputTokens: { increment: n(usage.outputTokens) },
-    inclCacheCreation: { increment: n(usage.cacheCreationTokens) },
-    inclCacheRead: { increment: n(usage.cacheReadTokens) },
-    inclThinkingTokens: { increment: n(usage.thinkingTokens) },
-    inclServiceCredits: { increment: usage.serviceCredits ?? 0 },
-  };
-  const own: { parentSessionId: string | null } = await db.session.update({
+export async function chargeSession(db: Db, sessionId: string, charges: SessionCharges): Promise<{ events: NewEvent[]; status: SessionStatus }> {
+  const usage = charges.usage ?? [];
+  const sum = (key: keyof TokenUsage) => usage.reduce((n, u) => n + (u[key] ?? 0), 0);
+  const n = (v: number) => BigInt(Math.round(v));
+  const inclusive = usage.length
+    ? {
+        inclInputTokens: { increment: n(sum('inputTokens')) },
+        inclOutputTokens: { increment: n(sum('outputTokens')) },
+        inclCacheCreation: { increment: n(sum('cacheCreationTokens')) },
+        inclCacheRead: { increment: n(sum('cacheReadTokens')) },
+        inclThinkingTokens: { increment: n(sum('thinkingTokens')) },
+        inclServiceCredits: { increment: sum('serviceCredits') },
+      }
+    : {};
+  const own: { parentSessionId: string | null; status: SessionStatus } = await db.session.update({
     where: { id: sessionId },
     data: {
-      inputTokens: { increment: n(usage.inputTokens) },
-      outputTokens: { increment: n(usage.outputTokens) },
-      cacheCreationTokens: { increment: n(usage.cacheCreationTokens) },
-      cacheReadTokens: { increment: n(usage.cacheReadTokens) },
-      thinkingTokens: { increment: n(usage.thinkingTokens) },
-      serviceCredits: { increment: usage.serviceCredits ?? 0 },
-      ...inclusive,
+      ...charges.also,
+      ...(charges.messages ? { messageCount: { increment: charges.messages } } : {}),
+      ...(charges.now ? { updatedAt: charges.now } : {}),
+      ...(charges.activeMs !== undefined ? { assistantActiveMs: { increment: n(charges.activeMs) } } : {}),
+      ...(usage.length
+        ? {
+            inputTokens: { increment: n(sum('inputTokens')) },
+            outputTokens: { increment: n(sum('outputTokens')) },
+            cacheCreationTokens: { increment: n(sum('cacheCreationTokens')) },
+            cacheReadTokens: { increment: n(sum('cacheReadTokens')) },
+            thinkingTokens: { increment: n(sum('thinkingTokens')) },
+            serviceCredits: { increment: sum('serviceCredits') },
+            ...inclusive,
+          }
+        : {}),
     },
-    select: { parentSessionId: true },
+    select: { parentSessionId: true, status: true },
   });
-  await sessionEvents.usage(db, sessionId, usage);
   const seen = new Set<string>([sessionId]);
-  let id = own.parentSessionId;
+  let id = usage.length ? own.parentSessionId : null;
   while (id && !seen.has(id)) {
     seen.add(id);
     const row: { parentSessionId: string | null } = await db.session.update({ where: { id }, data: inclusive, select: { parentSessionId: true } });
     id = row.parentSessionId;
   }
-}
-
-/** Adds a turn's wall time to the session's `assistantActiveTimeMs` (the session's own, not its ancestors'). */
-export async function addActiveTime(db: Db, sessionId: string, ms: number): Promise<void> {
-  await db.session.update({ where: { id: sessionId }, data: { assistantActiveMs: { increment: BigInt(Math.round(ms)) } } });
+  return { events: usage.map((u) => sessionEvent.usage(sessionId, u)), status: own.status };
 }
 
 /**

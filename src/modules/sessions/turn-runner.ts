@@ -16,7 +16,8 @@ import { createModelClient, zeroUsage, type ContentBlock, type TurnResult } from
 import { sshToolHost } from '../../agent/ssh-tool-host.ts';
 import { sessionTools } from './session-tools.ts';
 import type { StoredSettings } from './settings.ts';
-import { sessionEvents, type TurnOutcome } from './session-events.ts';
+import { publish } from '../events/publish.ts';
+import { sessionEvent, sessionEvents, type TurnOutcome } from './session-events.ts';
 import { appendMessage, endTurn, loadHistory, takeQueuedMessages } from './store.ts';
 import { cancelPausedTurn, pauseTurn, resumeTurn, sessionGate } from './approvals.ts';
 import { sessionTurnJob } from './job-kinds.ts';
@@ -124,6 +125,7 @@ async function beginTurn(deps: TurnRunnerDeps, sessionId: string): Promise<false
     const interruptedBeforeStart = session.status === 'pending' && session.interruptRequestedAt !== null;
     const queued = await takeQueuedMessages(tx, session.id, now);
     if (queued.length === 0 || interruptedBeforeStart) {
+      await publish(tx, sessionEvent.messageUpdated(queued));
       // Interrupted before its turn began: the messages stay in the history, unanswered.
       await tx.session.updateMany({
         where: { id: session.id, status: { not: 'running' } },
@@ -133,7 +135,7 @@ async function beginTurn(deps: TurnRunnerDeps, sessionId: string): Promise<false
       return false;
     }
     const running = await tx.session.update({ where: { id: session.id }, data: { status: 'running', turnHeartbeatAt: now, updatedAt: now } });
-    await sessionEvents.status(tx, session.id, 'running');
+    await publish(tx, [...sessionEvent.messageUpdated(queued), sessionEvent.status(session.id, 'running')]);
     await recordEvents(tx, [turnEvents(session, storedSettings(session)).userTurn(now)]);
     // Last, so the organization's lock is held only for the count and the commit. Over its
     // organization's or owner's limit: rolled back, the session stays pending with its messages
