@@ -105,6 +105,16 @@ export async function setSessionStatus(db: Db, sessionId: string, from: SessionS
   return result.count === 1;
 }
 
+/** Each usage field's columns on the session: its own usage, and the inclusive (with its subagents'). */
+const USAGE_COLUMNS = [
+  ['inputTokens', 'inputTokens', 'inclInputTokens'],
+  ['outputTokens', 'outputTokens', 'inclOutputTokens'],
+  ['cacheCreationTokens', 'cacheCreationTokens', 'inclCacheCreation'],
+  ['cacheReadTokens', 'cacheReadTokens', 'inclCacheRead'],
+  ['thinkingTokens', 'thinkingTokens', 'inclThinkingTokens'],
+  ['serviceCredits', 'serviceCredits', 'inclServiceCredits'],
+] as const satisfies readonly (readonly [keyof TokenUsage, keyof Prisma.SessionUpdateInput, keyof Prisma.SessionUpdateInput])[];
+
 /** What chargeSession adds to a session's counters. */
 export interface SessionCharges {
   /** Messages appended. */
@@ -127,47 +137,34 @@ export interface SessionCharges {
  */
 export async function chargeSession(db: Db, sessionId: string, charges: SessionCharges): Promise<{ events: NewEvent[]; status: SessionStatus }> {
   const usage = charges.usage ?? [];
-  const sum = (key: keyof TokenUsage) => usage.reduce((n, u) => n + (u[key] ?? 0), 0);
-  const n = (v: number) => BigInt(Math.round(v));
-  const inclusive = usage.length
-    ? {
-        inclInputTokens: { increment: n(sum('inputTokens')) },
-        inclOutputTokens: { increment: n(sum('outputTokens')) },
-        inclCacheCreation: { increment: n(sum('cacheCreationTokens')) },
-        inclCacheRead: { increment: n(sum('cacheReadTokens')) },
-        inclThinkingTokens: { increment: n(sum('thinkingTokens')) },
-        inclServiceCredits: { increment: sum('serviceCredits') },
-      }
-    : {};
-  const own: { parentSessionId: string | null; status: SessionStatus } = await db.session.update({
+  const own: Prisma.SessionUpdateInput = {};
+  const inclusive: Prisma.SessionUpdateInput = {};
+  for (const [key, ownColumn, inclusiveColumn] of usage.length ? USAGE_COLUMNS : []) {
+    const total = usage.reduce((n, u) => n + (u[key] ?? 0), 0);
+    const increment = { increment: key === 'serviceCredits' ? total : BigInt(Math.round(total)) };
+    Object.assign(own, { [ownColumn]: increment });
+    Object.assign(inclusive, { [inclusiveColumn]: increment });
+  }
+  const updated: { parentSessionId: string | null; status: SessionStatus } = await db.session.update({
     where: { id: sessionId },
     data: {
       ...charges.also,
       ...(charges.messages ? { messageCount: { increment: charges.messages } } : {}),
       ...(charges.now ? { updatedAt: charges.now } : {}),
-      ...(charges.activeMs !== undefined ? { assistantActiveMs: { increment: n(charges.activeMs) } } : {}),
-      ...(usage.length
-        ? {
-            inputTokens: { increment: n(sum('inputTokens')) },
-            outputTokens: { increment: n(sum('outputTokens')) },
-            cacheCreationTokens: { increment: n(sum('cacheCreationTokens')) },
-            cacheReadTokens: { increment: n(sum('cacheReadTokens')) },
-            thinkingTokens: { increment: n(sum('thinkingTokens')) },
-            serviceCredits: { increment: sum('serviceCredits') },
-            ...inclusive,
-          }
-        : {}),
+      ...(charges.activeMs !== undefined ? { assistantActiveMs: { increment: BigInt(Math.round(charges.activeMs)) } } : {}),
+      ...own,
+      ...inclusive,
     },
     select: { parentSessionId: true, status: true },
   });
   const seen = new Set<string>([sessionId]);
-  let id = usage.length ? own.parentSessionId : null;
+  let id = usage.length ? updated.parentSessionId : null;
   while (id && !seen.has(id)) {
     seen.add(id);
     const row: { parentSessionId: string | null } = await db.session.update({ where: { id }, data: inclusive, select: { parentSessionId: true } });
     id = row.parentSessionId;
   }
-  return { events: usage.map((u) => sessionEvent.usage(sessionId, u)), status: own.status };
+  return { events: usage.map((u) => sessionEvent.usage(sessionId, u)), status: updated.status };
 }
 
 /**
