@@ -8,6 +8,7 @@ import { PrismaClient, type Prisma } from '../generated/prisma/client.ts';
 import { lockDataDirectory } from './data-dir-lock.ts';
 import { fencedEpochReads, notifiedEpoch, type AuthEpoch } from './auth-epoch.ts';
 import { pipelinedReads } from './pg-reads.ts';
+import { prioritizeCheckouts } from './pool-priority.ts';
 import { readsFromPglite } from './pglite-reads.ts';
 import type { ReadRows } from './reads.ts';
 import { pgliteListen, postgresListen, type Listen } from './listen.ts';
@@ -37,7 +38,7 @@ export type Database = ({ kind: 'pglite'; pglite: PGlite } | { kind: 'postgres';
 export type DatabaseTarget = { databaseUrl?: string; dataDir: string };
 
 /** Connections of one process's Prisma pool on PostgreSQL (pg's default is 10). */
-const POOL_SIZE = 20;
+export const POOL_SIZE = 20;
 const TRANSACTION_MAX_WAIT_MS = 30_000;
 // Prisma's default is 5 s, which a busy process on two cores overruns in a burst (a 500 to the caller).
 const TRANSACTION_TIMEOUT_MS = 15_000;
@@ -64,6 +65,7 @@ export async function openDatabase(target: DatabaseTarget): Promise<Database> {
     // the pool, which drops that client; the next query opens another. Prisma's adapter listens only
     // while it is connected, and an EventEmitter's 'error' with no listener would end the process.
     pool.on('error', () => {});
+    const checkouts = prioritizeCheckouts(pool, POOL_SIZE);
     const prisma = new PrismaClient({
       adapter: new PrismaPg(pool),
       transactionOptions: { maxWait: TRANSACTION_MAX_WAIT_MS, timeout: TRANSACTION_TIMEOUT_MS },
@@ -76,7 +78,7 @@ export async function openDatabase(target: DatabaseTarget): Promise<Database> {
       reads: hot.reads,
       authEpoch: fencedEpochReads(hot.reads),
       listen: postgresListen(url),
-      poolUse: () => ({ total: pool.totalCount, idle: pool.idleCount, waiting: pool.waitingCount }),
+      poolUse: () => ({ total: pool.totalCount, idle: pool.idleCount, waiting: checkouts.waiting() }),
       close: async () => {
         await hot.close();
         await prisma.$disconnect();
