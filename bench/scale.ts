@@ -15,6 +15,8 @@
  * - the same burst with the instant model: turns per second;
  * - message → turn started (the queued message taken by the turn), p50 / p99, on an idle server
  *   and under the burst;
+ * - where a turn's CPU goes in the instant burst: the replicas, PostgreSQL, sshd with the commands
+ *   it runs, and this process (the model server and the client), in ms per turn;
  * - the control-plane's resident memory per running turn during the slow burst;
  * - two replicas ÷ one, the same bursts (the second replica works the same job queue);
  * - `--streams` (1,000) session event streams held open on the first replica, spread over the
@@ -172,6 +174,7 @@ try {
     let peakRss = 0;
     let peakRunning = 0;
     const cpu0 = servers.reduce((sum, s) => sum + cpuMsOf(s.child.pid!), 0);
+    const parts0 = cpuByPart();
     await waitFor(
       'the burst to end',
       async () => {
@@ -191,6 +194,8 @@ try {
     );
     const elapsed = performance.now() - t0;
     const cpuMs = servers.reduce((sum, s) => sum + cpuMsOf(s.child.pid!), 0) - cpu0;
+    const parts1 = cpuByPart();
+    const parts = Object.fromEntries(Object.entries(parts1).map(([k, v]) => [k, v - (parts0[k as keyof typeof parts0] ?? 0)])) as typeof parts1;
     const { rows: started } = await db.query<{ ms: number }>(
       `SELECT extract(epoch FROM (updated_at - created_at)) * 1000 AS ms FROM session_messages
        WHERE session_id = ANY($1) AND role = 'user' AND created_at >= $2`,
@@ -200,7 +205,7 @@ try {
       `SELECT count(*) n FROM session_messages WHERE session_id = ANY($1) AND role = 'assistant' AND created_at >= $2 AND content::text LIKE '%The turn failed%'`,
       [ids, since],
     );
-    return { elapsed, posted, cpuMs, startMs: started.map((r) => Number(r.ms)), peakRss, peakRunning, failed: Number(failed.rows[0].n) };
+    return { elapsed, posted, cpuMs, parts, startMs: started.map((r) => Number(r.ms)), peakRss, peakRunning, failed: Number(failed.rows[0].n) };
   };
   /** One turn on an idle server, `runs` times: the whole turn and message → started. */
   const alone = async (id: string, urls: string[], runs: number) => {
@@ -271,6 +276,14 @@ try {
       `${(fast.cpuMs / TURNS).toFixed(1)} ms (${(2000 / (fast.cpuMs / TURNS)).toFixed(0)} turns/s on 2 idle cores)`,
       `single turn ${(fastAlone.cpuMs / IDLE_RUNS).toFixed(1)} ms`,
       '≤ 100 ms',
+    );
+    const perTurn = (ms: number) => `${(ms / TURNS).toFixed(1)}`;
+    const total = Object.values(fast.parts).reduce((a, b) => a + b, 0);
+    row(
+      `${replicas}r: where a turn's CPU goes, instant burst (ms per turn)`,
+      `replica(s) ${perTurn(fast.parts.replicas)}, PostgreSQL ${perTurn(fast.parts.postgres)}, sshd and its commands ${perTurn(fast.parts.sshd)}, bench ${perTurn(fast.parts.bench)}; ${perTurn(total)} in all`,
+      `${((total / fast.elapsed) * 100).toFixed(0)}% of one core during the burst (${os.cpus().length} cores)`,
+      'reported',
     );
     row(
       `${replicas}r: message → turn started, p50 / p99`,
@@ -381,6 +394,42 @@ function cpuMsOf(pid: number): number {
   const stat = fs.readFileSync(`/proc/${pid}/stat`, 'utf8');
   const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
   return (Number(fields[11]) + Number(fields[12])) * 10;
+}
+
+/**
+ * CPU used so far (ms, with the children each has reaped) by the parts of this machine a turn
+ * runs on: the replicas and their children, PostgreSQL's processes, sshd with the commands it
+ * runs, and this process (the model server and the client).
+ */
+function cpuByPart(): { replicas: number; postgres: number; sshd: number; bench: number } {
+  const procs = new Map<number, { ppid: number; comm: string; ms: number; own: number }>();
+  for (const d of fs.readdirSync('/proc')) {
+    if (!/^\d+$/.test(d)) continue;
+    try {
+      const stat = fs.readFileSync(`/proc/${d}/stat`, 'utf8');
+      const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+      const own = (Number(f[11]) + Number(f[12])) * 10;
+      procs.set(Number(d), {
+        ppid: Number(f[1]),
+        comm: stat.slice(stat.indexOf('(') + 1, stat.lastIndexOf(')')),
+        own,
+        ms: own + (Number(f[13]) + Number(f[14])) * 10,
+      });
+    } catch {
+      // gone meanwhile: its time is in its parent's reaped children
+    }
+  }
+  const under = (root: number, pid: number): boolean => {
+    for (let p: number | undefined = pid; p && p > 1; p = procs.get(p)?.ppid) if (p === root) return true;
+    return false;
+  };
+  const parts = { replicas: 0, postgres: 0, sshd: 0, bench: procs.get(process.pid)?.own ?? 0 };
+  for (const [pid, p] of procs) {
+    if (servers.some((s) => under(s.child.pid!, pid))) parts.replicas += p.ms;
+    else if (under(sshd.pid, pid)) parts.sshd += p.ms;
+    else if (p.comm === 'postgres') parts.postgres += p.ms;
+  }
+  return parts;
 }
 
 /** Resident memory of a process in KiB. */
