@@ -1,4 +1,4 @@
-import type { PrismaClient } from '../../db/client.ts';
+import type { Db, PrismaClient } from '../../db/client.ts';
 import { urgently } from '../../db/pool-priority.ts';
 import type { Session } from '../../generated/prisma/client.ts';
 import type { JobContext } from '../../jobs/job.ts';
@@ -110,48 +110,49 @@ interface Begun {
 async function beginTurn(deps: TurnRunnerDeps, sessionId: string): Promise<false | Begun> {
   // Ahead of the pool's queue: in a burst, a turn starts once its message is stored, not after
   // every request that queued for a connection before it.
-  const begun = urgently(() =>
-    deps.db.$transaction(async (tx): Promise<false | Begun> => {
-      const now = deps.clock.now();
-      const session = await tx.session.findFirst({ where: { id: sessionId, deletedAt: null } });
-      if (!session) return false;
-      if (session.status === 'running') {
-        await answerDanglingToolCalls(tx, session.id, now, CRASHED_TOOL);
-        return { session: await tx.session.update({ where: { id: session.id }, data: { turnHeartbeatAt: now } }), how: 'continued' };
-      }
-      if (session.turnPausedAt) {
-        if (session.interruptRequestedAt) {
-          await cancelPausedTurn(tx, session.id, now);
-          return false;
-        }
-        return (await resumeTurn(tx, session.id, now)) ? { session: await tx.session.findUniqueOrThrow({ where: { id: session.id } }), how: 'resumed' } : false;
-      }
-      const interruptedBeforeStart = session.status === 'pending' && session.interruptRequestedAt !== null;
-      const queued = await takeQueuedMessages(tx, session.id, now);
-      if (queued.length === 0 || interruptedBeforeStart) {
-        await publish(tx, sessionEvent.messageUpdated(queued));
-        // Interrupted before its turn began: the messages stay in the history, unanswered.
-        await tx.session.updateMany({
-          where: { id: session.id, status: { not: 'running' } },
-          data: { status: 'idle', interruptRequestedAt: null, ...(session.status === 'pending' ? { completedAt: now, updatedAt: now } : {}) },
-        });
-        if (session.status === 'pending') await sessionEvents.turnEnded(tx, session.id, 'idle', interruptedBeforeStart ? 'interrupted' : 'completed');
-        return false;
-      }
-      const running = await tx.session.update({ where: { id: session.id }, data: { status: 'running', turnHeartbeatAt: now, updatedAt: now } });
-      await publish(tx, [...sessionEvent.messageUpdated(queued), sessionEvent.status(session.id, 'running')]);
-      await recordEvents(tx, [turnEvents(session, storedSettings(session)).userTurn(now)]);
-      // Last, so the organization's lock is held only for the count and the commit. Over its
-      // organization's or owner's limit: rolled back, the session stays pending with its messages
-      // queued until a turn of the organization ends (startWaitingTurns) or the reaper.
-      if (!(await admitTurn(tx, session, deps.turnLimits ?? DEFAULT_TURN_LIMITS))) throw new TurnNotAdmitted();
-      return { session: running, how: 'new' };
-    }),
-  );
+  const begun = urgently(() => deps.db.$transaction((tx) => beginTurnIn(tx, deps, sessionId)));
   return begun.catch((err: unknown) => {
     if (err instanceof TurnNotAdmitted) return false;
     throw err;
   });
+}
+
+/** beginTurn's transaction. */
+async function beginTurnIn(tx: Db, deps: TurnRunnerDeps, sessionId: string): Promise<false | Begun> {
+  const now = deps.clock.now();
+  const session = await tx.session.findFirst({ where: { id: sessionId, deletedAt: null } });
+  if (!session) return false;
+  if (session.status === 'running') {
+    await answerDanglingToolCalls(tx, session.id, now, CRASHED_TOOL);
+    return { session: await tx.session.update({ where: { id: session.id }, data: { turnHeartbeatAt: now } }), how: 'continued' };
+  }
+  if (session.turnPausedAt) {
+    if (session.interruptRequestedAt) {
+      await cancelPausedTurn(tx, session.id, now);
+      return false;
+    }
+    return (await resumeTurn(tx, session.id, now)) ? { session: await tx.session.findUniqueOrThrow({ where: { id: session.id } }), how: 'resumed' } : false;
+  }
+  const interruptedBeforeStart = session.status === 'pending' && session.interruptRequestedAt !== null;
+  const queued = await takeQueuedMessages(tx, session.id, now);
+  if (queued.length === 0 || interruptedBeforeStart) {
+    await publish(tx, sessionEvent.messageUpdated(queued));
+    // Interrupted before its turn began: the messages stay in the history, unanswered.
+    await tx.session.updateMany({
+      where: { id: session.id, status: { not: 'running' } },
+      data: { status: 'idle', interruptRequestedAt: null, ...(session.status === 'pending' ? { completedAt: now, updatedAt: now } : {}) },
+    });
+    if (session.status === 'pending') await sessionEvents.turnEnded(tx, session.id, 'idle', interruptedBeforeStart ? 'interrupted' : 'completed');
+    return false;
+  }
+  const running = await tx.session.update({ where: { id: session.id }, data: { status: 'running', turnHeartbeatAt: now, updatedAt: now } });
+  await publish(tx, [...sessionEvent.messageUpdated(queued), sessionEvent.status(session.id, 'running')]);
+  await recordEvents(tx, [turnEvents(session, storedSettings(session)).userTurn(now)]);
+  // Last, so the organization's lock is held only for the count and the commit. Over its
+  // organization's or owner's limit: rolled back, the session stays pending with its messages
+  // queued until a turn of the organization ends (startWaitingTurns) or the reaper.
+  if (!(await admitTurn(tx, session, deps.turnLimits ?? DEFAULT_TURN_LIMITS))) throw new TurnNotAdmitted();
+  return { session: running, how: 'new' };
 }
 
 /** Sends the turn jobs of the organization's sessions waiting for a slot that may start now, oldest first. */
