@@ -388,12 +388,11 @@ export function createSessionsService(deps: SessionsDeps) {
             events: leftIdle ? [sessionEvent.status(session.id, 'pending')] : [],
           },
         );
-        const status = row.sessionStatus;
         await recordEvents(tx, [
           { kind: 'message', role: 'user', organizationId: principal.organizationId, userId: session.ownerId, occurredAt: now, sessionId: session.id },
         ]);
         await deps.queue.send(sessionTurnJob, { sessionId: session.id }, { tx });
-        return { ...row, status };
+        return { ...row, status: row.sessionStatus };
       });
       if (!input.waitForCompletion) return { messageId: message.id, status: message.status };
 

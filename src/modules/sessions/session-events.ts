@@ -35,7 +35,7 @@ export const sessionEvents = {
    */
   turnEnded: (db: Db, sessionId: string, status: SessionStatus, outcome: TurnOutcome, error?: string) =>
     publish(db, [
-      { type: 'session.status', sessionId, data: { status } },
+      sessionEvent.status(sessionId, status),
       ...(outcome !== 'completed' || status === 'idle'
         ? [{ type: OUTCOME_EVENT[outcome], sessionId, data: { sessionId, status, ...(error ? { error } : {}) } }]
         : []),
