@@ -52,6 +52,7 @@ const { values: args } = parseArgs({
     streams: { type: 'string', default: '1000' },
     profile: { type: 'string' },
     'pg-stats': { type: 'boolean', default: false },
+    'pg-waits': { type: 'boolean', default: false },
   },
 });
 const TURNS = Number(args.turns);
@@ -168,13 +169,15 @@ try {
   /** Posts one message to each session at once; resolves when every session is idle again. */
   const burst = async (ids: string[], urls: string[]) => {
     const since = new Date();
+    // CPU from before the first message is posted: storing the messages is part of a turn's cost.
+    const cpu0 = servers.reduce((sum, s) => sum + cpuMsOf(s.child.pid!), 0);
+    const parts0 = cpuByPart();
+    const busy0 = machineBusyMs();
     const t0 = performance.now();
     await Promise.all(ids.map((id, i) => call(urls[i % urls.length]!, 'POST', `/api/v0/sessions/${id}/messages`, { text: 'go' })));
     const posted = performance.now() - t0;
     let peakRss = 0;
     let peakRunning = 0;
-    const cpu0 = servers.reduce((sum, s) => sum + cpuMsOf(s.child.pid!), 0);
-    const parts0 = cpuByPart();
     await waitFor(
       'the burst to end',
       async () => {
@@ -196,6 +199,7 @@ try {
     const cpuMs = servers.reduce((sum, s) => sum + cpuMsOf(s.child.pid!), 0) - cpu0;
     const parts1 = cpuByPart();
     const parts = Object.fromEntries(Object.entries(parts1).map(([k, v]) => [k, v - (parts0[k as keyof typeof parts0] ?? 0)])) as typeof parts1;
+    const machineMs = machineBusyMs() - busy0;
     const { rows: started } = await db.query<{ ms: number }>(
       `SELECT extract(epoch FROM (updated_at - created_at)) * 1000 AS ms FROM session_messages
        WHERE session_id = ANY($1) AND role = 'user' AND created_at >= $2`,
@@ -205,7 +209,7 @@ try {
       `SELECT count(*) n FROM session_messages WHERE session_id = ANY($1) AND role = 'assistant' AND created_at >= $2 AND content::text LIKE '%The turn failed%'`,
       [ids, since],
     );
-    return { elapsed, posted, cpuMs, parts, startMs: started.map((r) => Number(r.ms)), peakRss, peakRunning, failed: Number(failed.rows[0].n) };
+    return { elapsed, posted, cpuMs, parts, machineMs, startMs: started.map((r) => Number(r.ms)), peakRss, peakRunning, failed: Number(failed.rows[0].n) };
   };
   /** One turn on an idle server, `runs` times: the whole turn and message → started. */
   const alone = async (id: string, urls: string[], runs: number) => {
@@ -261,7 +265,9 @@ try {
     delayMs = 0;
     const fastAlone = await alone(single, urls, IDLE_RUNS);
     if (args['pg-stats']) await db.query('CREATE EXTENSION IF NOT EXISTS pg_stat_statements; SELECT pg_stat_statements_reset()');
+    const waits = args['pg-waits'] ? sampleWaits() : undefined;
     const fast = await burst(pool, urls);
+    if (waits) await waits.print();
     if (args['pg-stats']) await printStatements(TURNS);
     const tps = (TURNS / fast.elapsed) * 1000;
     results.set(replicas, { ...(results.get(replicas) ?? { slow: Number.NaN }), instant: fast.elapsed });
@@ -281,8 +287,8 @@ try {
     const total = Object.values(fast.parts).reduce((a, b) => a + b, 0);
     row(
       `${replicas}r: where a turn's CPU goes, instant burst (ms per turn)`,
-      `replica(s) ${perTurn(fast.parts.replicas)}, PostgreSQL ${perTurn(fast.parts.postgres)}, sshd and its commands ${perTurn(fast.parts.sshd)}, bench ${perTurn(fast.parts.bench)}; ${perTurn(total)} in all`,
-      `${((total / fast.elapsed) * 100).toFixed(0)}% of one core during the burst (${os.cpus().length} cores)`,
+      `replica(s) ${perTurn(fast.parts.replicas)}, PostgreSQL ${perTurn(fast.parts.postgres)}, sshd and its commands ${perTurn(fast.parts.sshd)}, bench ${perTurn(fast.parts.bench)}; ${perTurn(total)} in all; the machine ${perTurn(fast.machineMs)}`,
+      `the machine busy ${((fast.machineMs / fast.elapsed) * 100).toFixed(0)}% of one core during the burst (${os.cpus().length} cores); the messages posted in ${fmtMs(fast.posted)}`,
       'reported',
     );
     row(
@@ -347,6 +353,38 @@ try {
 }
 
 /** What PostgreSQL ran during the burst, per turn: statements, their time, the costliest. */
+/** --pg-waits: what PostgreSQL's backends are doing during the instant burst, sampled every 10 ms. */
+function sampleWaits() {
+  const counts = new Map<string, number>();
+  let samples = 0;
+  let stop = false;
+  const probe = new pg.Client({ connectionString: postgres!.url });
+  const loop = (async () => {
+    await probe.connect();
+    while (!stop) {
+      const { rows } = await probe.query<{ what: string; query: string }>(
+        `SELECT state || ' ' || coalesce(wait_event_type || ':' || wait_event, 'cpu') AS what, left(regexp_replace(query, '\\s+', ' ', 'g'), 90) AS query
+         FROM pg_stat_activity WHERE backend_type = 'client backend' AND pid <> pg_backend_pid() AND state <> 'idle'`,
+      );
+      samples++;
+      for (const r of rows) {
+        const k = r.what.startsWith('active') ? `${r.what} | ${r.query}` : r.what;
+        counts.set(k, (counts.get(k) ?? 0) + 1);
+      }
+      await new Promise((r) => setTimeout(r, 10));
+    }
+    await probe.end();
+  })();
+  return {
+    async print() {
+      stop = true;
+      await loop;
+      console.log(`  PostgreSQL backends during the instant burst (mean per sample of ${samples}):`);
+      for (const [k, n] of [...counts].sort((a, b) => b[1] - a[1]).slice(0, 25)) console.log(`    ${(n / samples).toFixed(2).padStart(6)}  ${k}`);
+    },
+  };
+}
+
 async function printStatements(turns: number) {
   const { rows } = await db.query<{ query: string; calls: string; ms: number }>(
     `SELECT query, calls, total_exec_time AS ms FROM pg_stat_statements WHERE query NOT LIKE '%pg_stat_statements%' ORDER BY calls DESC`,
@@ -430,6 +468,13 @@ function cpuByPart(): { replicas: number; postgres: number; sshd: number; bench:
     else if (p.comm === 'postgres') parts.postgres += p.ms;
   }
   return parts;
+}
+
+/** CPU time the whole machine has been busy (every core, every process, the kernel; not the hypervisor's steal), in ms: /proc/stat. */
+function machineBusyMs(): number {
+  const [, ...ticks] = fs.readFileSync('/proc/stat', 'utf8').split('\n')[0]!.trim().split(/\s+/);
+  const [user, nice, system, , , irq, softirq] = ticks.map(Number);
+  return (user! + nice! + system! + irq! + softirq!) * 10;
 }
 
 /** Resident memory of a process in KiB. */

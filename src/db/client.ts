@@ -3,12 +3,12 @@ import path from 'node:path';
 import { PGlite } from '@electric-sql/pglite';
 import { PrismaPg } from '@prisma/adapter-pg';
 import pg from 'pg';
-import { PrismaPGlite } from 'pglite-prisma-adapter';
 import { PrismaClient, type Prisma } from '../generated/prisma/client.ts';
 import { lockDataDirectory } from './data-dir-lock.ts';
 import { fencedEpochReads, notifiedEpoch, type AuthEpoch } from './auth-epoch.ts';
 import { pipelinedReads } from './pg-reads.ts';
 import { prioritizeCheckouts } from './pool-priority.ts';
+import { pgliteAdapter } from './pglite-adapter.ts';
 import { readsFromPglite } from './pglite-reads.ts';
 import type { ReadRows } from './reads.ts';
 import { pgliteListen, postgresListen, type Listen } from './listen.ts';
@@ -97,7 +97,7 @@ export async function openDatabase(target: DatabaseTarget): Promise<Database> {
     lock.release();
     throw err;
   }
-  const prisma = new PrismaClient({ adapter: new PrismaPGlite(pglite) });
+  const prisma = new PrismaClient({ adapter: pgliteAdapter(pglite) });
   const reads = readsFromPglite(pglite);
   return {
     kind: 'pglite',

@@ -1,5 +1,4 @@
 import type { Db } from '../../db/client.ts';
-import type { Session } from '../../generated/prisma/client.ts';
 
 /** Running turns at once across every replica (AGENTPLANE_TURNS_PER_ORGANIZATION, AGENTPLANE_TURNS_PER_OWNER). */
 export interface TurnLimits {
@@ -9,26 +8,27 @@ export interface TurnLimits {
 
 export const DEFAULT_TURN_LIMITS: TurnLimits = { perOrganization: 100, perOwner: 20 };
 
-type Owner = Pick<Session, 'organizationId' | 'ownerKind' | 'ownerId'>;
-
-/** Thrown inside beginTurn's transaction to roll it back when the turn may not start yet. */
-export class TurnNotAdmitted extends Error {}
+/** SQLSTATE of the commit the admission trigger refuses (migration 20261128000000_turn_admission_at_commit). */
+const NOT_ADMITTED = 'AP429';
 
 /**
- * Whether the turn `session` is starting may run now: its organization and its owner are within
- * their running-turn limits, this turn counted. The caller has already marked the session running
- * in this transaction and rolls it back when the answer is no; this is its last statement, so the
- * organization's advisory lock, which makes turns starting at once on several replicas count one
- * after the other, is held for the count and the commit only. Subagent sessions run inside their
- * parent's turn and are not counted.
+ * Has the turn the transaction `tx` is starting (its session marked running in it) counted at
+ * commit against its organization's and owner's running-turn limits, this turn included: the
+ * commit takes the organization's lock, counts and commits, or fails (turnNotAdmitted) and rolls
+ * everything back. The lock is held inside the commit only, not across round trips of the
+ * client's, so turns starting at once on several replicas count one after the other quickly.
+ * Subagent sessions run inside their parent's turn and are not counted.
  */
-export async function admitTurn(tx: Db, session: Owner, limits: TurnLimits): Promise<boolean> {
-  await tx.$queryRaw`SELECT 1 FROM (SELECT pg_advisory_xact_lock(hashtext(${`turns:${session.organizationId}`}))) AS locked`;
-  const [row] = await tx.$queryRaw<{ org: bigint; owner: bigint }[]>`
-    SELECT count(*) AS org, count(*) FILTER (WHERE owner_kind = ${session.ownerKind} AND owner_id = ${session.ownerId}) AS owner
-    FROM sessions
-    WHERE organization_id = ${session.organizationId} AND status = 'running' AND deleted_at IS NULL AND parent_session_id IS NULL`;
-  return Number(row!.org) <= limits.perOrganization && Number(row!.owner) <= limits.perOwner;
+export async function admitTurnAtCommit(tx: Db, limits: TurnLimits): Promise<void> {
+  await tx.$queryRaw`SELECT set_config('agentplane.turn_limits', ${`${limits.perOrganization},${limits.perOwner}`}, true)`;
+}
+
+/** Whether `err` is the commit admitTurnAtCommit's trigger refused: the turn may not start yet. */
+export function turnNotAdmitted(err: unknown): boolean {
+  for (let e = err; typeof e === 'object' && e !== null; e = (e as { cause?: unknown }).cause) {
+    if ((e as { originalCode?: unknown }).originalCode === NOT_ADMITTED) return true;
+  }
+  return false;
 }
 
 /**

@@ -28,7 +28,7 @@ import { systemPrompt } from './system-prompt.ts';
 import { turnEvents } from './turn-events.ts';
 import { watchTurn } from './turn-watch.ts';
 import { storedSettings } from './views.ts';
-import { admissibleWaiting, admitTurn, DEFAULT_TURN_LIMITS, TurnNotAdmitted, type TurnLimits } from './turn-admission.ts';
+import { admissibleWaiting, admitTurnAtCommit, DEFAULT_TURN_LIMITS, turnNotAdmitted, type TurnLimits } from './turn-admission.ts';
 
 export interface TurnRunnerDeps {
   db: PrismaClient;
@@ -112,7 +112,7 @@ async function beginTurn(deps: TurnRunnerDeps, sessionId: string): Promise<false
   // every request that queued for a connection before it.
   const begun = urgently(() => deps.db.$transaction((tx) => beginTurnIn(tx, deps, sessionId)));
   return begun.catch((err: unknown) => {
-    if (err instanceof TurnNotAdmitted) return false;
+    if (turnNotAdmitted(err)) return false;
     throw err;
   });
 }
@@ -146,12 +146,12 @@ async function beginTurnIn(tx: Db, deps: TurnRunnerDeps, sessionId: string): Pro
     return false;
   }
   const running = await tx.session.update({ where: { id: session.id }, data: { status: 'running', turnHeartbeatAt: now, updatedAt: now } });
+  // Counted at commit: over its organization's or owner's limit, the commit fails and rolls all
+  // of this back; the session stays pending with its messages queued until a turn of the
+  // organization ends (startWaitingTurns) or the reaper.
+  await admitTurnAtCommit(tx, deps.turnLimits ?? DEFAULT_TURN_LIMITS);
   await publish(tx, [...sessionEvent.messageUpdated(queued), sessionEvent.status(session.id, 'running')]);
   await recordEvents(tx, [turnEvents(session, storedSettings(session)).userTurn(now)]);
-  // Last, so the organization's lock is held only for the count and the commit. Over its
-  // organization's or owner's limit: rolled back, the session stays pending with its messages
-  // queued until a turn of the organization ends (startWaitingTurns) or the reaper.
-  if (!(await admitTurn(tx, session, deps.turnLimits ?? DEFAULT_TURN_LIMITS))) throw new TurnNotAdmitted();
   return { session: running, how: 'new' };
 }
 
