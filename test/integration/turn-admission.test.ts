@@ -27,7 +27,16 @@ describe.each(BACKENDS)('turn admission at commit (%s)', (kind) => {
   const sessionsOf = async (n: number, owner: string, extra: { parentSessionId?: string } = {}) => {
     const ids = Array.from({ length: n }, () => newId('ses'));
     await db.prisma.session.createMany({
-      data: ids.map((id) => ({ id, organizationId: orgId, ownerKind: 'human', ownerId: owner, computerId: 'cmp_none', cwd: '/', status: 'pending' as const, ...extra })),
+      data: ids.map((id) => ({
+        id,
+        organizationId: orgId,
+        ownerKind: 'human',
+        ownerId: owner,
+        computerId: 'cmp_none',
+        cwd: '/',
+        status: 'pending' as const,
+        ...extra,
+      })),
     });
     return ids;
   };
