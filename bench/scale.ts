@@ -19,7 +19,7 @@
  *   it runs, and this process (the model server and the client), in ms per turn, beside the whole
  *   machine's busy time (/proc/stat); and the burst's floor: that CPU time spread over every core,
  *   which no number of replicas on this machine can beat;
- * - where a start's time goes: message stored → job fetched → the turn's transaction began →
+ * - where a start's time goes: message stamped → its transaction committed → job fetched → the turn's transaction began →
  *   committed;
  * - the control-plane's resident memory per running turn during the slow burst;
  * - two replicas ÷ one, the same bursts (the second replica works the same job queue), and the
@@ -229,11 +229,13 @@ try {
     if (started.length !== ids.length) throw new Error(`${ids.length - started.length} turn(s) of the burst never started`);
     // Where the start's time went, per turn: the message stored → its turn job fetched by a worker
     // → the turn's transaction began (the message taken) → that transaction committed.
-    const { rows: steps } = await db.query<{ fetched: number; began: number; committed: number }>(
-      `SELECT extract(epoch FROM (j.started_on - m.created_at)) * 1000 AS fetched,
+    const { rows: steps } = await db.query<{ stored: number; fetched: number; began: number; committed: number }>(
+      `SELECT extract(epoch FROM (pg_xact_commit_timestamp(c.xmin) - m.created_at)) * 1000 AS stored,
+              extract(epoch FROM (j.started_on - m.created_at)) * 1000 AS fetched,
               extract(epoch FROM (m.updated_at - m.created_at)) * 1000 AS began,
               extract(epoch FROM (pg_xact_commit_timestamp(e.xmin) - m.created_at)) * 1000 AS committed
        FROM session_messages m
+       JOIN LATERAL (SELECT c.xmin FROM events c WHERE c.session_id = m.session_id AND c.type = 'session.message.created' AND c.data->'message'->>'id' = m.id) c ON true
        JOIN LATERAL (SELECT j.started_on FROM pgboss.job_common j WHERE j.name = 'sessions.turn' AND j.data->>'sessionId' = m.session_id AND j.created_on >= $2 ORDER BY j.created_on LIMIT 1) j ON true
        JOIN LATERAL (
          SELECT e.xmin FROM events e
@@ -244,6 +246,7 @@ try {
       [ids, since],
     );
     const startSteps = {
+      stored: median(steps.map((r) => Number(r.stored))),
       fetched: median(steps.map((r) => Number(r.fetched))),
       began: median(steps.map((r) => Number(r.began))),
       committed: median(steps.map((r) => Number(r.committed))),
@@ -361,7 +364,7 @@ try {
     );
     row(
       `${replicas}r: where the start's time goes, instant burst (p50 from the message stored)`,
-      `job fetched ${fmtMs(fast.startSteps.fetched)}, turn's transaction began ${fmtMs(fast.startSteps.began)}, committed ${fmtMs(fast.startSteps.committed)}`,
+      `message committed ${fmtMs(fast.startSteps.stored)}, job fetched ${fmtMs(fast.startSteps.fetched)}, turn's transaction began ${fmtMs(fast.startSteps.began)}, committed ${fmtMs(fast.startSteps.committed)}`,
       `messages posted in ${fmtMs(fast.posted)}`,
       'reported',
     );
