@@ -211,24 +211,12 @@ try {
     const parts1 = cpuByPart();
     const parts = Object.fromEntries(Object.entries(parts1).map(([k, v]) => [k, v - (parts0[k as keyof typeof parts0] ?? 0)])) as typeof parts1;
     const machineMs = machineBusyMs() - busy0;
-    // Started: the commit of the transaction that marked the session running (the xmin of its
-    // `session.status` running event, which is never updated), not the moment that transaction
+    // A turn has started when the transaction that marked its session running committed (the xmin
+    // of its `session.status` running event, which is never updated), not when that transaction
     // began: a start that waits inside its transaction (a lock, the pool's other work) has not
-    // started yet.
-    const { rows: started } = await db.query<{ ms: number }>(
-      `SELECT extract(epoch FROM (pg_xact_commit_timestamp(e.xmin) - m.created_at)) * 1000 AS ms
-       FROM session_messages m
-       JOIN LATERAL (
-         SELECT e.xmin FROM events e
-         WHERE e.session_id = m.session_id AND e.type = 'session.status' AND e.data->>'status' = 'running' AND e.created_at >= m.created_at
-         ORDER BY e.id LIMIT 1
-       ) e ON true
-       WHERE m.session_id = ANY($1) AND m.role = 'user' AND m.created_at >= $2`,
-      [ids, since],
-    );
-    if (started.length !== ids.length) throw new Error(`${ids.length - started.length} turn(s) of the burst never started`);
-    // Where the start's time went, per turn: the message stored → its turn job fetched by a worker
-    // → the turn's transaction began (the message taken) → that transaction committed.
+    // started yet. On the way, per turn: the message's own transaction committed (its
+    // `session.message.created` event), its turn job fetched by a worker, the turn's transaction
+    // began (the message taken).
     const { rows: steps } = await db.query<{ stored: number; fetched: number; began: number; committed: number }>(
       `SELECT extract(epoch FROM (pg_xact_commit_timestamp(c.xmin) - m.created_at)) * 1000 AS stored,
               extract(epoch FROM (j.started_on - m.created_at)) * 1000 AS fetched,
@@ -245,6 +233,7 @@ try {
        WHERE m.session_id = ANY($1) AND m.role = 'user' AND m.created_at >= $2`,
       [ids, since],
     );
+    if (steps.length !== ids.length) throw new Error(`${ids.length - steps.length} turn(s) of the burst never started`);
     const startSteps = {
       stored: median(steps.map((r) => Number(r.stored))),
       fetched: median(steps.map((r) => Number(r.fetched))),
@@ -262,7 +251,7 @@ try {
       parts,
       machineMs,
       startSteps,
-      startMs: started.map((r) => Number(r.ms)),
+      startMs: steps.map((r) => Number(r.committed)),
       peakRss,
       peakRunning,
       failed: Number(failed.rows[0].n),
