@@ -19,7 +19,7 @@ import { generateKeyPair } from '../../src/ssh/index.ts';
 import { ALLOW_LOOPBACK, startTestApi, type TestApi } from '../support/api.ts';
 import { giteaBinDir, giteaMissing, startGitea, type Gitea, type GiteaUser } from '../support/gitea.ts';
 import { skipWithout } from '../support/parts.ts';
-import { CLI, REPO_ROOT } from '../support/server-process.ts';
+import { CLI, killSession, REPO_ROOT } from '../support/server-process.ts';
 import { storeProgramComputer, storeProgramTemplate } from '../support/program-computers.ts';
 import { isRoot } from '../support/sshd.ts';
 import { waitFor } from '../support/wait.ts';
@@ -269,18 +269,7 @@ describe.skipIf(skipWithout('the program computer tests', missing))('computers f
       await waitFor("the program's create to run", async () => existsSync(mark), TIMEOUT_MS, 50);
     } finally {
       // Its session (detached: a session of its own): the CLI, and the plugins in process groups of their own.
-      const session = spawnSync('ps', ['-o', 'pid=', '-s', String(child.pid)], { encoding: 'utf8' })
-        .stdout.trim()
-        .split(/\s+/)
-        .filter(Boolean);
-      for (const pid of session) {
-        try {
-          process.kill(Number(pid), 'SIGKILL');
-        } catch (err) {
-          // One that ended between the listing and the kill (a CLI run finishing) is gone already.
-          if ((err as NodeJS.ErrnoException).code !== 'ESRCH') throw err;
-        }
-      }
+      killSession(child.pid!);
     }
     const log = createLogger({ level: 'silent' });
     await provisioner.stacks.destroy(program, config, { log });

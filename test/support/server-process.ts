@@ -1,4 +1,4 @@
-import { spawn, type ChildProcess } from 'node:child_process';
+import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import path from 'node:path';
 
 export const REPO_ROOT = path.resolve(import.meta.dirname, '../..');
@@ -66,10 +66,32 @@ export async function startServerProcess(env: Record<string, string>, opts: { co
     child,
     stop: async (signal = 'SIGTERM') => {
       if (child.exitCode === null) {
-        if (opts.processGroup) process.kill(-child.pid!, signal);
+        // SIGKILL of a group is a container's end: everything the server started dies with it.
+        if (opts.processGroup && signal === 'SIGKILL') killSession(child.pid!);
+        else if (opts.processGroup) process.kill(-child.pid!, signal);
         else child.kill(signal);
       }
       return exited;
     },
   };
+}
+
+/**
+ * SIGKILLs every process of the session `leader` started (spawned `detached`, it leads one): the
+ * Pulumi CLI puts each plugin in a process group of its own, so a signal to the leader's group
+ * leaves them running after the test, orphaned.
+ */
+export function killSession(leader: number): void {
+  const pids = spawnSync('ps', ['-o', 'pid=', '-s', String(leader)], { encoding: 'utf8' })
+    .stdout.trim()
+    .split(/\s+/)
+    .filter(Boolean);
+  for (const pid of pids) {
+    try {
+      process.kill(Number(pid), 'SIGKILL');
+    } catch (err) {
+      // One that ended between the listing and the kill (a CLI run finishing) is gone already.
+      if ((err as NodeJS.ErrnoException).code !== 'ESRCH') throw err;
+    }
+  }
 }
