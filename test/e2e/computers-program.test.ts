@@ -269,7 +269,7 @@ describe.skipIf(skipWithout('the program computer tests', missing))('computers f
       await waitFor("the program's create to run", async () => existsSync(mark), TIMEOUT_MS, 50);
     } finally {
       // Its session (detached: a session of its own): the CLI, and the plugins in process groups of their own.
-      killSession(child.pid!);
+      await killSession(child.pid!);
     }
     const log = createLogger({ level: 'silent' });
     await provisioner.stacks.destroy(program, config, { log });

@@ -67,7 +67,7 @@ export async function startServerProcess(env: Record<string, string>, opts: { co
     stop: async (signal = 'SIGTERM') => {
       if (child.exitCode === null) {
         // SIGKILL of a group is a container's end: everything the server started dies with it.
-        if (opts.processGroup && signal === 'SIGKILL') killSession(child.pid!);
+        if (opts.processGroup && signal === 'SIGKILL') await killSession(child.pid!);
         else if (opts.processGroup) process.kill(-child.pid!, signal);
         else child.kill(signal);
       }
@@ -79,19 +79,27 @@ export async function startServerProcess(env: Record<string, string>, opts: { co
 /**
  * SIGKILLs every process of the session `leader` started (spawned `detached`, it leads one): the
  * Pulumi CLI puts each plugin in a process group of its own, so a signal to the leader's group
- * leaves them running after the test, orphaned.
+ * leaves them running after the test, orphaned. Listed again until none is left: a plugin the CLI
+ * was forking as the first list was taken shows up in the next.
  */
-export function killSession(leader: number): void {
-  const pids = spawnSync('ps', ['-o', 'pid=', '-s', String(leader)], { encoding: 'utf8' })
-    .stdout.trim()
-    .split(/\s+/)
-    .filter(Boolean);
-  for (const pid of pids) {
-    try {
-      process.kill(Number(pid), 'SIGKILL');
-    } catch (err) {
-      // One that ended between the listing and the kill (a CLI run finishing) is gone already.
-      if ((err as NodeJS.ErrnoException).code !== 'ESRCH') throw err;
+export async function killSession(leader: number): Promise<void> {
+  for (let round = 0; round < 20; round++) {
+    const pids = spawnSync('ps', ['-o', 'pid=,stat=', '-s', String(leader)], { encoding: 'utf8' })
+      .stdout.trim()
+      .split('\n')
+      .map((line) => line.trim().split(/\s+/))
+      // A zombie is dead already; its new parent reaps it.
+      .filter(([pid, stat]) => pid && !stat?.startsWith('Z'))
+      .map(([pid]) => Number(pid));
+    if (pids.length === 0) return;
+    for (const pid of pids) {
+      try {
+        process.kill(pid, 'SIGKILL');
+      } catch (err) {
+        // One that ended between the listing and the kill (a CLI run finishing) is gone already.
+        if ((err as NodeJS.ErrnoException).code !== 'ESRCH') throw err;
+      }
     }
+    await new Promise((resolve) => setTimeout(resolve, 50));
   }
 }
