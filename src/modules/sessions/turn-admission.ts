@@ -12,12 +12,12 @@ export const DEFAULT_TURN_LIMITS: TurnLimits = { perOrganization: 100, perOwner:
 const NOT_ADMITTED = 'AP429';
 
 /**
- * Has the turn the transaction `tx` is starting (its session marked running in it) counted at
- * commit against its organization's and owner's running-turn limits, this turn included: the
- * commit takes the organization's lock, counts and commits, or fails (turnNotAdmitted) and rolls
- * everything back. The lock is held inside the commit only, not across round trips of the
- * client's, so turns starting at once on several replicas count one after the other quickly.
- * Subagent sessions run inside their parent's turn and are not counted.
+ * Makes the commit of `tx`, which marks a session running, count that turn against its
+ * organization's and owner's running-turn limits, this turn included: the commit takes the
+ * organization's lock, counts and commits, or fails (turnNotAdmitted) and rolls everything back.
+ * The lock is held inside the commit only, not across round trips of the client's, so turns
+ * starting at once on several replicas count one after the other quickly. Subagent sessions run
+ * inside their parent's turn and are not counted.
  */
 export async function admitTurnAtCommit(tx: Db, limits: TurnLimits): Promise<void> {
   await tx.$queryRaw`SELECT set_config('agentplane.turn_limits', ${`${limits.perOrganization},${limits.perOwner}`}, true)`;
