@@ -19,8 +19,8 @@
  *   it runs, and this process (the model server and the client), in ms per turn, beside the whole
  *   machine's busy time (/proc/stat); and the burst's floor: that CPU time spread over every core,
  *   which no number of replicas on this machine can beat;
- * - where a start's time goes: message stamped → its transaction committed → job fetched → the turn's transaction began →
- *   committed;
+ * - where a start's time goes: message stamped → its transaction committed → job fetched → the
+ *   turn's transaction began → committed;
  * - the control-plane's resident memory per running turn during the slow burst;
  * - two replicas ÷ one, the same bursts (the second replica works the same job queue), and the
  *   best ratio this machine allows (two replicas' floor ÷ one replica's burst);
@@ -181,7 +181,6 @@ try {
   const burst = async (ids: string[], urls: string[]) => {
     const since = new Date();
     // CPU from before the first message is posted: storing the messages is part of a turn's cost.
-    const cpu0 = servers.reduce((sum, s) => sum + cpuMsOf(s.child.pid!), 0);
     const parts0 = cpuByPart();
     const busy0 = machineBusyMs();
     const t0 = performance.now();
@@ -207,9 +206,9 @@ try {
       50,
     );
     const elapsed = performance.now() - t0;
-    const cpuMs = servers.reduce((sum, s) => sum + cpuMsOf(s.child.pid!), 0) - cpu0;
     const parts1 = cpuByPart();
     const parts = Object.fromEntries(Object.entries(parts1).map(([k, v]) => [k, v - (parts0[k as keyof typeof parts0] ?? 0)])) as typeof parts1;
+    const cpuMs = parts.replicas;
     const machineMs = machineBusyMs() - busy0;
     // A turn has started when the transaction that marked its session running committed (the xmin
     // of its `session.status` running event, which is never updated), not when that transaction
@@ -492,13 +491,6 @@ async function openStreams(url: string, key: string, sessions: string[], n: numb
     });
   });
   return Promise.all(opened);
-}
-
-/** User and system CPU time a process has used, in ms (clock ticks of 10 ms). */
-function cpuMsOf(pid: number): number {
-  const stat = fs.readFileSync(`/proc/${pid}/stat`, 'utf8');
-  const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-  return (Number(fields[11]) + Number(fields[12])) * 10;
 }
 
 /**

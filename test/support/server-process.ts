@@ -1,5 +1,6 @@
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import path from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
 
 export const REPO_ROOT = path.resolve(import.meta.dirname, '../..');
 export const CLI = path.join(REPO_ROOT, 'bin/agentplane.js');
@@ -100,6 +101,6 @@ export async function killSession(leader: number): Promise<void> {
         if ((err as NodeJS.ErrnoException).code !== 'ESRCH') throw err;
       }
     }
-    await new Promise((resolve) => setTimeout(resolve, 50));
+    await sleep(50);
   }
 }
