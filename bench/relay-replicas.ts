@@ -10,6 +10,7 @@ import { spawn } from 'node:child_process';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { randomBytes } from 'node:crypto';
 import fs from 'node:fs';
+import os from 'node:os';
 import path from 'node:path';
 import pg from 'pg';
 import { agentUser, startAgentProcess } from '../test/support/agent-cli.ts';
@@ -18,15 +19,10 @@ import { CLI, startServerProcess, type ServerProcess } from '../test/support/ser
 import type { TestSshd } from '../test/support/sshd.ts';
 import { startTcpBalancer } from '../test/support/tcp-balancer.ts';
 import { waitFor } from '../test/support/wait.ts';
+import { machineBusyMs, processCpuMs as cpuMs } from './machine-cpu.ts';
 
 const COPY_MB = 100;
 const COMMANDS_PER_RUN = 10;
-
-/** CPU time (user + system) a process has used so far, in ms. */
-const cpuMs = (pid: number): number => {
-  const fields = fs.readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ');
-  return ((Number(fields[11]) + Number(fields[12])) * 1000) / 100;
-};
 
 const median = (xs: number[]): number => {
   const s = [...xs].sort((a, b) => a - b);
@@ -121,21 +117,30 @@ export async function replicaFailover(opts: { sshd: TestSshd; runs: number; tmp:
       return performance.now() - t0;
     };
     const copy = (args: string[], extraEnv: Record<string, string> = {}) => run('ssh', [...common, ...args, 'cat > /dev/null'], extraEnv, file);
-    const viaRelay = () => copy(['-o', `ProxyCommand=${process.execPath} ${CLI} ssh --stdio ${computerId}`, 'bench-box'], relayEnv);
+    const viaRelay = (env = relayEnv) => copy(['-o', `ProxyCommand=${process.execPath} ${CLI} ssh --stdio ${computerId}`, 'bench-box'], env);
     const directArgs = ['-i', keyFile, '-p', String(opts.sshd.port), `${opts.sshd.username}@${opts.sshd.host}`];
     const direct = () => copy(directArgs);
     // The replica serving the relay session: the balancer's first live one.
     const serving = order[0]!.child.pid!;
+    // The same replica at its own address: this process's balancer, a userspace copy of every
+    // byte that a Kubernetes Service or cloud balancer does not spend on these cores, is left out.
+    const replicaEnv = { ...relayEnv, AGENTPLANE_URL: order[0]!.url };
     const relayMs: number[] = [];
+    const unbalancedMs: number[] = [];
     const directMs: number[] = [];
     const replicaCpuMs: number[] = [];
     const agentCpuMs: number[] = [];
+    const machineCpuMs: number[] = [];
+    const balancerCpuMs: number[] = [];
     for (let i = 0; i < opts.runs; i++) {
       directMs.push(await direct());
-      const [replica0, agent0] = [cpuMs(serving), cpuMs(agent.child.pid!)];
+      const [replica0, agent0, machine0, balancer0] = [cpuMs(serving), cpuMs(agent.child.pid!), machineBusyMs(), cpuMs(process.pid)];
       relayMs.push(await viaRelay());
       replicaCpuMs.push(cpuMs(serving) - replica0);
       agentCpuMs.push(cpuMs(agent.child.pid!) - agent0);
+      machineCpuMs.push(machineBusyMs() - machine0);
+      balancerCpuMs.push(cpuMs(process.pid) - balancer0);
+      unbalancedMs.push(await viaRelay(replicaEnv));
     }
 
     // The whole command, as a person types it: start-up, the API lookup, the relay and the command.
@@ -152,9 +157,17 @@ export async function replicaFailover(opts: { sshd: TestSshd; runs: number; tmp:
     console.log(`  ${`${COPY_MB} MB copy, OpenSSH directly to sshd`.padEnd(66)} ${rate(directMs)}`);
     console.log(`  ${`${COPY_MB} MB copy, OpenSSH through agentplane ssh --stdio (relay + agent)`.padEnd(66)} ${rate(relayMs)}`);
     console.log(`  ${'  relay copy / direct copy (goal >= 0.5x)'.padEnd(66)} ${(median(directMs) / median(relayMs)).toFixed(2)}x`);
+    console.log(`  ${`${COPY_MB} MB copy, the same to the replica's own address (no balancer)`.padEnd(66)} ${rate(unbalancedMs)}`);
+    console.log(`  ${'  that copy / direct copy (goal >= 0.5x)'.padEnd(66)} ${(median(directMs) / median(unbalancedMs)).toFixed(2)}x`);
     console.log(
       `  ${'  CPU spent on the relay copy: serving replica, agent'.padEnd(66)} ${median(replicaCpuMs).toFixed(0)} ms, ${median(agentCpuMs).toFixed(0)} ms`,
     );
+    // The rest: OpenSSH, `agentplane ssh --stdio`, cat and the kernel.
+    const cores = os.availableParallelism();
+    console.log(
+      `  ${`  the whole machine during it (${cores} cores busy for ${((median(machineCpuMs) / cores / median(relayMs)) * 100).toFixed(0)}% of it)`.padEnd(66)} ${median(machineCpuMs).toFixed(0)} ms`,
+    );
+    console.log(`  ${'  of which the balancer in this process'.padEnd(66)} ${median(balancerCpuMs).toFixed(0)} ms`);
     const ms = (x: number[]) => `${median(x).toFixed(0)} ms`;
     console.log(`  ${'`ssh host true`, OpenSSH directly to sshd, whole command'.padEnd(66)} ${ms(directCommandMs)}`);
     console.log(`  ${'`agentplane ssh <computer> -- true`, whole command (goal < 400 ms)'.padEnd(66)} ${ms(commandMs)}`);

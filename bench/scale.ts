@@ -48,6 +48,7 @@ import { startPostgres } from '../test/support/postgres-server.ts';
 import { startServerProcess, type ServerProcess } from '../test/support/server-process.ts';
 import { startSshd } from '../test/support/sshd.ts';
 import { waitFor } from '../test/support/wait.ts';
+import { machineBusyMs } from './machine-cpu.ts';
 
 const { values: args } = parseArgs({
   options: {
@@ -527,13 +528,6 @@ function cpuByPart(): { replicas: number; postgres: number; sshd: number; bench:
     else if (p.comm === 'postgres') parts.postgres += p.ms;
   }
   return parts;
-}
-
-/** CPU time the whole machine has been busy (every core, every process, the kernel; not the hypervisor's steal), in ms: /proc/stat. */
-function machineBusyMs(): number {
-  const [, ...ticks] = fs.readFileSync('/proc/stat', 'utf8').split('\n')[0]!.trim().split(/\s+/);
-  const [user, nice, system, , , irq, softirq] = ticks.map(Number);
-  return (user! + nice! + system! + irq! + softirq!) * 10;
 }
 
 /** Resident memory of a process in KiB. */

@@ -1,4 +1,5 @@
 import type { IncomingMessage } from 'node:http';
+import type { Duplex } from 'node:stream';
 import ssh2, { type Connection as PersonConnection } from 'ssh2';
 import type { WebSocket } from 'ws';
 import type { Authenticate } from '../auth/authenticate.ts';
@@ -11,7 +12,7 @@ import { newId } from '../lib/ids.ts';
 import type { Logger } from '../lib/logger.ts';
 import { PUBLIC_API_SOURCE, recordAudit } from '../modules/audit/record.ts';
 import { reachableComputer } from '../modules/computers/access.ts';
-import { machineUnavailable, targetFor, type MachineDeps } from '../modules/computers/machines.ts';
+import { machineUnavailable, passThroughFor, targetFor, type MachineDeps } from '../modules/computers/machines.ts';
 import { webSocketDuplex } from './gateway/websocket-stream.ts';
 import { connect, type Connection as MachineConnection } from '../ssh/connection.ts';
 import { bridgeChannels } from './client-channels.ts';
@@ -49,13 +50,20 @@ interface OpenSession {
   end(reason: string): void;
 }
 
+/** How a session reaches its machine: a person's connection passed through, or bridged by the relay. */
+type MachineSide = { passedThrough: Duplex } | { bridged: MachineConnection };
+
 /**
  * People's sessions on their computers through the relay (`agentplane ssh`, `port-forward`, and
  * OpenSSH through `agentplane ssh --stdio`). The WebSocket upgrade carries the caller's API key or
- * JWT and is allowed exactly when `GET /computers/{id}` would be; the relay then connects to the
- * machine the way the control plane always does (its own key, the machine's pinned host key,
- * through the agent's tunnel on whichever replica holds it) and serves the person an SSH server
- * of its own over the WebSocket, passing each channel on. The person needs no key of the machine's.
+ * JWT and is allowed exactly when `GET /computers/{id}` would be. The person needs no key of the
+ * machine's. Then:
+ * - a computer whose agent takes people's connections gets the person's SSH connection passed
+ *   through whole, on a channel of the agent's tunnel (on whichever replica holds it); the agent's
+ *   server ends it with the machine's own host key, and the relay decrypts nothing;
+ * - any other computer (managed, reached directly, or an older agent) is connected to the way the
+ *   control plane always does (its own key, the machine's pinned host key), and the relay serves
+ *   the person an SSH server of its own over the WebSocket, passing each channel on.
  *
  * Each session is audited when it opens and when it closes (with its duration). Every `recheckMs`
  * each open session's credential and computer are checked again, so a revoked key, a lost role or
@@ -100,7 +108,7 @@ export function createClientRelay(opts: ClientRelayOptions): ClientRelay {
   }, opts.recheckMs ?? 5_000);
   recheck.unref();
 
-  function serve(ws: WebSocket, sessionId: string, principal: Principal, authorization: string, computerId: string, machine: MachineConnection): void {
+  function serve(ws: WebSocket, sessionId: string, principal: Principal, authorization: string, computerId: string, machine: MachineSide): void {
     const started = Date.now();
     let ended = false;
     const session: OpenSession = {
@@ -111,8 +119,9 @@ export function createClientRelay(opts: ClientRelayOptions): ClientRelay {
         if (ended) return;
         ended = true;
         sessions.delete(session);
-        machine.end();
         if (ws.readyState === ws.OPEN) ws.close(RELAY_ENDED_CODE, reason.slice(0, 120));
+        if ('bridged' in machine) machine.bridged.end();
+        else machine.passedThrough.destroy();
         setTimeout(() => ws.terminate(), 2_000).unref();
         log.info({ sessionId, computerId, reason }, 'relay session ended');
         audit(principal, computerId, { action: 'closed', sessionId, durationMs: Date.now() - started, reason }).catch((err: unknown) =>
@@ -121,10 +130,11 @@ export function createClientRelay(opts: ClientRelayOptions): ClientRelay {
       },
     };
     sessions.add(session);
-    log.info({ sessionId, computerId }, 'relay session opened');
+    log.info({ sessionId, computerId, passedThrough: 'passedThrough' in machine }, 'relay session opened');
 
     ws.once('close', () => session.end('closed by the client'));
-    machine.onClose((reason) => session.end(`the connection to the machine ended: ${reason}`));
+    if ('passedThrough' in machine) return passThrough(ws, machine.passedThrough, session);
+    machine.bridged.onClose((reason) => session.end(`the connection to the machine ended: ${reason}`));
 
     const server = new ssh2.Server({ hostKeys: [opts.hostKey], ident: RELAY_SOFTWARE, keepaliveInterval, keepaliveCountMax: 3 }, (person: PersonConnection) => {
       person.on('error', (err: Error & { level?: string }) => {
@@ -133,7 +143,7 @@ export function createClientRelay(opts: ClientRelayOptions): ClientRelay {
       // The WebSocket this SSH connection rides on was opened with the caller's credential,
       // checked above: any SSH authentication method is accepted for it.
       person.on('authentication', (ctx) => ctx.accept());
-      person.on('ready', () => bridgeChannels(person, machine.client));
+      person.on('ready', () => bridgeChannels(person, machine.bridged.client));
       person.on('close', () => session.end('closed by the client'));
     });
     server.injectSocket(webSocketDuplex(ws) as never);
@@ -144,25 +154,34 @@ export function createClientRelay(opts: ClientRelayOptions): ClientRelay {
       const authorization = req.headers.authorization ?? '';
       const principal = await opts.authenticate(authorization, requestFence(opts.authEpoch));
       const computer = await reachableComputer(opts.db, principal, computerId);
-      const target = await targetFor(opts.machines, computer);
-      let machine: MachineConnection;
+      let machine: MachineSide;
       try {
-        machine = await connect(target, { connectTimeoutMs: 20_000, keepaliveIntervalMs: keepaliveInterval, keepaliveCountMax: 3 });
+        const passedThrough = await passThroughFor(opts.machines, computer, AbortSignal.timeout(20_000));
+        machine = passedThrough
+          ? { passedThrough }
+          : {
+              bridged: await connect(await targetFor(opts.machines, computer), {
+                connectTimeoutMs: 20_000,
+                keepaliveIntervalMs: keepaliveInterval,
+                keepaliveCountMax: 3,
+              }),
+            };
       } catch (err) {
         throw machineUnavailable(computer, err);
       }
+      const drop = () => ('bridged' in machine ? machine.bridged.destroy() : machine.passedThrough.destroy());
       // No session without its audit record: a failed write refuses the session.
       const sessionId = newId('rly');
       try {
         await audit(principal, computer.id, { action: 'opened', sessionId });
       } catch (err) {
-        machine.destroy();
+        drop();
         throw err;
       }
       return {
         serve: (ws) => serve(ws, sessionId, principal, authorization, computer.id, machine),
         cancel: () => {
-          machine.destroy();
+          drop();
           audit(principal, computer.id, { action: 'closed', sessionId, durationMs: 0, reason: 'the client went away before the session started' }).catch(
             (err: unknown) => log.error({ err, sessionId }, 'cannot write the audit record of a closed relay session'),
           );
@@ -175,4 +194,17 @@ export function createClientRelay(opts: ClientRelayOptions): ClientRelay {
       for (const session of sessions) session.end('the control plane is stopping');
     },
   };
+}
+
+/**
+ * A person's SSH connection passed through to the agent's channel, both ways. Either end's close
+ * ends the session, which closes the WebSocket with its reason before dropping the channel.
+ */
+function passThrough(ws: WebSocket, machine: Duplex, session: OpenSession): void {
+  const person = webSocketDuplex(ws);
+  person.pipe(machine);
+  // Not ended by the machine's end: the session's end closes the WebSocket with its reason.
+  machine.pipe(person, { end: false });
+  machine.on('error', () => {});
+  machine.once('close', () => session.end('the connection to the machine ended'));
 }

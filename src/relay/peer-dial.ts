@@ -1,17 +1,18 @@
 import type { Duplex } from 'node:stream';
 import WebSocket from 'ws';
+import { PassThroughUnsupported, type TunnelUse } from './gateway/index.ts';
 import { webSocketDuplex } from './gateway/websocket-stream.ts';
 import { Unreachable } from '../ssh/errors.ts';
 import { PEER_TOKEN_HEADER, type PeerTokens } from './peer-auth.ts';
-import { PEER_PATH_PREFIX } from './peer-server.ts';
+import { peerPath } from './peer-server.ts';
 
 /**
  * Opens a stream to the SSH server of a computer's agent through the replica holding its tunnel.
  * The SSH connection over it still pins the machine's host key end to end, so a replica can
  * carry bytes but never impersonate the machine.
  */
-export function dialPeer(peerUrl: string, computerId: string, tokens: PeerTokens, signal: AbortSignal): Promise<Duplex> {
-  const url = `${peerUrl.replace(/\/+$/, '')}${PEER_PATH_PREFIX}${encodeURIComponent(computerId)}`;
+export function dialPeer(peerUrl: string, computerId: string, tokens: PeerTokens, signal: AbortSignal, use: TunnelUse = 'control-plane'): Promise<Duplex> {
+  const url = `${peerUrl.replace(/\/+$/, '')}${peerPath(computerId, use)}`;
   const unreachable = (reason: string, cause?: unknown) => new Unreachable({ host: computerId, port: 22, reason, cause });
   return new Promise((resolve, reject) => {
     const ws = new WebSocket(url, { headers: { [PEER_TOKEN_HEADER]: tokens.sign(computerId) }, perMessageDeflate: false, handshakeTimeout: 10_000 });
@@ -26,7 +27,13 @@ export function dialPeer(peerUrl: string, computerId: string, tokens: PeerTokens
     ws.once('unexpected-response', (_req, res) => {
       let body = '';
       res.on('data', (d: Buffer) => (body += d.toString()));
-      res.on('end', () => fail(unreachable(`the replica holding the agent's tunnel answered ${res.statusCode}${body ? `: ${body}` : ''}`)));
+      res.on('end', () =>
+        fail(
+          res.statusCode === 501
+            ? new PassThroughUnsupported(computerId)
+            : unreachable(`the replica holding the agent's tunnel answered ${res.statusCode}${body ? `: ${body}` : ''}`),
+        ),
+      );
       res.on('error', () => fail(unreachable(`the replica holding the agent's tunnel answered ${res.statusCode}`)));
     });
     ws.once('error', (err) => fail(unreachable(`cannot reach the replica holding the agent's tunnel (${peerUrl}): ${err.message}`, err)));

@@ -2,12 +2,27 @@ import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { Duplex } from 'node:stream';
 import { WebSocketServer } from 'ws';
+import { PassThroughUnsupported, type TunnelUse } from './gateway/index.ts';
 import type { Logger } from '../lib/logger.ts';
 import { webSocketDuplex } from './gateway/websocket-stream.ts';
 import { PEER_TOKEN_HEADER, type PeerTokens } from './peer-auth.ts';
 import { splice } from '../lib/splice.ts';
 
-export const PEER_PATH_PREFIX = '/relay/peer/';
+const PEER_PATH_PREFIX = '/relay/peer/';
+const PEOPLE_SUFFIX = '/people';
+
+/** Where a replica asks for a stream to a computer's agent: `/relay/peer/<id>`, and `.../people` for a person's. */
+export function peerPath(computerId: string, use: TunnelUse): string {
+  return `${PEER_PATH_PREFIX}${encodeURIComponent(computerId)}${use === 'person' ? PEOPLE_SUFFIX : ''}`;
+}
+
+function parsePeerPath(path: string): { computerId: string; use: TunnelUse } | undefined {
+  if (!path.startsWith(PEER_PATH_PREFIX)) return undefined;
+  const rest = path.slice(PEER_PATH_PREFIX.length);
+  const use: TunnelUse = rest.endsWith(PEOPLE_SUFFIX) ? 'person' : 'control-plane';
+  const computerId = decodeURIComponent(use === 'person' ? rest.slice(0, -PEOPLE_SUFFIX.length) : rest);
+  return computerId ? { computerId, use } : undefined;
+}
 
 export interface PeerServer {
   port: number;
@@ -24,7 +39,7 @@ export async function startPeerServer(opts: {
   host: string;
   port: number;
   /** Opens a stream to the agent's SSH server through this replica's own tunnel. */
-  dial(computerId: string, signal: AbortSignal): Promise<Duplex>;
+  dial(computerId: string, signal: AbortSignal, use: TunnelUse): Promise<Duplex>;
   tokens: PeerTokens;
   log: Logger;
 }): Promise<PeerServer> {
@@ -39,22 +54,24 @@ export async function startPeerServer(opts: {
     sockets.add(socket);
     socket.once('close', () => sockets.delete(socket));
     const path = (req.url ?? '').split('?')[0]!;
-    const computerId = path.startsWith(PEER_PATH_PREFIX) ? decodeURIComponent(path.slice(PEER_PATH_PREFIX.length)) : '';
+    const wanted = parsePeerPath(path);
     const token = req.headers[PEER_TOKEN_HEADER];
-    if (!computerId || !opts.tokens.verify(computerId, typeof token === 'string' ? token : undefined)) {
+    if (!wanted || !opts.tokens.verify(wanted.computerId, typeof token === 'string' ? token : undefined)) {
       log.warn({ remote: req.socket.remoteAddress, path }, 'refused a relay peer request without a valid token');
       return socket.end('HTTP/1.1 403 Forbidden\r\nConnection: close\r\nContent-Length: 0\r\n\r\n');
     }
     Promise.resolve()
-      .then(() => opts.dial(computerId, AbortSignal.timeout(10_000)))
+      .then(() => opts.dial(wanted.computerId, AbortSignal.timeout(10_000), wanted.use))
       .then(
         (channel) => {
           if (socket.destroyed) return channel.destroy();
           wss.handleUpgrade(req, socket, head, (ws) => splice(webSocketDuplex(ws), channel));
         },
         (err: Error) => {
+          // 501: the agent is here but takes no people's connections (the caller bridges them instead).
+          const status = err instanceof PassThroughUnsupported ? '501 Not Implemented' : '404 Not Found';
           const detail = Buffer.from(err.message);
-          socket.end(`HTTP/1.1 404 Not Found\r\nConnection: close\r\nContent-Type: text/plain\r\nContent-Length: ${detail.length}\r\n\r\n${err.message}`);
+          socket.end(`HTTP/1.1 ${status}\r\nConnection: close\r\nContent-Type: text/plain\r\nContent-Length: ${detail.length}\r\n\r\n${err.message}`);
         },
       );
   });

@@ -50,7 +50,7 @@ export async function startReplicaRelay(opts: ReplicaRelayOptions): Promise<Repl
       port: peer.port,
       tokens: peer.tokens,
       log: opts.log,
-      dial: (computerId, signal) => gateway!.dial(computerId, signal),
+      dial: (computerId, signal, use) => gateway!.dial(computerId, signal, use),
     });
     leases = await startTunnelLeases({
       db: opts.db,

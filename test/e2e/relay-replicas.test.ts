@@ -149,6 +149,9 @@ describe.skipIf(skip)('the relay across two replicas on PostgreSQL', () => {
     expect(metrics.status, metrics.body?.detail).toBe(200);
     expect(metrics.body[0].cpuCount).toBe(os.cpus().length);
     expect(await sessionTurn(other, 'first')).toContain(`first as ${who.username}`);
+    // A person's SSH connection, passed through this replica to the holder's tunnel and the agent.
+    const ssh = await runCli(['ssh', computerId, '--', 'id -un; exit 4'], { env: { AGENTPLANE_URL: other.url, AGENTPLANE_API_KEY: key }, input: '' }).done;
+    expect(ssh).toMatchObject({ code: 4, stdout: `${who.username}\n`, stderr: '' });
   });
 
   it('after the holder is killed (SIGKILL), the agent reconnects to the other replica and the same calls work', { timeout: 180_000 }, async () => {

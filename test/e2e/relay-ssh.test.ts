@@ -1,3 +1,4 @@
+import { execFileSync } from 'node:child_process';
 import fs from 'node:fs';
 import http from 'node:http';
 import os from 'node:os';
@@ -105,6 +106,33 @@ describe('agentplane ssh through the relay', () => {
     expect(fs.readFileSync(remote, 'utf8')).toBe('through the relay\n');
     expect(fs.statSync(remote).uid).toBe(who.uid ?? process.getuid!());
     fs.rmSync(remote);
+  });
+
+  it("shows OpenSSH the machine's own host key, not the relay's: the agent ends the person's connection", async () => {
+    const knownHosts = path.join(stateDir, 'known_hosts');
+    const run = await runCli(
+      [
+        '-F',
+        '/dev/null',
+        '-o',
+        `ProxyCommand=${process.execPath} ${CLI} ssh --stdio ${computerId}`,
+        '-o',
+        'StrictHostKeyChecking=accept-new',
+        '-o',
+        `UserKnownHostsFile=${knownHosts}`,
+        '-o',
+        'BatchMode=yes',
+        '-o',
+        'LogLevel=ERROR',
+        'devbox',
+        'true',
+      ],
+      { command: 'ssh', env: env(manager()) },
+    ).done;
+    expect(run).toMatchObject({ code: 0, stderr: '' });
+    const pinned = execFileSync('ssh-keygen', ['-lf', knownHosts], { encoding: 'utf8' });
+    const computer = await api.db.prisma.computer.findUniqueOrThrow({ where: { id: computerId } });
+    expect(pinned).toContain(`${computer.hostKeyFingerprint} devbox`);
   });
 
   it('forwards a local port to a port on the computer (port-forward)', async () => {

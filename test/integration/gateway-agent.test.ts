@@ -9,7 +9,8 @@ import { runAgent } from '../../src/on-machine/machine-agent/agent.ts';
 import { openStateDir, type AgentStateDir } from '../../src/on-machine/machine-agent/state.ts';
 import { TunnelRefused } from '../../src/on-machine/machine-agent/tunnel.ts';
 import { createLogger } from '../../src/lib/logger.ts';
-import { createSshGateway, type SshGateway } from '../../src/relay/gateway/index.ts';
+import { createSshGateway, PassThroughUnsupported, type SshGateway } from '../../src/relay/gateway/index.ts';
+import { describeHostKey } from '../../src/ssh/host-keys.ts';
 import { createSshClient, generateKeyPair, SshError, type SshClient, type SshTarget } from '../../src/ssh/index.ts';
 import { waitFor } from '../support/wait.ts';
 
@@ -295,6 +296,30 @@ describe('a connected agent', () => {
     }
   });
 
+  it("passes a person's SSH connection through whole: any user name, the machine's own host key", async () => {
+    const stream = await gateway.dial('cmp_main', undefined, 'person');
+    const person = new ssh2.Client();
+    let presented = '';
+    try {
+      await new Promise<void>((resolve, reject) => {
+        person.once('ready', () => resolve()).once('error', reject);
+        // As `agentplane ssh` and OpenSSH through --stdio log in: any name, no key.
+        person.connect({ sock: stream, username: 'someone-else', hostVerifier: (key: Buffer) => ((presented = describeHostKey(key).fingerprint), true) });
+      });
+      const out = await new Promise<string>((resolve, reject) => {
+        person.exec('id -un', (err, channel) => {
+          if (err) return reject(err);
+          let text = '';
+          channel.on('data', (d: Buffer) => (text += d.toString())).once('close', () => resolve(text));
+        });
+      });
+      expect(out).toBe(`${user}\n`);
+      expect(presented).toBe(agent.state.keys.host.fingerprint);
+    } finally {
+      person.end();
+    }
+  });
+
   it('runs 20 commands at once through the one tunnel', async () => {
     const results = await Promise.all(Array.from({ length: 20 }, (_, i) => ssh.exec(target, `sleep 0.2; echo ${i}`)));
     expect(results.map((r) => r.stdout.trim())).toEqual(Array.from({ length: 20 }, (_, i) => String(i)));
@@ -391,6 +416,9 @@ describe('refusals', () => {
       const stream = await gateway.dial('cmp_twice');
       await opened;
       stream.destroy();
+      // An agent that asked only for the control plane's forwarding (one older than people's
+      // connections) takes none of a person's: the relay bridges those itself.
+      expect(await errorOf(gateway.dial('cmp_twice', undefined, 'person'))).toBeInstanceOf(PassThroughUnsupported);
     } finally {
       first.end();
       second.end();

@@ -1,9 +1,10 @@
+import type { Duplex } from 'node:stream';
 import type { Principal } from '../../auth/principal.ts';
 import type { Db } from '../../db/client.ts';
 import type { Computer } from '../../generated/prisma/client.ts';
 import { ServiceUnavailable } from '../../lib/errors.ts';
 import type { SecretBox } from '../../lib/secret-box.ts';
-import { FORWARD_BIND_PORT } from '../../relay/gateway/index.ts';
+import { FORWARD_BIND_PORT, PassThroughUnsupported } from '../../relay/gateway/index.ts';
 import { SshError, type SshClient, type SshTarget } from '../../ssh/index.ts';
 import type { AgentDialer } from '../../relay/agent-dialer.ts';
 import { reachableComputer } from './access.ts';
@@ -50,6 +51,22 @@ export async function targetFor(deps: MachineDeps, computer: Computer): Promise<
     );
   }
   return { ...common, host: computer.sshHost, port: computer.sshPort ?? 22 };
+}
+
+/**
+ * A stream to the computer's agent for a person's own SSH connection, passed through whole: the
+ * agent's server ends it, so the relay carries ciphertext it cannot read. Undefined when the relay
+ * must bridge the person's channels itself: the computer is not reached through an agent, or its
+ * agent is older than people's connections (see PEOPLE_BIND_ADDRESS).
+ */
+export async function passThroughFor(deps: MachineDeps, computer: Computer, signal: AbortSignal): Promise<Duplex | undefined> {
+  if (computer.connectionType !== 'agent' || !deps.gateway) return undefined;
+  try {
+    return await deps.gateway.dial(computer.id, signal, 'person');
+  } catch (err) {
+    if (err instanceof PassThroughUnsupported) return undefined;
+    throw err;
+  }
 }
 
 async function credentialOf(deps: MachineDeps, computer: Computer): Promise<string> {

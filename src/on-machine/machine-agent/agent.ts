@@ -89,7 +89,7 @@ export async function runAgent(opts: AgentOptions, signal: AbortSignal): Promise
       pinGatewayHostKey: async (fingerprint) => {
         await state.update({ gatewayHostKey: fingerprint });
       },
-      onStream: (stream) => sessions.serve(stream),
+      onStream: (stream, use) => sessions.serve(stream, use),
       log: opts.log,
     },
     signal,

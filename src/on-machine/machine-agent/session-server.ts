@@ -4,7 +4,7 @@ import os from 'node:os';
 import type { Duplex } from 'node:stream';
 import ssh2, { type AuthContext, type Connection, type PseudoTtyInfo, type ServerChannel, type Session } from 'ssh2';
 import { splice } from '../../lib/splice.ts';
-import { AGENT_SERVER_SOFTWARE } from '../../relay/gateway/protocol.ts';
+import { AGENT_SERVER_SOFTWARE, type TunnelUse } from '../../relay/gateway/protocol.ts';
 import { shellQuote } from '../../ssh/command.ts';
 import { runExecRequest, type RunningCommand } from './exec-request.ts';
 import { serveSftp } from './sftp-server.ts';
@@ -21,9 +21,12 @@ export interface SessionServerOptions {
 }
 
 export interface SessionServer {
-  /** Runs an SSH server session over `stream`, one tunnelled connection of the control plane. */
-  serve(stream: Duplex): void;
+  /** Runs an SSH server session over `stream`, one tunnelled connection of the control plane or of a person. */
+  serve(stream: Duplex, use: TunnelUse): void;
 }
+
+/** Keepalive towards a person, whose end may vanish (a closed laptop): given up after 3 unanswered. */
+const PERSON_KEEPALIVE_MS = 15_000;
 
 const ENV_NAME = /^[A-Za-z_][A-Za-z0-9_]*$/;
 
@@ -33,44 +36,61 @@ const ENV_NAME = /^[A-Za-z_][A-Za-z0-9_]*$/;
  * the `sftp` subsystem and direct-tcpip channels (port forwarding from `agentplane port-forward`),
  * as the agent's own user.
  *
- * Authentication: any method (ssh2 clients try `none` first) for the agent's own user name. The
- * stream only ever comes from a `forwarded-tcpip` channel that the gateway opened over the
- * agent's own outbound connection, and the agent accepted that connection only after the gateway
- * proved the host key pinned in the state directory; so whoever speaks here is the control plane,
- * already authenticated. A second credential would be handed out by that same control plane and
- * add nothing against it. In the other direction, the control plane pins this server's host key
- * (registered by the agent), so a session routed to the wrong machine fails there. The user name
- * check catches a control plane that believes the machine runs as someone else.
+ * Authentication: any method (ssh2 clients try `none` first). The stream only ever comes from a
+ * `forwarded-tcpip` channel that the gateway opened over the agent's own outbound connection, and
+ * the agent accepted that connection only after the gateway proved the host key pinned in the
+ * state directory; so whoever speaks here was let through by the control plane, already
+ * authenticated. A second credential would be handed out by that same control plane and add
+ * nothing against it.
+ * - The control plane's own connections must name the agent's user: that catches a control
+ *   plane that believes the machine runs as someone else. The control plane pins this server's
+ *   host key (registered by the agent), so a session routed to the wrong machine fails there.
+ * - A person's connection (on the people's forwarding) was allowed by the relay for the person's
+ *   API key, as `GET /computers/{id}`; any user name is this user, as through the relay before.
+ *   The person's client sees this server's host key: the machine's own, end to end.
  */
 export function createSessionServer(opts: SessionServerOptions): SessionServer {
-  const server = new ssh2.Server({ hostKeys: [opts.hostKey], ident: AGENT_SERVER_SOFTWARE }, (client: Connection) => {
-    client.on('error', () => {});
-    client.on('authentication', (ctx: AuthContext) => {
-      if (ctx.username !== opts.username) {
-        opts.log(`refused a session for user "${ctx.username}": this agent runs as "${opts.username}"`);
-        return ctx.reject([]);
-      }
-      ctx.accept();
-    });
-    client.on('ready', () => {
-      client.on('session', (accept) => handleSession(accept(), opts));
-      client.on('tcpip', (accept, reject, info) => {
-        const socket = net.connect({ host: info.destIP, port: info.destPort, noDelay: true });
-        socket.once('error', () => reject());
-        socket.once('connect', () => {
-          socket.removeAllListeners('error');
-          splice(accept(), socket);
-        });
+  const servers = {
+    'control-plane': new ssh2.Server({ hostKeys: [opts.hostKey], ident: AGENT_SERVER_SOFTWARE }, (client) => serveClient(client, 'control-plane', opts)),
+    person: new ssh2.Server(
+      {
+        hostKeys: [opts.hostKey],
+        ident: AGENT_SERVER_SOFTWARE,
+        keepaliveInterval: PERSON_KEEPALIVE_MS,
+        keepaliveCountMax: 3,
+        algorithms: { cipher: ['aes128-gcm@openssh.com', 'aes256-gcm@openssh.com'] },
+      },
+      (client) => serveClient(client, 'person', opts),
+    ),
+  };
+  return {
+    serve(stream, use) {
+      // ssh2 only reads, writes, pauses and ends the socket it is given; a channel stream does that.
+      servers[use].injectSocket(stream as unknown as Socket);
+    },
+  };
+}
+
+function serveClient(client: Connection, use: TunnelUse, opts: SessionServerOptions): void {
+  client.on('error', () => {});
+  client.on('authentication', (ctx: AuthContext) => {
+    if (use === 'control-plane' && ctx.username !== opts.username) {
+      opts.log(`refused a session for user "${ctx.username}": this agent runs as "${opts.username}"`);
+      return ctx.reject([]);
+    }
+    ctx.accept();
+  });
+  client.on('ready', () => {
+    client.on('session', (accept) => handleSession(accept(), opts));
+    client.on('tcpip', (accept, reject, info) => {
+      const socket = net.connect({ host: info.destIP, port: info.destPort, noDelay: true });
+      socket.once('error', () => reject());
+      socket.once('connect', () => {
+        socket.removeAllListeners('error');
+        splice(accept(), socket);
       });
     });
   });
-
-  return {
-    serve(stream) {
-      // ssh2 only reads, writes, pauses and ends the socket it is given; a channel stream does that.
-      server.injectSocket(stream as unknown as Socket);
-    },
-  };
 }
 
 /** The user's home directory from the password database; `/` if it does not exist, as with sshd. */

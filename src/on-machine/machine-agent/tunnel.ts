@@ -2,7 +2,7 @@ import type { Duplex } from 'node:stream';
 import { setTimeout as sleep } from 'node:timers/promises';
 import ssh2, { type TcpConnectionDetails } from 'ssh2';
 import { coalesceWrites } from '../../relay/coalesce-writes.ts';
-import { FORWARD_BIND_ADDRESS, FORWARD_BIND_PORT } from '../../relay/gateway/protocol.ts';
+import { FORWARD_BIND_ADDRESS, FORWARD_BIND_PORT, PEOPLE_BIND_ADDRESS, type TunnelUse } from '../../relay/gateway/protocol.ts';
 import { useSsh2KeyObjects } from '../../relay/ssh2-key-objects.ts';
 import { describeSocketError } from '../../ssh/errors.ts';
 import { describeHostKey, normalizeFingerprint } from '../../ssh/host-keys.ts';
@@ -17,8 +17,8 @@ export interface TunnelOptions {
   gatewayHostKey: string | undefined;
   /** Persists the fingerprint pinned on first use. */
   pinGatewayHostKey(fingerprint: string): Promise<void>;
-  /** Each stream is one SSH connection of the control plane to serve. */
-  onStream(stream: Duplex): void;
+  /** Each stream is one SSH connection to serve: the control plane's, or a person's passed through. */
+  onStream(stream: Duplex, use: TunnelUse): void;
   log(line: string): void;
   /** Delay before reconnecting doubles from `initialMs` up to `maxMs`, with jitter. Default 0.5 s to 30 s. */
   backoff?: { initialMs?: number; maxMs?: number };
@@ -116,6 +116,11 @@ function runConnection(opts: TunnelOptions, trust: Trust, sock: Duplex, signal: 
     signal.addEventListener('abort', onAbort, { once: true });
 
     client.on('ready', () => {
+      // People's forwarding first: a gateway older than it keeps only the last forwarding asked
+      // for, which must be the control plane's. Refused, people's sessions are bridged instead.
+      client.forwardIn(PEOPLE_BIND_ADDRESS, FORWARD_BIND_PORT, (err) => {
+        if (err) opts.log(`the relay takes no people's connections directly (${err.message}); it bridges them`);
+      });
       client.forwardIn(FORWARD_BIND_ADDRESS, FORWARD_BIND_PORT, async (err) => {
         if (err) {
           lastError = new Error(`the gateway refused forwarding: ${err.message}`);
@@ -142,9 +147,11 @@ function runConnection(opts: TunnelOptions, trust: Trust, sock: Duplex, signal: 
     });
 
     client.on('tcp connection', (details: TcpConnectionDetails, accept, reject) => {
-      if (details.destIP !== FORWARD_BIND_ADDRESS) return reject();
+      const use: TunnelUse | undefined =
+        details.destIP === FORWARD_BIND_ADDRESS ? 'control-plane' : details.destIP === PEOPLE_BIND_ADDRESS ? 'person' : undefined;
+      if (!use) return reject();
       // The agent's SSH server writes each packet in pieces: one data packet per SSH packet.
-      opts.onStream(coalesceWrites(accept()));
+      opts.onStream(coalesceWrites(accept()), use);
     });
 
     client.on('error', (err: Error & { level?: string }) => {

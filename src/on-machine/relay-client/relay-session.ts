@@ -14,10 +14,11 @@ export interface RelaySession {
 const KEEPALIVE_MS = Number(process.env.AGENTPLANE_RELAY_KEEPALIVE_MS ?? 15_000);
 
 /**
- * An SSH connection to the computer through its relay. The relay serves it on the WebSocket it
- * opened for this caller's credential, as the computer's remote user; so there is no key to offer
- * (the `none` method) and the relay's host key is not checked here: what authenticates the relay
- * is the WebSocket's TLS to the control plane's address, the same the API key is sent to.
+ * An SSH connection to the computer through its relay. The relay lets it through on the WebSocket
+ * it opened for this caller's credential, as the computer's remote user; so there is no key to
+ * offer (the `none` method) and the host key (the machine's own when its agent ends the
+ * connection, else the relay's) is not checked here: what authenticates the relay is the
+ * WebSocket's TLS to the control plane's address, the same the API key is sent to.
  */
 export async function openRelaySession(creds: Credentials, nameOrId: string): Promise<RelaySession> {
   useSsh2KeyObjects();

@@ -31,22 +31,28 @@ export async function runSshCommand(nameOrId: string, command: string[], opts: S
   const session = await openRelaySession(creds, nameOrId);
   const interactive = command.length === 0;
   const tty = interactive && process.stdin.isTTY && process.stdout.isTTY;
-  const opening = new Promise<ClientChannel | string>((resolve) => {
-    const done = (err: Error | undefined, ch: ClientChannel) => resolve(err ? whyRefused(err, session.ended) : ch);
+  let status: number | undefined;
+  const opening = new Promise<{ channel: ClientChannel; closed: Promise<void> } | string>((resolve) => {
+    const done = (err: Error | undefined, ch: ClientChannel) => {
+      if (err) return resolve(whyRefused(err, session.ended));
+      // Watched at once: a quick command's exit and close can come in the same read as the
+      // channel's confirmation, before anything awaiting it runs.
+      ch.on('exit', (code: number | null, signal?: string) => {
+        status = code ?? 128 + (os.constants.signals[`SIG${signal}` as NodeJS.Signals] ?? 0);
+      });
+      resolve({ channel: ch, closed: new Promise<void>((settle) => ch.once('close', () => settle())) });
+    };
     if (interactive) session.client.shell(tty ? terminal() : false, done);
     else session.client.exec(command.join(' '), done);
   });
   // ssh2 may never answer a request whose connection died meanwhile: the session's end decides then.
-  const channel = await Promise.race([opening, session.ended]);
-  if (typeof channel === 'string') {
-    log(`${session.computer.name}: ${channel}`);
+  const opened = await Promise.race([opening, session.ended]);
+  if (typeof opened === 'string') {
+    log(`${session.computer.name}: ${opened}`);
     return CONNECTION_FAILED;
   }
+  const { channel, closed } = opened;
 
-  let status: number | undefined;
-  channel.on('exit', (code: number | null, signal?: string) => {
-    status = code ?? 128 + (os.constants.signals[`SIG${signal}` as NodeJS.Signals] ?? 0);
-  });
   channel.pipe(process.stdout, { end: false });
   channel.stderr.pipe(process.stderr, { end: false });
   if (tty) {
@@ -55,7 +61,6 @@ export async function runSshCommand(nameOrId: string, command: string[], opts: S
   }
   process.stdin.pipe(channel);
 
-  const closed = new Promise<void>((resolve) => channel.once('close', () => resolve()));
   const reason = await Promise.race([closed.then(() => undefined), session.ended]);
   if (tty) process.stdin.setRawMode(false);
   process.stdin.unpipe(channel);

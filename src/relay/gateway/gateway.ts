@@ -4,7 +4,7 @@ import ssh2, { type AuthContext, type Connection as AgentConnection, type Server
 import type { Logger } from '../../lib/logger.ts';
 import { Unreachable } from '../../ssh/errors.ts';
 import { describeHostKey, type PresentedHostKey } from '../../ssh/host-keys.ts';
-import { FORWARD_BIND_PORT, GATEWAY_SOFTWARE } from './protocol.ts';
+import { FORWARD_BIND_PORT, GATEWAY_SOFTWARE, PEOPLE_BIND_ADDRESS, type TunnelUse } from './protocol.ts';
 import { sampleGauge } from '../../observability/metrics.ts';
 import { coalesceWrites } from '../coalesce-writes.ts';
 import { useSsh2KeyObjects } from '../ssh2-key-objects.ts';
@@ -61,10 +61,12 @@ export interface SshGateway {
    */
   accept(stream: Duplex, remote: string): void;
   /**
-   * Opens a stream to the SSH server of the computer's agent, for SshTarget.dial. Fails with
-   * `Unreachable` when no agent of that computer is connected.
+   * Opens a stream to the SSH server of the computer's agent: for the control plane's own SSH
+   * connection (SshTarget.dial), or for a person's, passed through whole. Fails with `Unreachable`
+   * when no agent of that computer is connected, and with `PassThroughUnsupported` for a person
+   * when the agent did not ask for people's connections.
    */
-  dial(computerId: string, signal?: AbortSignal): Promise<Duplex>;
+  dial(computerId: string, signal?: AbortSignal, use?: TunnelUse): Promise<Duplex>;
   isConnected(computerId: string): boolean;
   /** Drops the computer's agent connection, if any (the agent reconnects unless it is refused). */
   disconnect(computerId: string): boolean;
@@ -72,14 +74,29 @@ export interface SshGateway {
   close(): Promise<void>;
 }
 
-/** One live agent: its connection and the forwarding it asked for. */
+/** A forwarding an agent asked for: where channels opened to it say they were connected. */
+interface Bind {
+  bindAddr: string;
+  bindPort: number;
+}
+
+/** One live agent: its connection and the forwardings it asked for. */
 interface Agent {
   readonly computerId: string;
   readonly key: PresentedAgentKey;
   readonly connection: AgentConnection;
   readonly socket: Duplex;
-  readonly bindAddr: string;
-  readonly bindPort: number;
+  readonly controlPlane: Bind;
+  /** People's connections, passed through; absent for an agent that did not ask (an older one). */
+  people: Bind | undefined;
+}
+
+/** The computer's agent takes no people's connections of its own; bridge them instead. */
+export class PassThroughUnsupported extends Error {
+  constructor(computerId: string) {
+    super(`the agent of computer ${computerId} does not take people's SSH connections directly`);
+    this.name = 'PassThroughUnsupported';
+  }
 }
 
 const MAX_AUTH_ATTEMPTS = 6;
@@ -149,6 +166,7 @@ export async function createSshGateway(opts: SshGatewayOptions): Promise<SshGate
     let computerId: string | undefined;
     let computerKey: PresentedAgentKey | undefined;
     let agent: Agent | undefined;
+    let people: Bind | undefined;
     let attempts = 0;
     // One lookup per presented key and connection: a client asks about a key, then signs with it.
     const verdicts = new Map<string, Promise<boolean>>();
@@ -188,18 +206,23 @@ export async function createSshGateway(opts: SshGatewayOptions): Promise<SshGate
 
     connection.on('request', (accept, reject, name, info) => {
       if (!computerId || !computerKey || (name !== 'tcpip-forward' && name !== 'cancel-tcpip-forward')) return reject?.();
+      const bindInfo = info as Bind;
+      const bind = { bindAddr: bindInfo.bindAddr, bindPort: bindInfo.bindPort || FORWARD_BIND_PORT };
+      if (bind.bindAddr === PEOPLE_BIND_ADDRESS) {
+        people = name === 'tcpip-forward' ? bind : undefined;
+        if (agent) agent.people = people;
+        return accept?.(bind.bindPort);
+      }
       if (name === 'cancel-tcpip-forward') {
         if (agent && agents.get(agent.computerId) === agent) agents.delete(agent.computerId);
         agent = undefined;
         return accept?.();
       }
-      const bindInfo = info as { bindAddr: string; bindPort: number };
-      const bindPort = bindInfo.bindPort || FORWARD_BIND_PORT;
-      agent = { computerId, key: computerKey, connection, socket, bindAddr: bindInfo.bindAddr, bindPort };
+      agent = { computerId, key: computerKey, connection, socket, controlPlane: bind, people };
       const previous = agents.get(computerId);
       agents.set(computerId, agent);
       clearTimeout(handshakeTimers.get(socket));
-      accept?.(bindPort);
+      accept?.(bind.bindPort);
       if (previous && previous.connection !== connection) {
         log.info({ computerId }, 'a newer agent connection replaces the older one');
         previous.socket.destroy();
@@ -278,7 +301,7 @@ export async function createSshGateway(opts: SshGatewayOptions): Promise<SshGate
     address,
     accept,
 
-    dial(computerId, signal) {
+    dial(computerId, signal, use = 'control-plane') {
       const port = address()?.port ?? 0;
       const agent = agents.get(computerId);
       if (!agent) {
@@ -290,6 +313,8 @@ export async function createSshGateway(opts: SshGatewayOptions): Promise<SshGate
           }),
         );
       }
+      const bind = use === 'person' ? agent.people : agent.controlPlane;
+      if (!bind) return Promise.reject(new PassThroughUnsupported(computerId));
       return new Promise<Duplex>((resolve, reject) => {
         let settled = false;
         const onAbort = () => {
@@ -299,7 +324,7 @@ export async function createSshGateway(opts: SshGatewayOptions): Promise<SshGate
         };
         if (signal?.aborted) return onAbort();
         signal?.addEventListener('abort', onAbort, { once: true });
-        agent.connection.forwardOut(agent.bindAddr, agent.bindPort, '127.0.0.1', 0, (err: Error | undefined, channel: ServerChannel) => {
+        agent.connection.forwardOut(bind.bindAddr, bind.bindPort, '127.0.0.1', 0, (err: Error | undefined, channel: ServerChannel) => {
           signal?.removeEventListener('abort', onAbort);
           if (settled) {
             if (!err) channel.close();
@@ -307,8 +332,8 @@ export async function createSshGateway(opts: SshGatewayOptions): Promise<SshGate
           }
           settled = true;
           if (err) return reject(new Unreachable({ host: computerId, port, reason: `the agent refused the tunnel: ${err.message}`, cause: err }));
-          // The control plane's SSH connection to the machine rides on this channel: one data
-          // packet per SSH packet of it, not one per piece ssh2 writes.
+          // An SSH connection to the machine rides on this channel: one data packet per SSH packet
+          // of it, not one per piece ssh2 writes.
           resolve(coalesceWrites(channel));
         });
       });

@@ -10,6 +10,18 @@ export const FORWARD_BIND_ADDRESS = 'agentplane';
 export const FORWARD_BIND_PORT = 22;
 
 /**
+ * The second forwarding an agent asks for, before the first: people's own SSH connections
+ * (`agentplane ssh`, OpenSSH through `--stdio`), passed through whole. The agent's server ends
+ * them itself, so the relay carries their ciphertext and decrypts none of it. The gateway sends
+ * people's connections to an agent that did not ask for it (an older agent) through a connection
+ * of its own instead, bridging channel by channel.
+ */
+export const PEOPLE_BIND_ADDRESS = 'agentplane-people';
+
+/** Who a tunnelled connection to an agent's SSH server is for: the control plane, or a person. */
+export type TunnelUse = 'control-plane' | 'person';
+
+/**
  * Software version in the banner of the agent's in-process SSH server. The server kills a
  * command's process group on an SSH `signal` request and when the channel closes, so clients may
  * use signal requests to stop commands (see serverHonoursSignals in ../../ssh/command.ts).

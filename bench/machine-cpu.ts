@@ -1,0 +1,17 @@
+import fs from 'node:fs';
+
+/** /proc/stat and /proc/<pid>/stat count CPU time in USER_HZ ticks: 100 a second on Linux. */
+const TICK_MS = 10;
+
+/** CPU time the whole machine has been busy (every core, every process, the kernel; not the hypervisor's steal), in ms. */
+export function machineBusyMs(): number {
+  const [, ...ticks] = fs.readFileSync('/proc/stat', 'utf8').split('\n')[0]!.trim().split(/\s+/);
+  const [user, nice, system, , , irq, softirq] = ticks.map(Number);
+  return (user! + nice! + system! + irq! + softirq!) * TICK_MS;
+}
+
+/** CPU time (user + system) a process has used so far, in ms. */
+export function processCpuMs(pid: number): number {
+  const fields = fs.readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ');
+  return (Number(fields[11]) + Number(fields[12])) * TICK_MS;
+}
