@@ -137,7 +137,8 @@ async function tunnels(tmp: string, sshd: TestSshd): Promise<void> {
   const port = gateway.address()!.port;
   // The API port's relay endpoint, as src/server.ts attaches it.
   const api = http.createServer((_req, res) => res.writeHead(404).end());
-  attachRelay(api, { agent: (ws, remote) => gateway.accept(webSocketDuplex(ws), remote), client: async () => Promise.reject(new AppError(404, 'none')) }, log);
+  const none = async () => Promise.reject(new AppError(404, 'none'));
+  attachRelay(api, { agent: (ws, remote) => gateway.accept(webSocketDuplex(ws), remote), agentReturn: none, client: none }, log);
   await new Promise<void>((resolve) => api.listen(0, '127.0.0.1', () => resolve()));
   const apiPort = (api.address() as AddressInfo).port;
   // This process's peer listener, reached as another replica reaches it.

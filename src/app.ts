@@ -55,6 +55,9 @@ import type { SshClient } from './ssh/index.ts';
 import { createClientRelay } from './relay/client-relay.ts';
 import type { RelayEndpoints } from './relay/upgrade.ts';
 import { publicBaseUrl, type RelayUrls } from './relay/urls.ts';
+import { RETURN_TOKEN_HEADER } from './relay/protocol.ts';
+import type { ReplicaRelay } from './relay/replica-relay.ts';
+import { AppError } from './lib/errors.ts';
 
 export interface AppDeps {
   config: Pick<Config, 'bodyLimit' | 'jwt' | 'sessionsOrgs' | 'appUrl' | 'sessions' | 'managed' | 'events' | 'dataDir' | 'wiki' | 'trustProxy'>;
@@ -69,7 +72,12 @@ export interface AppDeps {
   /** Sends background jobs; the worker may run elsewhere. */
   queue: Pick<JobQueue, 'send'>;
   /** How the control plane reaches machines; `relay` where this process takes agents' tunnels. */
-  machines: { ssh: SshClient; secrets: SecretBox; gateway?: AgentDialer; relay?: { gateway: Pick<SshGateway, 'accept'>; hostKey: string } };
+  machines: {
+    ssh: SshClient;
+    secrets: SecretBox;
+    gateway?: AgentDialer;
+    relay?: { gateway: Pick<SshGateway, 'accept'>; hostKey: string; acceptReturn: ReplicaRelay['acceptReturn'] };
+  };
   /** The relay's public addresses, reported on computers. */
   relayUrls?: RelayUrls;
   /** The address callers reach the API at (the request's own, AGENTPLANE_PUBLIC_URL, or the listening address). */
@@ -209,6 +217,12 @@ function relayEndpoints(deps: AppDeps, authenticate: ReturnType<typeof createAut
   return {
     endpoints: {
       agent: (ws, remote) => agents.gateway.accept(webSocketDuplex(ws), remote),
+      agentReturn: async (req) => {
+        const token = req.headers[RETURN_TOKEN_HEADER];
+        const accepted = typeof token === 'string' ? await agents.acceptReturn(token) : undefined;
+        if (!accepted) throw new AppError(404, 'No relay session waits for this connection back (it may have stopped waiting)');
+        return { serve: (ws) => accepted.serve(webSocketDuplex(ws)), cancel: accepted.cancel };
+      },
       client: (req, computerId) => people.open(req, computerId),
     },
     close: () => people.close(),

@@ -50,8 +50,8 @@ interface OpenSession {
   end(reason: string): void;
 }
 
-/** How a session reaches its machine: a person's connection passed through, or bridged by the relay. */
-type MachineSide = { passedThrough: Duplex } | { bridged: MachineConnection };
+/** How a session reaches its machine: a person's connection passed through (how), or bridged by the relay. */
+type MachineSide = { passedThrough: Duplex; via: string } | { bridged: MachineConnection };
 
 /**
  * People's sessions on their computers through the relay (`agentplane ssh`, `port-forward`, and
@@ -59,8 +59,9 @@ type MachineSide = { passedThrough: Duplex } | { bridged: MachineConnection };
  * JWT and is allowed exactly when `GET /computers/{id}` would be. The person needs no key of the
  * machine's. Then:
  * - a computer whose agent takes people's connections gets the person's SSH connection passed
- *   through whole, on a channel of the agent's tunnel (on whichever replica holds it); the agent's
- *   server ends it with the machine's own host key, and the relay decrypts nothing;
+ *   through whole, on the agent's own connection back to this replica (or, where it cannot make
+ *   one, a channel of its tunnel); the agent's server ends it with the machine's own host key, and
+ *   the relay decrypts nothing;
  * - any other computer (managed, reached directly, or an older agent) is connected to the way the
  *   control plane always does (its own key, the machine's pinned host key), and the relay serves
  *   the person an SSH server of its own over the WebSocket, passing each channel on.
@@ -130,7 +131,7 @@ export function createClientRelay(opts: ClientRelayOptions): ClientRelay {
       },
     };
     sessions.add(session);
-    log.info({ sessionId, computerId, passedThrough: 'passedThrough' in machine }, 'relay session opened');
+    log.info({ sessionId, computerId, carried: 'via' in machine ? machine.via : 'bridged' }, 'relay session opened');
 
     ws.once('close', () => session.end('closed by the client'));
     if ('passedThrough' in machine) return passThrough(ws, machine.passedThrough, session);
@@ -158,7 +159,7 @@ export function createClientRelay(opts: ClientRelayOptions): ClientRelay {
       try {
         const passedThrough = await passThroughFor(opts.machines, computer, AbortSignal.timeout(20_000));
         machine = passedThrough
-          ? { passedThrough }
+          ? { passedThrough: passedThrough.stream, via: passedThrough.via }
           : {
               bridged: await connect(await targetFor(opts.machines, computer), {
                 connectTimeoutMs: 20_000,
@@ -173,7 +174,7 @@ export function createClientRelay(opts: ClientRelayOptions): ClientRelay {
       // No session without its audit record: a failed write refuses the session.
       const sessionId = newId('rly');
       try {
-        await audit(principal, computer.id, { action: 'opened', sessionId });
+        await audit(principal, computer.id, { action: 'opened', sessionId, carried: 'via' in machine ? machine.via : 'bridged' });
       } catch (err) {
         drop();
         throw err;

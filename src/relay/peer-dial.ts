@@ -4,7 +4,8 @@ import { PassThroughUnsupported, type TunnelUse } from './gateway/index.ts';
 import { webSocketDuplex } from './gateway/websocket-stream.ts';
 import { Unreachable } from '../ssh/errors.ts';
 import { PEER_TOKEN_HEADER, type PeerTokens } from './peer-auth.ts';
-import { peerPath } from './peer-server.ts';
+import { PEER_RETURN_PATH, peerPath } from './peer-server.ts';
+import { RETURN_TOKEN_HEADER } from './protocol.ts';
 
 /**
  * Opens a stream to the SSH server of a computer's agent through the replica holding its tunnel.
@@ -12,10 +13,31 @@ import { peerPath } from './peer-server.ts';
  * carry bytes but never impersonate the machine.
  */
 export function dialPeer(peerUrl: string, computerId: string, tokens: PeerTokens, signal: AbortSignal, use: TunnelUse = 'control-plane'): Promise<Duplex> {
-  const url = `${peerUrl.replace(/\/+$/, '')}${peerPath(computerId, use)}`;
-  const unreachable = (reason: string, cause?: unknown) => new Unreachable({ host: computerId, port: 22, reason, cause });
+  return openPeer(`${peerUrl.replace(/\/+$/, '')}${peerPath(computerId, use)}`, { [PEER_TOKEN_HEADER]: tokens.sign(computerId) }, signal, {
+    host: computerId,
+    refused: (status) => (status === 501 ? new PassThroughUnsupported(computerId, use) : undefined),
+    whose: "the replica holding the agent's tunnel",
+  });
+}
+
+/** Hands an agent's connection back (see Returns) to the replica whose session waits for it. */
+export function dialPeerReturn(peerUrl: string, token: string, tokens: PeerTokens, signal: AbortSignal): Promise<Duplex> {
+  return openPeer(`${peerUrl.replace(/\/+$/, '')}${PEER_RETURN_PATH}`, { [PEER_TOKEN_HEADER]: tokens.sign(token), [RETURN_TOKEN_HEADER]: token }, signal, {
+    host: 'relay',
+    refused: () => undefined,
+    whose: 'the replica waiting for the connection back',
+  });
+}
+
+function openPeer(
+  url: string,
+  headers: Record<string, string>,
+  signal: AbortSignal,
+  about: { host: string; whose: string; refused(status: number | undefined): Error | undefined },
+): Promise<Duplex> {
+  const unreachable = (reason: string, cause?: unknown) => new Unreachable({ host: about.host, port: 22, reason, cause });
   return new Promise((resolve, reject) => {
-    const ws = new WebSocket(url, { headers: { [PEER_TOKEN_HEADER]: tokens.sign(computerId) }, perMessageDeflate: false, handshakeTimeout: 10_000 });
+    const ws = new WebSocket(url, { headers, perMessageDeflate: false, handshakeTimeout: 10_000 });
     const fail = (err: Error) => {
       signal.removeEventListener('abort', onAbort);
       ws.terminate();
@@ -27,16 +49,10 @@ export function dialPeer(peerUrl: string, computerId: string, tokens: PeerTokens
     ws.once('unexpected-response', (_req, res) => {
       let body = '';
       res.on('data', (d: Buffer) => (body += d.toString()));
-      res.on('end', () =>
-        fail(
-          res.statusCode === 501
-            ? new PassThroughUnsupported(computerId)
-            : unreachable(`the replica holding the agent's tunnel answered ${res.statusCode}${body ? `: ${body}` : ''}`),
-        ),
-      );
-      res.on('error', () => fail(unreachable(`the replica holding the agent's tunnel answered ${res.statusCode}`)));
+      res.on('end', () => fail(about.refused(res.statusCode) ?? unreachable(`${about.whose} answered ${res.statusCode}${body ? `: ${body}` : ''}`)));
+      res.on('error', () => fail(unreachable(`${about.whose} answered ${res.statusCode}`)));
     });
-    ws.once('error', (err) => fail(unreachable(`cannot reach the replica holding the agent's tunnel (${peerUrl}): ${err.message}`, err)));
+    ws.once('error', (err) => fail(unreachable(`cannot reach ${about.whose} (${url}): ${err.message}`, err)));
     ws.once('open', () => {
       signal.removeEventListener('abort', onAbort);
       ws.removeAllListeners('error');

@@ -3,6 +3,20 @@
 /** The path agents upgrade to a WebSocket on, at the API's own address. */
 export const AGENT_RELAY_PATH = '/api/v0/relay/agent';
 
+/**
+ * The path an agent connects back on, for one person's SSH connection it was asked to end (see
+ * RETURN_BIND_ADDRESS): its own relay address plus `/return`, the token in RETURN_TOKEN_HEADER.
+ */
+export const AGENT_RETURN_PATH = `${AGENT_RELAY_PATH}/return`;
+export const RETURN_TOKEN_HEADER = 'x-agentplane-return';
+
+/** Where an agent whose relay is `relayAgentUrl` connects back. */
+export function agentReturnUrl(relayAgentUrl: string): string {
+  const url = new URL(relayAgentUrl);
+  url.pathname = `${url.pathname.replace(/\/+$/, '')}/return`;
+  return url.href;
+}
+
 /** The path people's `agentplane ssh` and `port-forward` upgrade on, per computer. */
 export const CLIENT_RELAY_PATTERN = /^\/api\/v0\/computers\/([^/?]+)\/relay$/;
 

@@ -3,9 +3,14 @@ import { newId } from '../lib/ids.ts';
 import type { Logger } from '../lib/logger.ts';
 import { createSshGateway, type AgentIdentity, type PresentedAgentKey, type SshGateway } from './gateway/index.ts';
 import { formatAddress } from '../ssh/errors.ts';
+import { splice } from '../lib/splice.ts';
 import { createAgentDialer, type AgentDialer } from './agent-dialer.ts';
 import type { PeerTokens } from './peer-auth.ts';
 import { startPeerServer, type PeerServer } from './peer-server.ts';
+import { dialPeerReturn } from './peer-dial.ts';
+import { createReturns, replicaOfReturn } from './returns.ts';
+import { findReplicaPeer } from './tunnel-holder.ts';
+import type { Duplex } from 'node:stream';
 import { startTunnelLeases, type TunnelLeases } from './tunnel-leases.ts';
 
 export interface ReplicaRelayOptions {
@@ -29,6 +34,12 @@ export interface ReplicaRelay {
   dialer: AgentDialer;
   /** Present when replicas route to each other. */
   leases?: TunnelLeases;
+  /**
+   * Where an agent's connection back (token from its upgrade request) goes: to the person's
+   * session of this replica waiting for it, or through the peer listener of the replica whose
+   * session does. Undefined when nobody waits for the token.
+   */
+  acceptReturn(token: string): Promise<{ serve(stream: Duplex): void; cancel(): void } | undefined>;
   close(): Promise<void>;
 }
 
@@ -39,6 +50,7 @@ export interface ReplicaRelay {
  */
 export async function startReplicaRelay(opts: ReplicaRelayOptions): Promise<ReplicaRelay> {
   const replicaId = newId('rpl');
+  const returns = createReturns(replicaId);
   let gateway: SshGateway | undefined;
   let peerServer: PeerServer | undefined;
   let leases: TunnelLeases | undefined;
@@ -50,6 +62,7 @@ export async function startReplicaRelay(opts: ReplicaRelayOptions): Promise<Repl
       port: peer.port,
       tokens: peer.tokens,
       log: opts.log,
+      returns,
       dial: (computerId, signal, use) => gateway!.dial(computerId, signal, use),
     });
     leases = await startTunnelLeases({
@@ -71,11 +84,26 @@ export async function startReplicaRelay(opts: ReplicaRelayOptions): Promise<Repl
     onAgentConnected: (computerId) => leases?.held(computerId),
     onAgentDisconnected: (computerId) => leases?.released(computerId),
   });
-  const dialer = createAgentDialer({ local: gateway, peers: peer && { db: opts.db, tokens: peer.tokens, replicaId } });
+  const dialer = createAgentDialer({ local: gateway, peers: peer && { db: opts.db, tokens: peer.tokens, replicaId }, returns, log: opts.log });
   return {
     gateway,
     dialer,
     leases,
+    async acceptReturn(token) {
+      if (returns.waitsFor(token)) {
+        return {
+          serve: (stream) => {
+            if (!returns.deliver(token, stream)) stream.destroy();
+          },
+          cancel: () => {},
+        };
+      }
+      const waiting = replicaOfReturn(token);
+      const peerUrl = peer && waiting && waiting !== replicaId ? await findReplicaPeer(opts.db, waiting) : undefined;
+      if (!peer || !peerUrl) return undefined;
+      const upstream = await dialPeerReturn(peerUrl, token, peer.tokens, AbortSignal.timeout(5_000)).catch(() => undefined);
+      return upstream && { serve: (stream) => splice(stream, upstream), cancel: () => upstream.destroy() };
+    },
     async close() {
       await leases?.stop();
       await peerServer?.close();

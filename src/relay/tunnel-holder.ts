@@ -17,3 +17,9 @@ export async function findTunnelHolder(db: Db, computerId: string): Promise<Tunn
     WHERE t.computer_id = ${computerId} AND r.expires_at > now()`;
   return row ? { replicaId: row.replica_id, peerUrl: row.peer_url } : undefined;
 }
+
+/** Where other replicas reach a live replica (its lease not run out), if it is one. */
+export async function findReplicaPeer(db: Db, replicaId: string): Promise<string | undefined> {
+  const [row] = await db.$queryRaw<{ peer_url: string }[]>`SELECT peer_url FROM relay_replicas WHERE id = ${replicaId} AND expires_at > now()`;
+  return row?.peer_url;
+}

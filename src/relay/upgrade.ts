@@ -4,12 +4,14 @@ import { WebSocketServer, type WebSocket } from 'ws';
 import { errorBody, statusTitle } from '../http/errors.ts';
 import { AppError } from '../lib/errors.ts';
 import type { Logger } from '../lib/logger.ts';
-import { AGENT_RELAY_PATH, CLIENT_RELAY_PATTERN } from './protocol.ts';
+import { AGENT_RELAY_PATH, AGENT_RETURN_PATH, CLIENT_RELAY_PATTERN } from './protocol.ts';
 
 /** What serves each kind of relay connection once its WebSocket is open. */
 export interface RelayEndpoints {
   /** An agent's tunnel; the agent authenticates inside, with its SSH key. */
   agent(ws: WebSocket, remote: string): void;
+  /** An agent's connection back for a person's session, named by its token (404 when nobody waits for it). */
+  agentReturn(req: IncomingMessage): Promise<AcceptedUpgrade>;
   /**
    * A person's session: checks the request's credential and access to the computer before the
    * upgrade is accepted (throwing an AppError answers its status), then serves the WebSocket.
@@ -39,8 +41,8 @@ export function attachRelay(server: Server, endpoints: RelayEndpoints, log: Logg
       return;
     }
     const match = CLIENT_RELAY_PATTERN.exec(path);
-    if (!match) return refuse(socket, new AppError(404, `No WebSocket endpoint at ${path}; agents use ${AGENT_RELAY_PATH}`));
-    endpoints.client(req, decodeURIComponent(match[1]!)).then(
+    if (!match && path !== AGENT_RETURN_PATH) return refuse(socket, new AppError(404, `No WebSocket endpoint at ${path}; agents use ${AGENT_RELAY_PATH}`));
+    (match ? endpoints.client(req, decodeURIComponent(match[1]!)) : endpoints.agentReturn(req)).then(
       (accepted) => {
         if (socket.destroyed) return accepted.cancel();
         wss.handleUpgrade(req, socket, head, accepted.serve);

@@ -152,6 +152,12 @@ describe.skipIf(skip)('the relay across two replicas on PostgreSQL', () => {
     // A person's SSH connection, passed through this replica to the holder's tunnel and the agent.
     const ssh = await runCli(['ssh', computerId, '--', 'id -un; exit 4'], { env: { AGENTPLANE_URL: other.url, AGENTPLANE_API_KEY: key }, input: '' }).done;
     expect(ssh).toMatchObject({ code: 4, stdout: `${who.username}\n`, stderr: '' });
+    // The agent's connection back reached the holder (the balancer's first); the holder handed it
+    // to this replica through its peer listener, so the agent's own connection carried it.
+    const { rows } = await db.query<{ payload: { carried: string } }>(
+      `SELECT payload FROM audit_records WHERE event_type = 'computer_relay_session' AND payload->>'action' = 'opened' ORDER BY created_at DESC LIMIT 1`,
+    );
+    expect(rows[0]?.payload.carried).toBe('returned');
   });
 
   it('after the holder is killed (SIGKILL), the agent reconnects to the other replica and the same calls work', { timeout: 180_000 }, async () => {

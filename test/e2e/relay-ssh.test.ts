@@ -175,6 +175,28 @@ describe('agentplane ssh through the relay', () => {
     expect(nobody.stderr).toContain('401');
   });
 
+  it('refuses a connection back that no session waits for (a guessed, spent or missing token): 404, nothing spliced', async () => {
+    const answer = (headers: Record<string, string>) =>
+      new Promise<{ status: number; body: string }>((resolve, reject) => {
+        const ws = new WebSocket(`${api.url.replace(/^http/, 'ws')}/api/v0/relay/agent/return`, { headers });
+        ws.once('unexpected-response', (_req, res) => {
+          let body = '';
+          res.on('data', (d: Buffer) => (body += d.toString())).on('end', () => resolve({ status: res.statusCode ?? 0, body }));
+        });
+        ws.once('open', () => reject(new Error('the relay took a connection back nobody waits for')));
+        ws.once('error', () => {});
+      });
+    for (const headers of [
+      {} as Record<string, string>,
+      { 'x-agentplane-return': 'rpl_nobody.AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA' },
+      { 'x-agentplane-return': 'not a token' },
+    ]) {
+      const { status, body } = await answer(headers);
+      expect(status).toBe(404);
+      expect(JSON.parse(body).detail).toMatch(/No relay session waits for this connection back/);
+    }
+  });
+
   it('audits every session: who, which computer, when and how long', async () => {
     const records = await waitFor('the close records', async () => {
       const rows = await api.db.prisma.auditRecord.findMany({ where: { eventType: 'computer_relay_session' }, orderBy: { createdAt: 'asc' } });
@@ -183,6 +205,12 @@ describe('agentplane ssh through the relay', () => {
     });
     const opened = records.find((r) => (r.payload as { action: string }).action === 'opened')!;
     expect(opened).toMatchObject({ actorKind: 'human', actorId: api.acme.members.manager.userId, target: { computerId } });
+    // Every session so far reached the agent on its own connection back to the relay.
+    const openedHere = records.filter(
+      (r) => (r.payload as { action: string }).action === 'opened' && (r.target as { computerId: string }).computerId === computerId,
+    );
+    const carried = new Set(openedHere.map((r) => (r.payload as { carried: string }).carried));
+    expect([...carried]).toEqual(['returned']);
     const sessionId = (opened.payload as { sessionId: string }).sessionId;
     const closed = records.find(
       (r) => (r.payload as { action: string; sessionId: string }).action === 'closed' && (r.payload as { sessionId: string }).sessionId === sessionId,
@@ -244,6 +272,12 @@ describe.skipIf(skipWithout('agentplane ssh to an sshd computer', sshdMissing())
     it('runs a command as the remote user through the relay, with no key on this side', async () => {
       const run = await ssh(['direct-box', '--', 'echo "$(id -un)"; exit 6']).done;
       expect(run).toMatchObject({ code: 6, stdout: `${sshd.username}\n` });
+      // No agent to end it: the relay bridges the person's channels to its own connection.
+      const rows = await api.db.prisma.auditRecord.findMany({ where: { eventType: 'computer_relay_session' } });
+      const opened = rows.filter(
+        (r) => (r.payload as { action: string }).action === 'opened' && (r.target as { computerId: string }).computerId !== computerId,
+      );
+      expect(opened.map((r) => (r.payload as { carried: string }).carried)).toEqual(['bridged']);
     });
 
     it("gives OpenSSH a terminal on the machine's sshd", async () => {

@@ -9,7 +9,9 @@ import { runAgent } from '../../src/on-machine/machine-agent/agent.ts';
 import { openStateDir, type AgentStateDir } from '../../src/on-machine/machine-agent/state.ts';
 import { TunnelRefused } from '../../src/on-machine/machine-agent/tunnel.ts';
 import { createLogger } from '../../src/lib/logger.ts';
+import { createAgentDialer } from '../../src/relay/agent-dialer.ts';
 import { createSshGateway, PassThroughUnsupported, type SshGateway } from '../../src/relay/gateway/index.ts';
+import { createReturns } from '../../src/relay/returns.ts';
 import { describeHostKey } from '../../src/ssh/host-keys.ts';
 import { createSshClient, generateKeyPair, SshError, type SshClient, type SshTarget } from '../../src/ssh/index.ts';
 import { waitFor } from '../support/wait.ts';
@@ -320,6 +322,13 @@ describe('a connected agent', () => {
     }
   });
 
+  it("an agent on the SSH gateway port cannot connect back: a person's connection takes its tunnel", async () => {
+    const dialer = createAgentDialer({ local: gateway, returns: createReturns('rpl_here') });
+    const { stream, via } = await dialer.dialPerson('cmp_main', AbortSignal.timeout(5_000));
+    stream.destroy();
+    expect(via).toBe('tunnelled');
+  });
+
   it('runs 20 commands at once through the one tunnel', async () => {
     const results = await Promise.all(Array.from({ length: 20 }, (_, i) => ssh.exec(target, `sleep 0.2; echo ${i}`)));
     expect(results.map((r) => r.stdout.trim())).toEqual(Array.from({ length: 20 }, (_, i) => String(i)));
@@ -397,6 +406,35 @@ describe('refusals', () => {
     }
   });
 
+  it("an agent asked to connect back that does not within 5 s: the person's connection takes its tunnel", { timeout: 15_000 }, async () => {
+    const state = await prepareState('cmp_silent');
+    registered.set('cmp_silent', state.keys.client.fingerprint);
+    const silent = await new Promise<ssh2.Client>((resolve, reject) => {
+      const c = new ssh2.Client();
+      c.once('ready', () => {
+        for (const bind of ['agentplane-return', 'agentplane-people']) c.forwardIn(bind, 22, () => {});
+        c.forwardIn('agentplane', 22, (err) => (err ? reject(err) : resolve(c)));
+      }).once('error', reject);
+      c.connect({ host: '127.0.0.1', port: gatewayPort, username: 'cmp_silent', privateKey: state.keys.client.privateKey, hostVerifier: () => true });
+    });
+    const asked: string[] = [];
+    silent.on('tcp connection', (info, accept) => {
+      asked.push(info.destIP);
+      accept().on('data', () => {});
+    });
+    try {
+      const dialer = createAgentDialer({ local: gateway, returns: createReturns('rpl_here') });
+      const started = Date.now();
+      const { stream, via } = await dialer.dialPerson('cmp_silent', AbortSignal.timeout(10_000));
+      stream.destroy();
+      expect(via).toBe('tunnelled');
+      expect(Date.now() - started).toBeGreaterThanOrEqual(4_900);
+      expect(asked).toEqual(['agentplane-return', 'agentplane-people']);
+    } finally {
+      silent.end();
+    }
+  });
+
   it('a newer agent connection for the same computer replaces the older one', async () => {
     const state = await prepareState('cmp_twice');
     registered.set('cmp_twice', state.keys.client.fingerprint);
@@ -419,6 +457,7 @@ describe('refusals', () => {
       // An agent that asked only for the control plane's forwarding (one older than people's
       // connections) takes none of a person's: the relay bridges those itself.
       expect(await errorOf(gateway.dial('cmp_twice', undefined, 'person'))).toBeInstanceOf(PassThroughUnsupported);
+      expect(await errorOf(gateway.dial('cmp_twice', undefined, 'return'))).toBeInstanceOf(PassThroughUnsupported);
     } finally {
       first.end();
       second.end();

@@ -111,6 +111,9 @@ beforeAll(async () => {
     server,
     {
       agent: (ws, remote) => gateway.accept(webSocketDuplex(ws), remote),
+      agentReturn: async () => {
+        throw new AppError(404, 'no people here');
+      },
       client: async () => {
         throw new AppError(404, 'no people here');
       },

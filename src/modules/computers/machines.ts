@@ -55,14 +55,14 @@ export async function targetFor(deps: MachineDeps, computer: Computer): Promise<
 
 /**
  * A stream to the computer's agent for a person's own SSH connection, passed through whole: the
- * agent's server ends it, so the relay carries ciphertext it cannot read. Undefined when the relay
- * must bridge the person's channels itself: the computer is not reached through an agent, or its
- * agent is older than people's connections (see PEOPLE_BIND_ADDRESS).
+ * agent's server ends it, so the relay carries ciphertext it cannot read (see
+ * AgentDialer.dialPerson). Undefined when the relay must bridge the person's channels itself: the
+ * computer is not reached through an agent, or its agent is older than people's connections.
  */
-export async function passThroughFor(deps: MachineDeps, computer: Computer, signal: AbortSignal): Promise<Duplex | undefined> {
+export async function passThroughFor(deps: MachineDeps, computer: Computer, signal: AbortSignal): Promise<{ stream: Duplex; via: string } | undefined> {
   if (computer.connectionType !== 'agent' || !deps.gateway) return undefined;
   try {
-    return await deps.gateway.dial(computer.id, signal, 'person');
+    return await deps.gateway.dialPerson(computer.id, signal);
   } catch (err) {
     if (err instanceof PassThroughUnsupported) return undefined;
     throw err;

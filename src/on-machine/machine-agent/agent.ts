@@ -1,8 +1,9 @@
 import os from 'node:os';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { normalizeFingerprint } from '../../ssh/host-keys.ts';
+import { agentReturnUrl, RETURN_TOKEN_HEADER } from '../../relay/protocol.ts';
 import { localHostId } from './host-id.ts';
-import { parseGatewayUrl } from './gateway-address.ts';
+import { dialGateway, parseGatewayUrl } from './gateway-address.ts';
 import { registerComputer, RegistrationUnavailable, type RegisteredComputer } from './registration.ts';
 import { createSessionServer } from './session-server.ts';
 import { defaultStateDir, openStateDir, type AgentStateDir } from './state.ts';
@@ -79,10 +80,17 @@ export async function runAgent(opts: AgentOptions, signal: AbortSignal): Promise
   }
 
   const sessions = createSessionServer({ hostKey: state.keys.host.privateKey, username, env: commandEnvironment(), log: opts.log });
+  const gateway = parseGatewayUrl(gatewayUrl);
+  // A person's connection comes back on a WebSocket of its own when the relay is one (see RETURN_BIND_ADDRESS).
+  const connectBack = (url: string, token: string) =>
+    dialGateway({ kind: 'ws', url: agentReturnUrl(url) }, { timeoutMs: 10_000, signal, headers: { [RETURN_TOKEN_HEADER]: token } }).then(
+      (stream) => sessions.serve(stream, 'person'),
+      (err: Error) => opts.log(`cannot connect back to the relay for a person's session: ${err.message}`),
+    );
   await runTunnel(
     {
       ...opts.tunnel,
-      gateway: parseGatewayUrl(gatewayUrl),
+      gateway,
       computerId,
       clientKey: state.keys.client.privateKey,
       gatewayHostKey: saved.gatewayHostKey,
@@ -90,6 +98,7 @@ export async function runAgent(opts: AgentOptions, signal: AbortSignal): Promise
         await state.update({ gatewayHostKey: fingerprint });
       },
       onStream: (stream, use) => sessions.serve(stream, use),
+      onReturn: gateway.kind === 'ws' ? (token) => void connectBack(gateway.url, token) : undefined,
       log: opts.log,
     },
     signal,

@@ -29,11 +29,18 @@ export function describeGateway(address: GatewayAddress): string {
   return address.kind === 'ws' ? address.url : `ssh://${formatAddress(address.host, address.port)}`;
 }
 
+interface DialOptions {
+  timeoutMs: number;
+  signal: AbortSignal;
+  /** Sent with a WebSocket upgrade (a connection back names its token). */
+  headers?: Record<string, string>;
+}
+
 /**
  * Opens the byte stream the agent speaks SSH over. Resolves once the TCP connection (and, for a
  * WebSocket, the upgrade) is done; rejects with a message naming the address and the cause.
  */
-export function dialGateway(address: GatewayAddress, opts: { timeoutMs: number; signal: AbortSignal }): Promise<Duplex> {
+export function dialGateway(address: GatewayAddress, opts: DialOptions): Promise<Duplex> {
   return address.kind === 'ws' ? dialWebSocket(address.url, opts) : dialTcp(address.host, address.port, opts);
 }
 
@@ -60,10 +67,10 @@ function dialTcp(host: string, port: number, opts: { timeoutMs: number; signal: 
   });
 }
 
-function dialWebSocket(url: string, opts: { timeoutMs: number; signal: AbortSignal }): Promise<Duplex> {
+function dialWebSocket(url: string, opts: DialOptions): Promise<Duplex> {
   return new Promise((resolve, reject) => {
     // SSH packets are encrypted: compressing them only costs CPU.
-    const ws = new WebSocket(url, { handshakeTimeout: opts.timeoutMs, perMessageDeflate: false });
+    const ws = new WebSocket(url, { handshakeTimeout: opts.timeoutMs, perMessageDeflate: false, headers: opts.headers });
     const fail = (err: Error) => {
       opts.signal.removeEventListener('abort', onAbort);
       ws.terminate();

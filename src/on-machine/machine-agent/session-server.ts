@@ -4,7 +4,7 @@ import os from 'node:os';
 import type { Duplex } from 'node:stream';
 import ssh2, { type AuthContext, type Connection, type PseudoTtyInfo, type ServerChannel, type Session } from 'ssh2';
 import { splice } from '../../lib/splice.ts';
-import { AGENT_SERVER_SOFTWARE, type TunnelUse } from '../../relay/gateway/protocol.ts';
+import { AGENT_SERVER_SOFTWARE, type SessionUse } from '../../relay/gateway/protocol.ts';
 import { shellQuote } from '../../ssh/command.ts';
 import { runExecRequest, type RunningCommand } from './exec-request.ts';
 import { serveSftp } from './sftp-server.ts';
@@ -22,7 +22,7 @@ export interface SessionServerOptions {
 
 export interface SessionServer {
   /** Runs an SSH server session over `stream`, one tunnelled connection of the control plane or of a person. */
-  serve(stream: Duplex, use: TunnelUse): void;
+  serve(stream: Duplex, use: SessionUse): void;
 }
 
 /** Keepalive towards a person, whose end may vanish (a closed laptop): given up after 3 unanswered. */
@@ -71,7 +71,7 @@ export function createSessionServer(opts: SessionServerOptions): SessionServer {
   };
 }
 
-function serveClient(client: Connection, use: TunnelUse, opts: SessionServerOptions): void {
+function serveClient(client: Connection, use: SessionUse, opts: SessionServerOptions): void {
   client.on('error', () => {});
   client.on('authentication', (ctx: AuthContext) => {
     if (use === 'control-plane' && ctx.username !== opts.username) {

@@ -2,7 +2,7 @@ import type { Duplex } from 'node:stream';
 import { setTimeout as sleep } from 'node:timers/promises';
 import ssh2, { type TcpConnectionDetails } from 'ssh2';
 import { coalesceWrites } from '../../relay/coalesce-writes.ts';
-import { FORWARD_BIND_ADDRESS, FORWARD_BIND_PORT, PEOPLE_BIND_ADDRESS, type TunnelUse } from '../../relay/gateway/protocol.ts';
+import { FORWARD_BIND_ADDRESS, FORWARD_BIND_PORT, PEOPLE_BIND_ADDRESS, RETURN_BIND_ADDRESS, type SessionUse } from '../../relay/gateway/protocol.ts';
 import { useSsh2KeyObjects } from '../../relay/ssh2-key-objects.ts';
 import { describeSocketError } from '../../ssh/errors.ts';
 import { describeHostKey, normalizeFingerprint } from '../../ssh/host-keys.ts';
@@ -18,7 +18,12 @@ export interface TunnelOptions {
   /** Persists the fingerprint pinned on first use. */
   pinGatewayHostKey(fingerprint: string): Promise<void>;
   /** Each stream is one SSH connection to serve: the control plane's, or a person's passed through. */
-  onStream(stream: Duplex, use: TunnelUse): void;
+  onStream(stream: Duplex, use: SessionUse): void;
+  /**
+   * Asked to connect back to the relay with this token, for one person's connection; given only
+   * when the agent can (its relay is a WebSocket), and then the agent asks for returns.
+   */
+  onReturn?(token: string): void;
   log(line: string): void;
   /** Delay before reconnecting doubles from `initialMs` up to `maxMs`, with jitter. Default 0.5 s to 30 s. */
   backoff?: { initialMs?: number; maxMs?: number };
@@ -121,6 +126,7 @@ function runConnection(opts: TunnelOptions, trust: Trust, sock: Duplex, signal: 
       client.forwardIn(PEOPLE_BIND_ADDRESS, FORWARD_BIND_PORT, (err) => {
         if (err) opts.log(`the relay takes no people's connections directly (${err.message}); it bridges them`);
       });
+      if (opts.onReturn) client.forwardIn(RETURN_BIND_ADDRESS, FORWARD_BIND_PORT, () => {});
       client.forwardIn(FORWARD_BIND_ADDRESS, FORWARD_BIND_PORT, async (err) => {
         if (err) {
           lastError = new Error(`the gateway refused forwarding: ${err.message}`);
@@ -147,7 +153,9 @@ function runConnection(opts: TunnelOptions, trust: Trust, sock: Duplex, signal: 
     });
 
     client.on('tcp connection', (details: TcpConnectionDetails, accept, reject) => {
-      const use: TunnelUse | undefined =
+      const { onReturn } = opts;
+      if (details.destIP === RETURN_BIND_ADDRESS && onReturn) return readReturnToken(accept(), onReturn);
+      const use: SessionUse | undefined =
         details.destIP === FORWARD_BIND_ADDRESS ? 'control-plane' : details.destIP === PEOPLE_BIND_ADDRESS ? 'person' : undefined;
       if (!use) return reject();
       // The agent's SSH server writes each packet in pieces: one data packet per SSH packet.
@@ -197,5 +205,23 @@ function runConnection(opts: TunnelOptions, trust: Trust, sock: Duplex, signal: 
         return false;
       },
     });
+  });
+}
+
+/** The longest request to connect back: a token is about 60 characters. */
+const MAX_RETURN_REQUEST = 256;
+
+/** A request to connect back: one line, the token, then the end of the channel. */
+function readReturnToken(channel: Duplex, onReturn: (token: string) => void): void {
+  let text = '';
+  channel.on('error', () => {});
+  channel.on('data', (chunk: Buffer) => {
+    text += chunk.toString('latin1');
+    if (text.length > MAX_RETURN_REQUEST) channel.destroy();
+  });
+  channel.once('end', () => {
+    channel.end();
+    const token = text.trim();
+    if (/^[\w.-]+$/.test(token)) onReturn(token);
   });
 }

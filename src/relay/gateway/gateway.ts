@@ -4,7 +4,7 @@ import ssh2, { type AuthContext, type Connection as AgentConnection, type Server
 import type { Logger } from '../../lib/logger.ts';
 import { Unreachable } from '../../ssh/errors.ts';
 import { describeHostKey, type PresentedHostKey } from '../../ssh/host-keys.ts';
-import { FORWARD_BIND_PORT, GATEWAY_SOFTWARE, PEOPLE_BIND_ADDRESS, type TunnelUse } from './protocol.ts';
+import { FORWARD_BIND_PORT, GATEWAY_SOFTWARE, PEOPLE_BIND_ADDRESS, RETURN_BIND_ADDRESS, type TunnelUse } from './protocol.ts';
 import { sampleGauge } from '../../observability/metrics.ts';
 import { coalesceWrites } from '../coalesce-writes.ts';
 import { useSsh2KeyObjects } from '../ssh2-key-objects.ts';
@@ -61,10 +61,10 @@ export interface SshGateway {
    */
   accept(stream: Duplex, remote: string): void;
   /**
-   * Opens a stream to the SSH server of the computer's agent: for the control plane's own SSH
-   * connection (SshTarget.dial), or for a person's, passed through whole. Fails with `Unreachable`
-   * when no agent of that computer is connected, and with `PassThroughUnsupported` for a person
-   * when the agent did not ask for people's connections.
+   * Opens a channel to the computer's agent: to its SSH server for the control plane's own SSH
+   * connection (SshTarget.dial) or for a person's, passed through whole; or to ask it to connect
+   * back (`return`). Fails with `Unreachable` when no agent of that computer is connected, and with
+   * `PassThroughUnsupported` for a person or a return when the agent did not ask for those.
    */
   dial(computerId: string, signal?: AbortSignal, use?: TunnelUse): Promise<Duplex>;
   isConnected(computerId: string): boolean;
@@ -87,14 +87,20 @@ interface Agent {
   readonly connection: AgentConnection;
   readonly socket: Duplex;
   readonly controlPlane: Bind;
-  /** People's connections, passed through; absent for an agent that did not ask (an older one). */
-  people: Bind | undefined;
+  /** The forwardings for people's connections and returns; none for an agent that did not ask (an older one). */
+  readonly others: Map<TunnelUse, Bind>;
 }
 
-/** The computer's agent takes no people's connections of its own; bridge them instead. */
+/** The forwardings an agent may ask for besides the control plane's (any other address). */
+const OTHER_BINDS = new Map<string, TunnelUse>([
+  [PEOPLE_BIND_ADDRESS, 'person'],
+  [RETURN_BIND_ADDRESS, 'return'],
+]);
+
+/** The computer's agent did not ask for people's connections (or returns): older; bridge them instead. */
 export class PassThroughUnsupported extends Error {
-  constructor(computerId: string) {
-    super(`the agent of computer ${computerId} does not take people's SSH connections directly`);
+  constructor(computerId: string, use: TunnelUse = 'person') {
+    super(`the agent of computer ${computerId} does not take ${use === 'return' ? 'requests to connect back' : "people's SSH connections directly"}`);
     this.name = 'PassThroughUnsupported';
   }
 }
@@ -166,7 +172,7 @@ export async function createSshGateway(opts: SshGatewayOptions): Promise<SshGate
     let computerId: string | undefined;
     let computerKey: PresentedAgentKey | undefined;
     let agent: Agent | undefined;
-    let people: Bind | undefined;
+    const others = new Map<TunnelUse, Bind>();
     let attempts = 0;
     // One lookup per presented key and connection: a client asks about a key, then signs with it.
     const verdicts = new Map<string, Promise<boolean>>();
@@ -208,9 +214,10 @@ export async function createSshGateway(opts: SshGatewayOptions): Promise<SshGate
       if (!computerId || !computerKey || (name !== 'tcpip-forward' && name !== 'cancel-tcpip-forward')) return reject?.();
       const bindInfo = info as Bind;
       const bind = { bindAddr: bindInfo.bindAddr, bindPort: bindInfo.bindPort || FORWARD_BIND_PORT };
-      if (bind.bindAddr === PEOPLE_BIND_ADDRESS) {
-        people = name === 'tcpip-forward' ? bind : undefined;
-        if (agent) agent.people = people;
+      const other = OTHER_BINDS.get(bind.bindAddr);
+      if (other) {
+        if (name === 'tcpip-forward') others.set(other, bind);
+        else others.delete(other);
         return accept?.(bind.bindPort);
       }
       if (name === 'cancel-tcpip-forward') {
@@ -218,7 +225,7 @@ export async function createSshGateway(opts: SshGatewayOptions): Promise<SshGate
         agent = undefined;
         return accept?.();
       }
-      agent = { computerId, key: computerKey, connection, socket, controlPlane: bind, people };
+      agent = { computerId, key: computerKey, connection, socket, controlPlane: bind, others };
       const previous = agents.get(computerId);
       agents.set(computerId, agent);
       clearTimeout(handshakeTimers.get(socket));
@@ -313,8 +320,8 @@ export async function createSshGateway(opts: SshGatewayOptions): Promise<SshGate
           }),
         );
       }
-      const bind = use === 'person' ? agent.people : agent.controlPlane;
-      if (!bind) return Promise.reject(new PassThroughUnsupported(computerId));
+      const bind = use === 'control-plane' ? agent.controlPlane : agent.others.get(use);
+      if (!bind) return Promise.reject(new PassThroughUnsupported(computerId, use));
       return new Promise<Duplex>((resolve, reject) => {
         let settled = false;
         const onAbort = () => {

@@ -18,8 +18,19 @@ export const FORWARD_BIND_PORT = 22;
  */
 export const PEOPLE_BIND_ADDRESS = 'agentplane-people';
 
-/** Who a tunnelled connection to an agent's SSH server is for: the control plane, or a person. */
-export type TunnelUse = 'control-plane' | 'person';
+/**
+ * The third forwarding, asked for by an agent whose relay is a WebSocket: a channel opened to it
+ * carries one line, a token, and the agent answers it by opening a WebSocket of its own back to
+ * the relay (AGENT_RETURN_PATH) for one person's SSH connection. The person's bytes then cross the
+ * replica as WebSocket messages only, without the tunnel's SSH layer at either end.
+ */
+export const RETURN_BIND_ADDRESS = 'agentplane-return';
+
+/** Whose SSH connection the agent's server ends: the control plane's, or a person's. */
+export type SessionUse = 'control-plane' | 'person';
+
+/** What a channel of the tunnel is for: an SSH connection to the agent's server, or a request to connect back. */
+export type TunnelUse = SessionUse | 'return';
 
 /**
  * Software version in the banner of the agent's in-process SSH server. The server kills a
