@@ -15,7 +15,10 @@ import { RETURN_TOKEN_HEADER } from './protocol.ts';
 export function dialPeer(peerUrl: string, computerId: string, tokens: PeerTokens, signal: AbortSignal, use: TunnelUse = 'control-plane'): Promise<Duplex> {
   return openPeer(`${peerUrl.replace(/\/+$/, '')}${peerPath(computerId, use)}`, { [PEER_TOKEN_HEADER]: tokens.sign(computerId) }, signal, {
     host: computerId,
-    refused: (status) => (status === 501 ? new PassThroughUnsupported(computerId, use) : undefined),
+    // 501: the holder's agent did not ask for this kind of channel. 403 for a person's or a return: a
+    // replica older than those takes the path's suffix for part of the computer id, so the token
+    // does not match (during a rolling update); either way the caller falls back.
+    refused: (status) => (status === 501 || (status === 403 && use !== 'control-plane') ? new PassThroughUnsupported(computerId, use) : undefined),
     whose: "the replica holding the agent's tunnel",
   });
 }

@@ -1,3 +1,4 @@
+import type { Duplex } from 'node:stream';
 import type { Db } from '../db/client.ts';
 import { newId } from '../lib/ids.ts';
 import type { Logger } from '../lib/logger.ts';
@@ -10,7 +11,6 @@ import { startPeerServer, type PeerServer } from './peer-server.ts';
 import { dialPeerReturn } from './peer-dial.ts';
 import { createReturns, replicaOfReturn } from './returns.ts';
 import { findReplicaPeer } from './tunnel-holder.ts';
-import type { Duplex } from 'node:stream';
 import { startTunnelLeases, type TunnelLeases } from './tunnel-leases.ts';
 
 export interface ReplicaRelayOptions {
