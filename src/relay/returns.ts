@@ -18,7 +18,6 @@ interface ExpectedReturn {
  * good once, and only while its session waits.
  */
 export interface Returns {
-  readonly replicaId: string;
   expect(computerId: string, timeoutMs: number): ExpectedReturn;
   /** Whether a session of this replica waits for the token. */
   waitsFor(token: string): boolean;
@@ -34,7 +33,6 @@ export function replicaOfReturn(token: string): string | undefined {
 export function createReturns(replicaId: string): Returns {
   const waiting = new Map<string, (stream: Duplex) => void>();
   return {
-    replicaId,
     expect(computerId, timeoutMs) {
       const token = `${replicaId}.${randomBytes(24).toString('base64url')}`;
       let cancel = () => {};

@@ -10,16 +10,16 @@ export const FORWARD_BIND_ADDRESS = 'agentplane';
 export const FORWARD_BIND_PORT = 22;
 
 /**
- * The second forwarding an agent asks for, before the first: people's own SSH connections
- * (`agentplane ssh`, OpenSSH through `--stdio`), passed through whole. The agent's server ends
- * them itself, so the relay carries their ciphertext and decrypts none of it. The gateway sends
- * people's connections to an agent that did not ask for it (an older agent) through a connection
- * of its own instead, bridging channel by channel.
+ * A forwarding an agent asks for before the control plane's (an older gateway keeps only the last
+ * one asked for): people's own SSH connections (`agentplane ssh`, OpenSSH through `--stdio`),
+ * passed through whole. The agent's server ends them itself, so the relay carries their
+ * ciphertext and decrypts none of it. For an agent that did not ask (an older one) the relay
+ * bridges people's channels to a connection of its own instead.
  */
 export const PEOPLE_BIND_ADDRESS = 'agentplane-people';
 
 /**
- * The third forwarding, asked for by an agent whose relay is a WebSocket: a channel opened to it
+ * Another, asked for by an agent whose relay is a WebSocket: a channel opened to it
  * carries one line, a token, and the agent answers it by opening a WebSocket of its own back to
  * the relay (AGENT_RETURN_PATH) for one person's SSH connection. The person's bytes then cross the
  * replica as WebSocket messages only, without the tunnel's SSH layer at either end.
