@@ -28,16 +28,27 @@ const headerPackage = `node-${process.platform}-${process.arch}`;
 const cacheHome = process.env.XDG_CACHE_HOME || path.join(os.homedir(), '.cache');
 const nodeDir = path.join(cacheHome, 'agentplane', 'node-headers', version);
 if (!fs.existsSync(path.join(nodeDir, 'include/node/node.h'))) {
-  const scratch = fs.mkdtempSync(path.join(os.tmpdir(), 'agentplane-node-headers-'));
+  const failed = fetchHeaders();
+  if (failed) warn(failed);
+}
+
+/** Node's headers into nodeDir; what went wrong, if anything. Unpacked beside it, so the move never crosses file systems. */
+function fetchHeaders() {
+  let scratch;
   try {
+    fs.mkdirSync(path.dirname(nodeDir), { recursive: true });
+    scratch = fs.mkdtempSync(`${nodeDir}.partial-`);
     const pack = run('npm', ['pack', `${headerPackage}@${version.slice(1)}`, '--silent'], { cwd: scratch });
-    if (pack.status !== 0) warn(`npm pack ${headerPackage}@${version.slice(1)}: ${pack.stderr.trim().split('\n').at(-1)}`);
+    if (pack.status !== 0) return `npm pack ${headerPackage}@${version.slice(1)}: ${pack.stderr.trim().split('\n').at(-1)}`;
     const untar = run('tar', ['-xzf', path.join(scratch, pack.stdout.trim().split('\n').at(-1)), '-C', scratch, 'package/include']);
-    if (untar.status !== 0) warn(`cannot unpack Node's headers: ${untar.stderr.trim()}`);
+    if (untar.status !== 0) return `cannot unpack Node's headers: ${untar.stderr.trim()}`;
     fs.mkdirSync(nodeDir, { recursive: true });
     fs.renameSync(path.join(scratch, 'package/include'), path.join(nodeDir, 'include'));
+    return undefined;
+  } catch (err) {
+    return `cannot store Node's headers in ${nodeDir}: ${err.message}`;
   } finally {
-    fs.rmSync(scratch, { recursive: true, force: true });
+    if (scratch) fs.rmSync(scratch, { recursive: true, force: true });
   }
 }
 

@@ -8,6 +8,12 @@ import { dialPeer } from './peer-dial.ts';
 import type { Returns } from './returns.ts';
 import { findTunnelHolder } from './tunnel-holder.ts';
 
+/** A person's SSH connection on its way to the agent, and how it is carried there. */
+export interface PassedThrough {
+  stream: Duplex;
+  carried: 'returned' | 'tunnelled';
+}
+
 /** How a process opens a stream to an agent's SSH server, wherever its tunnel is. */
 export interface AgentDialer {
   /** For the control plane's own connection by default; a person's fails with PassThroughUnsupported on an older agent. */
@@ -17,7 +23,7 @@ export interface AgentDialer {
    * connection back to this replica where it can make one (`returned`), else a channel of its
    * tunnel (`tunnelled`). Fails with PassThroughUnsupported when the agent takes neither.
    */
-  dialPerson(computerId: string, signal: AbortSignal): Promise<{ stream: Duplex; via: 'returned' | 'tunnelled' }>;
+  dialPerson(computerId: string, signal: AbortSignal): Promise<PassedThrough>;
   /** Drops the agent's tunnel if this process holds it, e.g. when its computer is deleted. */
   disconnect(computerId: string): void;
 }
@@ -49,7 +55,7 @@ export function createAgentDialer(opts: AgentDialerOptions): AgentDialer {
       });
     },
     async dialPerson(computerId, signal) {
-      const tunnelled = async () => ({ stream: await dialer.dial(computerId, signal, 'person'), via: 'tunnelled' as const });
+      const tunnelled = async () => ({ stream: await dialer.dial(computerId, signal, 'person'), carried: 'tunnelled' as const });
       if (!opts.returns) return tunnelled();
       const expected = opts.returns.expect(computerId, RETURN_TIMEOUT_MS);
       let request: Duplex;
@@ -63,7 +69,7 @@ export function createAgentDialer(opts: AgentDialerOptions): AgentDialer {
       request.on('error', () => {});
       request.end(`${expected.token}\n`);
       try {
-        return { stream: await expected.arrived, via: 'returned' };
+        return { stream: await expected.arrived, carried: 'returned' };
       } catch (err) {
         // It cannot reach the relay's address (a proxy in the way, a wrong public URL): slower, but it works.
         opts.log?.warn({ err, computerId }, "the agent did not connect back for a person's session; its tunnel carries it");

@@ -15,6 +15,7 @@ import { reachableComputer } from '../modules/computers/access.ts';
 import { machineUnavailable, passThroughFor, targetFor, type MachineDeps } from '../modules/computers/machines.ts';
 import { webSocketDuplex } from './gateway/websocket-stream.ts';
 import { connect, type Connection as MachineConnection } from '../ssh/connection.ts';
+import type { PassedThrough } from './agent-dialer.ts';
 import { bridgeChannels } from './client-channels.ts';
 import { RELAY_ENDED_CODE, RELAY_SOFTWARE } from './protocol.ts';
 import type { AcceptedUpgrade } from './upgrade.ts';
@@ -50,8 +51,8 @@ interface OpenSession {
   end(reason: string): void;
 }
 
-/** How a session reaches its machine: a person's connection passed through (how), or bridged by the relay. */
-type MachineSide = { passedThrough: Duplex; via: string } | { bridged: MachineConnection };
+/** How a session reaches its machine: a person's connection passed through to the agent, or bridged by the relay. */
+type MachineSide = PassedThrough | { carried: 'bridged'; connection: MachineConnection };
 
 /**
  * People's sessions on their computers through the relay (`agentplane ssh`, `port-forward`, and
@@ -121,8 +122,8 @@ export function createClientRelay(opts: ClientRelayOptions): ClientRelay {
         ended = true;
         sessions.delete(session);
         if (ws.readyState === ws.OPEN) ws.close(RELAY_ENDED_CODE, reason.slice(0, 120));
-        if ('bridged' in machine) machine.bridged.end();
-        else machine.passedThrough.destroy();
+        if (machine.carried === 'bridged') machine.connection.end();
+        else machine.stream.destroy();
         setTimeout(() => ws.terminate(), 2_000).unref();
         log.info({ sessionId, computerId, reason }, 'relay session ended');
         audit(principal, computerId, { action: 'closed', sessionId, durationMs: Date.now() - started, reason }).catch((err: unknown) =>
@@ -131,11 +132,12 @@ export function createClientRelay(opts: ClientRelayOptions): ClientRelay {
       },
     };
     sessions.add(session);
-    log.info({ sessionId, computerId, carried: 'via' in machine ? machine.via : 'bridged' }, 'relay session opened');
+    log.info({ sessionId, computerId, carried: machine.carried }, 'relay session opened');
 
     ws.once('close', () => session.end('closed by the client'));
-    if ('passedThrough' in machine) return passThrough(ws, machine.passedThrough, session);
-    machine.bridged.onClose((reason) => session.end(`the connection to the machine ended: ${reason}`));
+    if (machine.carried !== 'bridged') return passThrough(ws, machine.stream, session);
+    const { connection } = machine;
+    connection.onClose((reason) => session.end(`the connection to the machine ended: ${reason}`));
 
     const server = new ssh2.Server({ hostKeys: [opts.hostKey], ident: RELAY_SOFTWARE, keepaliveInterval, keepaliveCountMax: 3 }, (person: PersonConnection) => {
       person.on('error', (err: Error & { level?: string }) => {
@@ -144,7 +146,7 @@ export function createClientRelay(opts: ClientRelayOptions): ClientRelay {
       // The WebSocket this SSH connection rides on was opened with the caller's credential,
       // checked above: any SSH authentication method is accepted for it.
       person.on('authentication', (ctx) => ctx.accept());
-      person.on('ready', () => bridgeChannels(person, machine.bridged.client));
+      person.on('ready', () => bridgeChannels(person, connection.client));
       person.on('close', () => session.end('closed by the client'));
     });
     server.injectSocket(webSocketDuplex(ws) as never);
@@ -157,24 +159,22 @@ export function createClientRelay(opts: ClientRelayOptions): ClientRelay {
       const computer = await reachableComputer(opts.db, principal, computerId);
       let machine: MachineSide;
       try {
-        const passedThrough = await passThroughFor(opts.machines, computer, AbortSignal.timeout(20_000));
-        machine = passedThrough
-          ? { passedThrough: passedThrough.stream, via: passedThrough.via }
-          : {
-              bridged: await connect(await targetFor(opts.machines, computer), {
-                connectTimeoutMs: 20_000,
-                keepaliveIntervalMs: keepaliveInterval,
-                keepaliveCountMax: 3,
-              }),
-            };
+        machine = (await passThroughFor(opts.machines, computer, AbortSignal.timeout(20_000))) ?? {
+          carried: 'bridged',
+          connection: await connect(await targetFor(opts.machines, computer), {
+            connectTimeoutMs: 20_000,
+            keepaliveIntervalMs: keepaliveInterval,
+            keepaliveCountMax: 3,
+          }),
+        };
       } catch (err) {
         throw machineUnavailable(computer, err);
       }
-      const drop = () => ('bridged' in machine ? machine.bridged.destroy() : machine.passedThrough.destroy());
+      const drop = () => (machine.carried === 'bridged' ? machine.connection.destroy() : machine.stream.destroy());
       // No session without its audit record: a failed write refuses the session.
       const sessionId = newId('rly');
       try {
-        await audit(principal, computer.id, { action: 'opened', sessionId, carried: 'via' in machine ? machine.via : 'bridged' });
+        await audit(principal, computer.id, { action: 'opened', sessionId, carried: machine.carried });
       } catch (err) {
         drop();
         throw err;

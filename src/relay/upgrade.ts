@@ -41,8 +41,9 @@ export function attachRelay(server: Server, endpoints: RelayEndpoints, log: Logg
       return;
     }
     const match = CLIENT_RELAY_PATTERN.exec(path);
-    if (!match && path !== AGENT_RETURN_PATH) return refuse(socket, new AppError(404, `No WebSocket endpoint at ${path}; agents use ${AGENT_RELAY_PATH}`));
-    (match ? endpoints.client(req, decodeURIComponent(match[1]!)) : endpoints.agentReturn(req)).then(
+    const checked = match ? endpoints.client(req, decodeURIComponent(match[1]!)) : path === AGENT_RETURN_PATH ? endpoints.agentReturn(req) : undefined;
+    if (!checked) return refuse(socket, new AppError(404, `No WebSocket endpoint at ${path}; agents use ${AGENT_RELAY_PATH}`));
+    checked.then(
       (accepted) => {
         if (socket.destroyed) return accepted.cancel();
         wss.handleUpgrade(req, socket, head, accepted.serve);

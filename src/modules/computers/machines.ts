@@ -1,4 +1,3 @@
-import type { Duplex } from 'node:stream';
 import type { Principal } from '../../auth/principal.ts';
 import type { Db } from '../../db/client.ts';
 import type { Computer } from '../../generated/prisma/client.ts';
@@ -6,7 +5,7 @@ import { ServiceUnavailable } from '../../lib/errors.ts';
 import type { SecretBox } from '../../lib/secret-box.ts';
 import { FORWARD_BIND_PORT, PassThroughUnsupported } from '../../relay/gateway/index.ts';
 import { SshError, type SshClient, type SshTarget } from '../../ssh/index.ts';
-import type { AgentDialer } from '../../relay/agent-dialer.ts';
+import type { AgentDialer, PassedThrough } from '../../relay/agent-dialer.ts';
 import { reachableComputer } from './access.ts';
 import { organizationSshKey } from './org-ssh-key.ts';
 
@@ -59,7 +58,7 @@ export async function targetFor(deps: MachineDeps, computer: Computer): Promise<
  * AgentDialer.dialPerson). Undefined when the relay must bridge the person's channels itself: the
  * computer is not reached through an agent, or its agent is older than people's connections.
  */
-export async function passThroughFor(deps: MachineDeps, computer: Computer, signal: AbortSignal): Promise<{ stream: Duplex; via: string } | undefined> {
+export async function passThroughFor(deps: MachineDeps, computer: Computer, signal: AbortSignal): Promise<PassedThrough | undefined> {
   if (computer.connectionType !== 'agent' || !deps.gateway) return undefined;
   try {
     return await deps.gateway.dialPerson(computer.id, signal);
