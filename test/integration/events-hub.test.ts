@@ -64,7 +64,7 @@ describe.runIf(BACKENDS.includes('postgres'))('events on PostgreSQL', () => {
     expect(heard.map((e) => BigInt(e.id!))).toEqual([...heard.map((e) => BigInt(e.id!))].sort((x, y) => (x < y ? -1 : 1)));
   });
 
-  it("numbers a transaction's events together at its commit, with one notification naming the last", async () => {
+  it("numbers a transaction's events together at its commit, each notifying its id, heard once", async () => {
     if (db.kind !== 'postgres') throw new Error('this test needs PostgreSQL');
     const listener = new pg.Client({ connectionString: db.url });
     await listener.connect();
@@ -95,12 +95,43 @@ describe.runIf(BACKENDS.includes('postgres'))('events on PostgreSQL', () => {
       // B's event first; A's three in the order published, consecutive.
       expect(byN.get(21)! < byN.get(20)!).toBe(true);
       expect([byN.get(22)! - byN.get(20)!, byN.get(23)! - byN.get(20)!]).toEqual([1n, 2n]);
-      await waitFor('two notifications', () => notified.length >= 2);
+      await waitFor('four notifications', () => notified.length >= 4);
       await sleep(200);
-      expect(notified).toEqual([String(byN.get(21)), String(byN.get(23))]);
+      expect(notified).toEqual([21, 20, 22, 23].map((n) => String(byN.get(n))));
+      // A's three notifications arrive together: the hub hands each event on once.
       expect(heard.map((e) => (e.data as { n: number }).n)).toEqual([21, 20, 22, 23]);
     } finally {
       await listener.end();
+    }
+  });
+
+  it('reads no event while no stream is connected here, and starts the first one from the latest', async () => {
+    let reads = 0;
+    const counted = {
+      event: {
+        findMany: (args: Parameters<typeof db.prisma.event.findMany>[0]) => {
+          reads++;
+          return db.prisma.event.findMany(args);
+        },
+        findFirst: (args: Parameters<typeof db.prisma.event.findFirst>[0]) => db.prisma.event.findFirst(args),
+      },
+    } as unknown as typeof db.prisma;
+    const quiet = createEventHub({ db: counted, listen: db.listen, log: createLogger({ level: 'silent' }) });
+    await quiet.start();
+    try {
+      await db.prisma.$transaction(async (tx) => publish(tx, [idle(30), idle(31)]));
+      const last = (await db.prisma.event.findFirst({ orderBy: { id: 'desc' } }))!.id;
+      await waitFor('the cursor at the latest event', () => quiet.cursor() === last);
+      expect(reads).toBe(0);
+      const got: WireEvent[] = [];
+      quiet.subscribe({ key: `org:${orgId}`, deliver: (e) => got.push(e), end: () => {} });
+      await publish(db.prisma, idle(32));
+      await waitFor('the next event', () => got.length >= 1);
+      await sleep(100);
+      expect(got.map((e) => (e.data as { n: number }).n)).toEqual([32]);
+      expect(reads).toBeGreaterThan(0);
+    } finally {
+      await quiet.close();
     }
   });
 

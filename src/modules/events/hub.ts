@@ -46,6 +46,10 @@ export function createEventHub(deps: { db: PrismaClient; listen: Listen; log: Lo
   const byKey = new Map<string, Set<Subscriber>>();
   let count = 0;
   let cursor = 0n;
+  // The highest stored id notified: a read queued after the cursor reached it would find nothing.
+  let heard = 0n;
+  // Events may have been stored unheard (the listener reconnected, a read failed): read regardless.
+  let unheard = false;
   let unlisten: (() => Promise<void>) | undefined;
   let closed = false;
   // Work in arrival order: 'read' (stored events after the cursor) or a transient event.
@@ -84,11 +88,22 @@ export function createEventHub(deps: { db: PrismaClient; listen: Listen; log: Lo
     while (tasks.length > 0 && !closed) {
       const task = tasks.shift()!;
       try {
-        if (task === 'read') await readNew();
-        else fanOut(task);
+        if (task === 'read') {
+          // A commit notifies each of its events' ids: the first one's read covers the rest.
+          if (unheard) {
+            unheard = false;
+            await readNew();
+          } else if (heard > cursor) {
+            // With no stream connected there is nothing to hand on: only the point a new stream
+            // starts from moves (every id up to a notified one has committed: ids commit in order).
+            if (count === 0) cursor = heard;
+            else await readNew();
+          }
+        } else fanOut(task);
       } catch (err) {
         deps.log.error({ err }, 'reading new events failed; retrying');
         clearTimeout(retryTimer);
+        unheard = true;
         retryTimer = setTimeout(() => push('read'), RETRY_MS);
       }
     }
@@ -111,8 +126,10 @@ export function createEventHub(deps: { db: PrismaClient; listen: Listen; log: Lo
         createdAt: new Date().toISOString(),
         data: t.data,
       });
-    } else if (/^\d+$/.test(payload) && BigInt(payload) > cursor) {
-      push('read');
+    } else if (/^\d+$/.test(payload)) {
+      const id = BigInt(payload);
+      if (id > heard) heard = id;
+      if (id > cursor) push('read');
     }
   };
 
@@ -120,7 +137,10 @@ export function createEventHub(deps: { db: PrismaClient; listen: Listen; log: Lo
     async start() {
       unlisten = await deps.listen(EVENTS_CHANNEL, {
         onPayload,
-        onGap: () => push('read'),
+        onGap: () => {
+          unheard = true;
+          push('read');
+        },
         onError: (err) => deps.log.warn({ err }, 'the events listener lost its connection; reconnecting'),
       });
       // Listening first, then the starting point: nothing committed in between is missed.
