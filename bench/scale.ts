@@ -19,8 +19,8 @@
  *   it runs, and this process (the model server and the client), in ms per turn, beside the whole
  *   machine's busy time (/proc/stat); and the burst's floor: that CPU time spread over every core,
  *   which no number of replicas on this machine can beat;
- * - where a start's time goes: message stamped → its transaction committed → job fetched → the
- *   turn's transaction began → committed;
+ * - where a start's time goes: message stamped → its transaction committed → the turn started (the
+ *   same commit when the message began it) → job fetched → the turn's first model call;
  * - the control-plane's resident memory per running turn during the slow burst;
  * - two replicas ÷ one, the same bursts (the second replica works the same job queue), and the
  *   best ratio this machine allows (two replicas' floor ÷ one replica's burst);
@@ -94,8 +94,12 @@ let delayMs = 0;
 /** Calls of the OpenAI wire: the role chunk, content, finish and usage chunks each wait `chunkDelayMs`. */
 let chunksPerReply = 1;
 const model: ModelServer = await startModelServer();
+/** When each session's turn first called the model (epoch ms): its message names the session. */
+const firstCalls = new Map<string, number>();
 const reply = (request: RecordedRequest): ScriptedReply => {
   const last = request.body.messages.at(-1);
+  const named = last?.role === 'user' ? /go ([^\s"\\]+)/.exec(JSON.stringify(last.content)) : null;
+  if (named && !firstCalls.has(named[1]!)) firstCalls.set(named[1]!, Date.now());
   const base: ScriptedReply =
     last?.role === 'tool' ? { text: 'done', chunkSize: 64 } : { toolCalls: [{ name: 'run_command', arguments: { command: 'true' } }] };
   return delayMs > 0 ? { ...base, chunkDelayMs: delayMs / chunksPerReply } : base;
@@ -185,7 +189,8 @@ try {
     const parts0 = cpuByPart();
     const busy0 = machineBusyMs();
     const t0 = performance.now();
-    await Promise.all(ids.map((id, i) => call(urls[i % urls.length]!, 'POST', `/api/v0/sessions/${id}/messages`, { text: 'go' })));
+    firstCalls.clear();
+    await Promise.all(ids.map((id, i) => call(urls[i % urls.length]!, 'POST', `/api/v0/sessions/${id}/messages`, { text: `go ${id}` })));
     const posted = performance.now() - t0;
     let peakRss = 0;
     let peakRunning = 0;
@@ -214,14 +219,23 @@ try {
     // A turn has started when the transaction that marked its session running committed (the xmin
     // of its `session.status` running event, which is never updated), not when that transaction
     // began: a start that waits inside its transaction (a lock, the pool's other work) has not
-    // started yet. On the way, per turn: the message's own transaction committed (its
-    // `session.message.created` event), its turn job fetched by a worker, the turn's transaction
-    // began (the message taken).
-    const { rows: steps } = await db.query<{ stored: number; fetched: number; began: number; committed: number }>(
-      `SELECT extract(epoch FROM (pg_xact_commit_timestamp(c.xmin) - m.created_at)) * 1000 AS stored,
+    // started yet. A message to an idle session begins its turn in its own transaction; one over a
+    // limit begins it later, in its job's. On the way, per turn: the message's own transaction
+    // committed (its `session.message.created` event), the turn job fetched by a worker, and the
+    // turn's first model call (the agent at work: its environment loaded, AGENTS.md read).
+    const { rows: steps } = await db.query<{
+      session_id: string;
+      created_ms: number;
+      stored: number;
+      fetched: number;
+      committed: number;
+      with_message: boolean;
+    }>(
+      `SELECT m.session_id, extract(epoch FROM m.created_at) * 1000 AS created_ms,
+              extract(epoch FROM (pg_xact_commit_timestamp(c.xmin) - m.created_at)) * 1000 AS stored,
               extract(epoch FROM (j.started_on - m.created_at)) * 1000 AS fetched,
-              extract(epoch FROM (m.updated_at - m.created_at)) * 1000 AS began,
-              extract(epoch FROM (pg_xact_commit_timestamp(e.xmin) - m.created_at)) * 1000 AS committed
+              extract(epoch FROM (pg_xact_commit_timestamp(e.xmin) - m.created_at)) * 1000 AS committed,
+              c.xmin = e.xmin AS with_message
        FROM session_messages m
        JOIN LATERAL (SELECT c.xmin FROM events c WHERE c.session_id = m.session_id AND c.type = 'session.message.created' AND c.data->'message'->>'id' = m.id) c ON true
        JOIN LATERAL (SELECT j.started_on FROM pgboss.job_common j WHERE j.name = 'sessions.turn' AND j.data->>'sessionId' = m.session_id AND j.created_on >= $2 ORDER BY j.created_on LIMIT 1) j ON true
@@ -234,11 +248,14 @@ try {
       [ids, since],
     );
     if (steps.length !== ids.length) throw new Error(`${ids.length - steps.length} turn(s) of the burst never started`);
+    const modelCalled = steps.map((r) => (firstCalls.get(r.session_id) ?? Number.NaN) - Number(r.created_ms));
+    if (modelCalled.some(Number.isNaN)) throw new Error('a turn of the burst never called the model');
     const startSteps = {
       stored: median(steps.map((r) => Number(r.stored))),
-      fetched: median(steps.map((r) => Number(r.fetched))),
-      began: median(steps.map((r) => Number(r.began))),
       committed: median(steps.map((r) => Number(r.committed))),
+      fetched: median(steps.map((r) => Number(r.fetched))),
+      modelCalled: median(modelCalled),
+      withMessage: steps.filter((r) => r.with_message).length,
     };
     const failed = await db.query(
       `SELECT count(*) n FROM session_messages WHERE session_id = ANY($1) AND role = 'assistant' AND created_at >= $2 AND content::text LIKE '%The turn failed%'`,
@@ -261,14 +278,16 @@ try {
   const alone = async (id: string, urls: string[], runs: number) => {
     const whole: number[] = [];
     const start: number[] = [];
+    const modelCalled: number[] = [];
     let cpuMs = 0;
     for (let i = 0; i < runs; i++) {
       const r = await burst([id], [urls[i % urls.length]!]);
       whole.push(r.elapsed);
       start.push(...r.startMs);
+      modelCalled.push(r.startSteps.modelCalled);
       cpuMs += r.cpuMs;
     }
-    return { whole: median(whole), start, cpuMs };
+    return { whole: median(whole), start, modelCalled: median(modelCalled), cpuMs };
   };
 
   const single = (await newSessions(1))[0]!;
@@ -353,8 +372,8 @@ try {
     );
     row(
       `${replicas}r: where the start's time goes, instant burst (p50 from the message stored)`,
-      `message committed ${fmtMs(fast.startSteps.stored)}, job fetched ${fmtMs(fast.startSteps.fetched)}, turn's transaction began ${fmtMs(fast.startSteps.began)}, committed ${fmtMs(fast.startSteps.committed)}`,
-      `messages posted in ${fmtMs(fast.posted)}`,
+      `message committed ${fmtMs(fast.startSteps.stored)}, turn started ${fmtMs(fast.startSteps.committed)} (${fast.startSteps.withMessage}/${TURNS} begun by their message), job fetched ${fmtMs(fast.startSteps.fetched)}, first model call ${fmtMs(fast.startSteps.modelCalled)}`,
+      `idle: first model call ${fmtMs(fastAlone.modelCalled)}; messages posted in ${fmtMs(fast.posted)}`,
       'reported',
     );
   }

@@ -111,12 +111,10 @@ describe.skipIf(skipMachineTests).each(BACKENDS)('session event streams on %s', 
     expect(created[1].content).toContainEqual(expect.objectContaining({ type: 'tool_use', name: 'run_command' }));
     expect(created[2].content[0]).toMatchObject({ type: 'tool_result', toolUseId: 'call_ls' });
     expect(created[2].content[0].content).toContain('README.md');
-    // The user's message, taken by the turn, moves to the end of the history (a new seq).
-    const taken = stream.events.find((e) => e.event === 'session.message.updated')!.data.data.message;
-    expect(taken.id).toBe(created[0].id);
-    expect(taken.seq).toBeGreaterThan(created[0].seq);
+    // The message to an idle session began its turn: nothing waited, so nothing was moved.
+    expect(types).not.toContain('session.message.updated');
     const statuses = stream.events.filter((e) => e.event === 'session.status').map((e) => e.data.data.status);
-    expect(statuses).toEqual(['pending', 'running', 'idle']);
+    expect(statuses).toEqual(['running', 'idle']);
     expect(types.filter((t) => t === 'session.usage')).toHaveLength(2);
     expect(stream.events.find((e) => e.event === 'session.usage')!.data.data.usage).toMatchObject({ inputTokens: 100, outputTokens: 10 });
 
@@ -131,6 +129,32 @@ describe.skipIf(skipMachineTests).each(BACKENDS)('session event streams on %s', 
     for (const d of stream.events.filter((e) => e.event === 'session.delta')) expect(d.id).toBeUndefined();
     expect(stream.events.filter((e) => e.event === 'session.delta').length).toBeGreaterThan(1);
     expect(types.indexOf('session.idle')).toBe(types.length - 1);
+  });
+
+  it('queues a message sent while a turn runs; the next turn takes it and moves it to the end of the history', async () => {
+    const id = await newSession();
+    const stream = await watch(`/api/v0/sessions/${id}/events`);
+    model.enqueue(
+      { toolCalls: [{ id: 'call_wait', name: 'run_command', arguments: { command: 'sleep 1' } }] },
+      { text: 'First done.' },
+      { text: 'Second done.' },
+    );
+    expect((await send(id, 'First')).body.status).toBe('running');
+    await stream.waitFor((e) => e.event === 'session.message.created' && e.data.data.message.role === 'assistant', 15_000, 'the tool call');
+    const second = await send(id, 'Second');
+    expect(second.body.status).toBe('running');
+    await stream.waitFor((e) => e.event === 'session.idle', 20_000, 'session.idle');
+
+    const statuses = stream.events.filter((e) => e.event === 'session.status').map((e) => e.data.data.status);
+    expect(statuses).toEqual(['running', 'pending', 'running', 'idle']);
+    const queued = stream.events.find((e) => e.event === 'session.message.created' && e.data.data.message.id === second.body.messageId)!.data.data.message;
+    const taken = stream.events.find((e) => e.event === 'session.message.updated')!.data.data.message;
+    expect(taken.id).toBe(second.body.messageId);
+    // Queued while the tool ran, it is read after the first turn's answer: it moves past it.
+    const firstAnswer = stream.events.find((e) => e.event === 'session.message.created' && e.data.data.message.content[0]?.text === 'First done.')!;
+    expect(taken.seq).toBeGreaterThan(firstAnswer.data.data.message.seq);
+    expect(queued.seq).toBeLessThan(firstAnswer.data.data.message.seq);
+    expect(stream.events.filter((e) => e.event === 'session.idle')).toHaveLength(1);
   });
 
   it('resumes with Last-Event-ID after a dropped connection: nothing lost, nothing twice', async () => {

@@ -65,8 +65,11 @@ describe.skipIf(skipMachineTests || skipWithout('the fairness tests on PostgreSQ
     expect(created.status, JSON.stringify(created.body)).toBe(201);
     const sent = await call(server, keys[who], 'POST', `/api/v0/sessions/${created.body.sessionId}/messages`, { text: name });
     expect(sent.status, JSON.stringify(sent.body)).toBe(200);
+    answered.set(created.body.sessionId, sent.body.status);
     return created.body.sessionId as string;
   };
+  /** The status each message's answer reported, by session. */
+  const answered = new Map<string, string>();
   const status = async (id: string) => (await db.prisma.session.findUniqueOrThrow({ where: { id } })).status;
   const statuses = async (ids: Record<string, string>) =>
     Object.fromEntries(await Promise.all(Object.entries(ids).map(async ([name, id]) => [name, await status(id)] as const)));
@@ -146,6 +149,19 @@ describe.skipIf(skipMachineTests || skipWithout('the fairness tests on PostgreSQ
     const x = await post(server, 'other', 'x');
     await waitFor("globex's turn running", async () => (await status(x)) === 'running', 10_000);
     expect(await statuses(ids)).toEqual({ a: 'running', b: 'running', c: 'pending', e: 'running', f: 'pending', d: 'pending' });
+    // Each message began its turn at once, or (its commit refused over a limit) was stored again, once, to wait.
+    expect(Object.fromEntries(Object.entries(ids).map(([name, id]) => [name, answered.get(id)]))).toEqual({
+      a: 'running',
+      b: 'running',
+      c: 'pending',
+      e: 'running',
+      f: 'pending',
+      d: 'pending',
+    });
+    for (const id of [ids.c, ids.d, ids.f]) {
+      expect(await db.prisma.sessionMessage.findMany({ where: { sessionId: id }, select: { queueStatus: true } })).toEqual([{ queueStatus: 'queued' }]);
+      expect((await db.prisma.session.findUniqueOrThrow({ where: { id } })).messageCount).toBe(1);
+    }
 
     const queue = await call(server, keys.manager, 'GET', '/api/v0/organization/turns');
     expect(queue.status).toBe(200);

@@ -11,6 +11,7 @@ import { createLogger } from '../../src/lib/logger.ts';
 import { purgeExpiredSessions } from '../../src/modules/sessions/jobs.ts';
 import { knownModel } from '../../src/agent/models.ts';
 import { appendMessage, chargeSession, setSessionStatus, takeQueuedMessages } from '../../src/modules/sessions/store.ts';
+import { DEFAULT_TURN_LIMITS } from '../../src/modules/sessions/turn-admission.ts';
 import { ALLOW_LOOPBACK, JWT_SECRET, startTestApi, type TestApi } from '../support/api.ts';
 import { writeModelsFile } from '../support/models-file.ts';
 import { isRoot, sshdMissing, startSshd, TEST_USER, type TestSshd } from '../support/sshd.ts';
@@ -78,10 +79,12 @@ describe.skipIf(skip).each(BACKENDS)('sessions API on %s', (backend) => {
     expect(res.status).toBe(201);
     return res.body.sessionId as string;
   };
-  const turnJobs = async (sessionId: string) => {
+  /** Turn jobs sent for a session; `begun`: only those whose message began the turn. */
+  const turnJobs = async (sessionId: string, opts: { begun?: true } = {}) => {
     const rows = await api.db.prisma.$queryRawUnsafe<{ n: number }[]>(
-      `SELECT count(*)::int AS n FROM pgboss.job WHERE name = 'sessions.turn' AND data->>'sessionId' = $1`,
+      `SELECT count(*)::int AS n FROM pgboss.job WHERE name = 'sessions.turn' AND data->>'sessionId' = $1 AND ($2 = false OR data->>'begun' = 'true')`,
       sessionId,
+      opts.begun === true,
     );
     return rows[0]!.n;
   };
@@ -322,7 +325,7 @@ describe.skipIf(skip).each(BACKENDS)('sessions API on %s', (backend) => {
   });
 
   describe('messages', () => {
-    it('stores a queued user message, moves idle to pending and sends one turn job', async () => {
+    it('stores the message of an idle session taken by its turn, begun at once, and sends one turn job', async () => {
       const id = await newSession();
       const res = await api.call('POST', `/api/v0/sessions/${id}/messages`, {
         as: user,
@@ -333,32 +336,61 @@ describe.skipIf(skip).each(BACKENDS)('sessions API on %s', (backend) => {
         },
       });
       expect(res.status).toBe(200);
-      expect(res.body).toEqual({ messageId: expect.stringMatching(/^msg_/), status: 'pending' });
+      expect(res.body).toEqual({ messageId: expect.stringMatching(/^msg_/), status: 'running' });
       const stored = await api.db.prisma.sessionMessage.findUniqueOrThrow({ where: { id: res.body.messageId } });
-      expect(stored).toMatchObject({ role: 'user', queueStatus: 'queued', computerId });
+      expect(stored).toMatchObject({ role: 'user', queueStatus: 'consumed', computerId });
       expect(stored.content).toEqual([
         { type: 'text', text: 'Fix the failing test\nin src' },
         { type: 'image', source: { type: 'base64', data: 'iVBORw0KGgo=', mediaType: 'image/png' } },
         { type: 'document', source: { type: 'text', mediaType: 'text/plain', data: 'notes', name: 'n.txt' } },
       ]);
       const session = await api.call('GET', `/api/v0/sessions/${id}`, { as: user });
-      expect(session.body).toMatchObject({ status: 'pending', messageCount: 1, title: 'Fix the failing test' });
+      expect(session.body).toMatchObject({ status: 'running', messageCount: 1, title: 'Fix the failing test' });
       expect(await turnJobs(id)).toBe(1);
+      expect(await turnJobs(id, { begun: true })).toBe(1);
     });
 
     it('queues a message sent while a turn runs for the next turn', async () => {
       const id = await newSession();
       const first = await api.call('POST', `/api/v0/sessions/${id}/messages`, { as: user, body: { text: 'one' } });
+      expect(first.body.status).toBe('running');
       const now = new Date();
-      expect(await setSessionStatus(api.db.prisma, id, 'pending', 'running', now)).toBe(true);
-      const taken = await takeQueuedMessages(api.db.prisma, id, now);
-      expect(taken.map((m) => m.id)).toEqual([first.body.messageId]);
+      expect(await takeQueuedMessages(api.db.prisma, id, now)).toEqual([]);
       const second = await api.call('POST', `/api/v0/sessions/${id}/messages`, { as: user, body: { text: 'two' } });
       expect(second.body.status).toBe('running');
       const queued = await api.db.prisma.sessionMessage.findMany({ where: { sessionId: id, queueStatus: 'queued' } });
       expect(queued.map((m) => m.id)).toEqual([second.body.messageId]);
       expect(await turnJobs(id)).toBe(2);
+      // Only the first began its turn; the second's job takes it when that turn ends.
+      expect(await turnJobs(id, { begun: true })).toBe(1);
       expect((await takeQueuedMessages(api.db.prisma, id, now)).map((m) => m.id)).toEqual([second.body.messageId]);
+    });
+
+    it("over its owner's running-turn limit, stores the message once to wait (pending); nothing of the refused start stays", async () => {
+      const id = await newSession();
+      const row = await api.db.prisma.session.findUniqueOrThrow({ where: { id } });
+      const busy = Array.from({ length: DEFAULT_TURN_LIMITS.perOwner }, () => newId('ses'));
+      const { organizationId, ownerKind, ownerId, computerId: onComputer, cwd } = row;
+      await api.db.prisma.session.createMany({
+        data: busy.map((b) => ({ id: b, organizationId, ownerKind, ownerId, computerId: onComputer, cwd, status: 'running' as const })),
+      });
+      try {
+        const res = await api.call('POST', `/api/v0/sessions/${id}/messages`, { as: user, body: { text: 'wait your turn' } });
+        expect(res.body).toEqual({ messageId: expect.stringMatching(/^msg_/), status: 'pending' });
+        const messages = await api.db.prisma.sessionMessage.findMany({ where: { sessionId: id } });
+        expect(messages.map((m) => [m.id, m.queueStatus])).toEqual([[res.body.messageId, 'queued']]);
+        expect(await api.db.prisma.session.findUniqueOrThrow({ where: { id } })).toMatchObject({ status: 'pending', messageCount: 1 });
+        expect([await turnJobs(id), await turnJobs(id, { begun: true })]).toEqual([1, 0]);
+        const events = await api.db.prisma.event.findMany({ where: { sessionId: id }, orderBy: { id: 'asc' } });
+        expect(events.map((e) => [e.type, (e.data as { status?: string }).status])).toEqual([
+          ['session.message.created', undefined],
+          ['session.status', 'pending'],
+        ]);
+        const analytics = await api.db.prisma.analyticsEvent.findMany({ where: { sessionId: id } });
+        expect(analytics.map((a) => a.kind).sort()).toEqual(['message', 'session_started']);
+      } finally {
+        await api.db.prisma.session.updateMany({ where: { id: { in: busy } }, data: { status: 'idle' } });
+      }
     });
 
     it('answers 504 when waitForCompletion runs out, keeping the message (the turn continues)', async () => {
@@ -370,11 +402,11 @@ describe.skipIf(skip).each(BACKENDS)('sessions API on %s', (backend) => {
       });
       expect(Date.now() - started).toBeGreaterThanOrEqual(400);
       expect(res.status).toBe(504);
-      expect(res.body).toMatchObject({ status: 504, title: 'Gateway Timeout', metadata: { status: 'pending', waitTimeoutMs: 400 } });
+      expect(res.body).toMatchObject({ status: 504, title: 'Gateway Timeout', metadata: { status: 'running', waitTimeoutMs: 400 } });
       expect(res.body.detail).toMatch(/did not finish within waitTimeoutMs=400; the turn continues/);
       const stored = await api.db.prisma.sessionMessage.findUniqueOrThrow({ where: { id: res.body.metadata.messageId } });
-      expect(stored.queueStatus).toBe('queued');
-      expect((await api.call('GET', `/api/v0/sessions/${id}`, { as: user })).body.status).toBe('pending');
+      expect(stored.queueStatus).toBe('consumed');
+      expect((await api.call('GET', `/api/v0/sessions/${id}`, { as: user })).body.status).toBe('running');
     });
 
     it('answers when the turn ends with waitForCompletion', async () => {
@@ -382,7 +414,7 @@ describe.skipIf(skip).each(BACKENDS)('sessions API on %s', (backend) => {
       const pending = api.call('POST', `/api/v0/sessions/${id}/messages`, { as: user, body: { text: 'quick', waitForCompletion: true } });
       let moved = false;
       for (let i = 0; i < 100 && !moved; i++) {
-        moved = await setSessionStatus(api.db.prisma, id, 'pending', 'idle', new Date());
+        moved = await setSessionStatus(api.db.prisma, id, 'running', 'idle', new Date());
         if (!moved) await new Promise((r) => setTimeout(r, 50));
       }
       const res = await pending;
@@ -483,7 +515,7 @@ describe.skipIf(skip).each(BACKENDS)('sessions API on %s', (backend) => {
     });
   });
 
-  it('interrupt is idempotent when idle and sets the flag the runtime reads while a turn is pending', async () => {
+  it('interrupt is idempotent when idle and sets the flag the runtime reads while a turn runs', async () => {
     const id = await newSession();
     const flagged = async () => (await api.db.prisma.session.findUniqueOrThrow({ where: { id } })).interruptRequestedAt !== null;
     const idle = await api.call('POST', `/api/v0/sessions/${id}/interrupt`, { as: user });
@@ -491,12 +523,12 @@ describe.skipIf(skip).each(BACKENDS)('sessions API on %s', (backend) => {
     expect(await flagged()).toBe(false);
     await api.call('POST', `/api/v0/sessions/${id}/messages`, { as: user, body: { text: 'go' } });
     const res = await api.call('POST', `/api/v0/sessions/${id}/interrupt`, { as: user });
-    expect(res.body).toEqual({ status: 'pending' });
+    expect(res.body).toEqual({ status: 'running' });
     expect(await flagged()).toBe(true);
     // A flag the ended turn never read does not interrupt the next turn.
-    expect(await setSessionStatus(api.db.prisma, id, 'pending', 'idle', new Date())).toBe(true);
+    expect(await setSessionStatus(api.db.prisma, id, 'running', 'idle', new Date())).toBe(true);
     expect(await flagged()).toBe(true);
-    expect((await api.call('POST', `/api/v0/sessions/${id}/messages`, { as: user, body: { text: 'again' } })).body.status).toBe('pending');
+    expect((await api.call('POST', `/api/v0/sessions/${id}/messages`, { as: user, body: { text: 'again' } })).body.status).toBe('running');
     expect(await flagged()).toBe(false);
   });
 

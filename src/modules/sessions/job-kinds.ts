@@ -9,7 +9,8 @@ import { defineJobKind } from '../../jobs/job.ts';
  */
 export const sessionTurnJob = defineJobKind({
   name: 'sessions.turn',
-  payload: z.object({ sessionId: z.string().min(1) }),
+  // `begun`: the message's own transaction began the turn (an idle session's): the first run starts it without one.
+  payload: z.object({ sessionId: z.string().min(1), begun: z.boolean().optional() }),
   retryLimit: 2,
   retryDelaySeconds: 1,
   expireInSeconds: 3 * 3600,

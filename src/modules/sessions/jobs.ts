@@ -41,7 +41,7 @@ export async function purgeExpiredSessions(deps: { db: Db; clock: Clock }): Prom
 
 export function sessionJobs(deps: TurnRunnerDeps & { db: PrismaClient; turnConcurrency?: number }): JobDefinition[] {
   return [
-    sessionTurnJob.handledBy((p, ctx) => runSessionTurn(deps, p.sessionId, ctx), { concurrency: deps.turnConcurrency }),
+    sessionTurnJob.handledBy((p, ctx) => runSessionTurn(deps, p, ctx), { concurrency: deps.turnConcurrency }),
     sessionApprovalExpireJob.handledBy((p, ctx) => expireApproval(deps, p, ctx.send)),
     sessionPurgeJob.handledBy(async (_payload, ctx) => {
       const purged = await purgeExpiredSessions(deps);

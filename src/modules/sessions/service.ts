@@ -15,6 +15,8 @@ import { machineUnavailable, targetFor, type MachineDeps } from '../computers/ma
 import { reachableSession } from './access.ts';
 import { recordCheckpoints } from './checkpoints.ts';
 import { sessionTurnJob } from './job-kinds.ts';
+import { turnEvents } from './turn-events.ts';
+import { admitTurnAtCommit, DEFAULT_TURN_LIMITS, turnNotAdmitted, type TurnLimits } from './turn-admission.ts';
 import { knownModel } from '../../agent/models.ts';
 import { defaultModelFor, modelAllowed } from '../../agent/model-catalog.ts';
 import {
@@ -40,7 +42,8 @@ export interface SessionsDeps {
   clock: Clock;
   queue: Pick<JobQueue, 'send'>;
   machines: MachineDeps;
-  limits: { maxConcurrentSessions: number; retentionDays: number };
+  /** `turnLimits`: running turns at once per organization and per owner (default DEFAULT_TURN_LIMITS). */
+  limits: { maxConcurrentSessions: number; retentionDays: number; turnLimits?: TurnLimits };
   /** AGENTPLANE_DEFAULT_MODEL: the model of sessions that name none (else the first the organization may use). */
   defaultModel?: string;
   /** How often a waiting add-message call looks at the session; default 100 ms. */
@@ -366,33 +369,49 @@ export function createSessionsService(deps: SessionsDeps) {
         ...(input.images ?? []).map((source) => ({ type: 'image' as const, source })),
         ...(input.files ?? []).map((source) => ({ type: 'document' as const, source })),
       ];
-      const message = await db.$transaction(async (tx) => {
-        // Taken once the transaction has its connection: a burst's messages are stamped when stored,
-        // in the order they are stored, not when their requests began waiting for the pool.
-        const now = clock.now();
-        // Leaving idle clears an interrupt left over from a turn that ended before it was read.
-        const { count: leftIdle } = await tx.session.updateMany({
-          where: { id: session.id, status: 'idle' },
-          data: { status: 'pending', interruptRequestedAt: null },
+      // A message to an idle session begins its turn in the same transaction, counted against the
+      // running-turn limits by its commit: the turn has started when the answer is sent, and the
+      // job that runs it needs no transaction of its own to begin (turn-runner.ts). Over a limit
+      // the commit fails and nothing of it stays; stored again, the message waits, pending, in order.
+      const store = (beginTurn: boolean) =>
+        db.$transaction(async (tx) => {
+          // Taken once the transaction has its connection: a burst's messages are stamped when stored,
+          // in the order they are stored, not when their requests began waiting for the pool.
+          const now = clock.now();
+          // Leaving idle clears an interrupt left over from a turn that ended before it was read.
+          const { count: leftIdle } = await tx.session.updateMany({
+            where: { id: session.id, status: 'idle' },
+            data: beginTurn ? { status: 'running', interruptRequestedAt: null, turnHeartbeatAt: now } : { status: 'pending', interruptRequestedAt: null },
+          });
+          const begun = beginTurn && leftIdle > 0;
+          // The message's own update of the session carries the switch and the title; its status as
+          // of this transaction is what the answer reports.
+          const row = await appendMessage(
+            tx,
+            session.id,
+            {
+              role: 'user',
+              content,
+              queueStatus: begun ? 'consumed' : 'queued',
+              userMessageSource: 'sessions_api',
+              computerId: switchTo ?? session.computerId,
+            },
+            now,
+            [],
+            {
+              session: { ...(switchTo ? { computerId: switchTo } : {}), ...(session.title ? {} : { title: titleOf(input.text) }) },
+              events: leftIdle ? [sessionEvent.status(session.id, begun ? 'running' : 'pending')] : [],
+            },
+          );
+          if (begun) await admitTurnAtCommit(tx, deps.limits.turnLimits ?? DEFAULT_TURN_LIMITS);
+          const turn = turnEvents(session, storedSettings(session));
+          await recordEvents(tx, [turn.userMessage(now), ...(begun ? [turn.userTurn(now)] : [])]);
+          await deps.queue.send(sessionTurnJob, { sessionId: session.id, ...(begun ? { begun } : {}) }, { tx });
+          return { ...row, status: row.sessionStatus };
         });
-        // The message's own update of the session carries the switch and the title; its status as
-        // of this transaction is what the answer reports.
-        const row = await appendMessage(
-          tx,
-          session.id,
-          { role: 'user', content, queueStatus: 'queued', userMessageSource: 'sessions_api', computerId: switchTo ?? session.computerId },
-          now,
-          [],
-          {
-            session: { ...(switchTo ? { computerId: switchTo } : {}), ...(session.title ? {} : { title: titleOf(input.text) }) },
-            events: leftIdle ? [sessionEvent.status(session.id, 'pending')] : [],
-          },
-        );
-        await recordEvents(tx, [
-          { kind: 'message', role: 'user', organizationId: principal.organizationId, userId: session.ownerId, occurredAt: now, sessionId: session.id },
-        ]);
-        await deps.queue.send(sessionTurnJob, { sessionId: session.id }, { tx });
-        return { ...row, status: row.sessionStatus };
+      const message = await store(true).catch((err: unknown) => {
+        if (turnNotAdmitted(err)) return store(false);
+        throw err;
       });
       if (!input.waitForCompletion) return { messageId: message.id, status: message.status };
 

@@ -33,6 +33,8 @@ const PR_CREATE = /\bgh\s+pr\s+create\b/;
 export function turnEvents(session: { organizationId: string; ownerId: string; id: string }, settings: StoredSettings) {
   const base = (at: Date) => ({ organizationId: session.organizationId, userId: session.ownerId, occurredAt: at, sessionId: session.id });
   return {
+    userMessage: (at: Date): AnalyticsEvent => ({ ...base(at), kind: 'message', role: 'user' }),
+
     userTurn: (at: Date): AnalyticsEvent => ({ ...base(at), kind: 'user_turn' }),
 
     assistantMessage: (at: Date): AnalyticsEvent => ({ ...base(at), kind: 'message', role: 'assistant' }),

@@ -64,8 +64,8 @@ class TurnRefused extends Error {}
  * failures are retried, and the retry continues the turn; the last attempt ends it with a
  * message instead, so a session never stays running.
  */
-export async function runSessionTurn(deps: TurnRunnerDeps, sessionId: string, ctx: JobContext): Promise<void> {
-  const begun = await beginTurn(deps, sessionId);
+export async function runSessionTurn(deps: TurnRunnerDeps, job: { sessionId: string; begun?: boolean }, ctx: JobContext): Promise<void> {
+  const begun = job.begun && ctx.attempt === 1 ? await begunByMessage(deps, job.sessionId) : await beginTurn(deps, job.sessionId);
   if (!begun) return;
   const { session, how } = begun;
   try {
@@ -100,6 +100,18 @@ async function runBegunTurn(deps: TurnRunnerDeps, session: Session, begun: Begun
 interface Begun {
   session: Session;
   how: 'new' | 'continued' | 'resumed';
+}
+
+/**
+ * A turn its message's transaction began (an idle session's: postMessage), on its job's first
+ * run: the session as it is. A later run (its worker died) continues it like any other, and a
+ * session no longer running (the reaper ended it) is looked at the usual way.
+ */
+async function begunByMessage(deps: TurnRunnerDeps, sessionId: string): Promise<false | Begun> {
+  const session = await deps.db.session.findUnique({ where: { id: sessionId } });
+  // A deleted session's turn starts and stops at once: its watch sees the deletion.
+  if (session?.status === 'running' && !session.turnPausedAt) return { session, how: 'new' };
+  return beginTurn(deps, sessionId);
 }
 
 /**
