@@ -123,17 +123,47 @@ const COLUMN_TYPES = COLUMNS.map((name) =>
 );
 const ROWS_PER_INSERT = 20_000;
 
+/** A statement and its parameters, to run alone or inside another (see analyticsInsert). */
+export interface SqlPart {
+  sql: string;
+  params: unknown[];
+}
+
 /**
- * Bulk insert of already-built rows (one array per event, in COLUMNS order): one array parameter
- * per column, unnested in SQL, so a batch of 20,000 events is one short statement.
+ * The insert of already-built rows (one array per event, in COLUMNS order): one array parameter
+ * per column, unnested in SQL, numbered from `$first` (to sit in another statement's WITH).
  */
+function rowsInsert(rows: unknown[][], first = 1): SqlPart {
+  const arrays = COLUMN_TYPES.map((type, j) => `$${first + j}::${type}[]`).join(', ');
+  return {
+    sql: `INSERT INTO analytics_events (${COLUMNS.join(',')}) SELECT * FROM unnest(${arrays})`,
+    params: COLUMNS.map((_, j) => rows.map((row) => row[j])),
+  };
+}
+
+/** Bulk insert of already-built rows, a batch of 20,000 events per short statement (rowsInsert). */
 export async function insertEventRows(db: Db, rows: unknown[][]): Promise<void> {
   for (let i = 0; i < rows.length; i += ROWS_PER_INSERT) {
-    const chunk = rows.slice(i, i + ROWS_PER_INSERT);
-    const columns = COLUMNS.map((_, j) => chunk.map((row) => row[j]));
-    const arrays = COLUMN_TYPES.map((type, j) => `$${j + 1}::${type}[]`).join(', ');
-    await db.$executeRawUnsafe(`INSERT INTO analytics_events (${COLUMNS.join(',')}) SELECT * FROM unnest(${arrays})`, ...columns);
+    const { sql, params } = rowsInsert(rows.slice(i, i + ROWS_PER_INSERT));
+    await db.$executeRawUnsafe(sql, ...params);
   }
+}
+
+/** The rows of `events`, validated: an invalid event is a bug of its reporter and throws. */
+function rowsOf(events: readonly AnalyticsEvent[]): unknown[][] {
+  return events.map((e, i) => {
+    const parsed = AnalyticsEventSchema.safeParse(e);
+    if (!parsed.success) throw new Error(`analytics event ${i}: ${z.prettifyError(parsed.error)}`);
+    return toRow(parsed.data);
+  });
+}
+
+/**
+ * The insert of `events` as a part of another statement, its parameters numbered from `$first`:
+ * a caller that stores other rows in the same transaction saves a round trip (publish's `analytics`).
+ */
+export function analyticsInsert(events: readonly AnalyticsEvent[], first: number): SqlPart {
+  return rowsInsert(rowsOf(events), first);
 }
 
 /**
@@ -143,10 +173,5 @@ export async function insertEventRows(db: Db, rows: unknown[][]): Promise<void> 
  */
 export async function recordEvents(tx: Db, events: readonly AnalyticsEvent[]): Promise<void> {
   if (events.length === 0) return;
-  const rows = events.map((e, i) => {
-    const parsed = AnalyticsEventSchema.safeParse(e);
-    if (!parsed.success) throw new Error(`analytics event ${i}: ${z.prettifyError(parsed.error)}`);
-    return toRow(parsed.data);
-  });
-  await insertEventRows(tx, rows);
+  await insertEventRows(tx, rowsOf(events));
 }

@@ -1,4 +1,5 @@
 import type { Db } from '../../db/client.ts';
+import { analyticsInsert, recordEvents, type AnalyticsEvent } from '../analytics/events.ts';
 import type { EventType, TransientEventType } from './types.ts';
 
 /**
@@ -30,10 +31,12 @@ export interface NewEvent {
  * commit, fans the event out to webhooks and notifies every replica. (A sequence drawn at insert
  * would let a slow transaction commit a lower id after a faster one's higher id was read; a lock
  * from the insert to the commit made every transaction storing events wait for the others.)
+ * `analytics` are stored in the same statement (or alone, with no events).
  */
-export async function publish(db: Db, events: NewEvent | NewEvent[]): Promise<void> {
+export async function publish(db: Db, events: NewEvent | NewEvent[], also: { analytics?: readonly AnalyticsEvent[] } = {}): Promise<void> {
   const list = Array.isArray(events) ? events : [events];
-  if (list.length === 0) return;
+  const analytics = also.analytics ?? [];
+  if (list.length === 0) return recordEvents(db, analytics);
   const rows = JSON.stringify(
     list.map((e, ord) => ({
       ord,
@@ -44,17 +47,23 @@ export async function publish(db: Db, events: NewEvent | NewEvent[]): Promise<vo
       data: e.data,
     })),
   );
+  // The analytics events of the same change ride along in the statement's WITH: one round trip.
+  const alongside = analytics.length ? analyticsInsert(analytics, 2) : undefined;
   // Inserted in `ord` order: the commit trigger numbers a transaction's events in that order.
-  await db.$executeRaw`
+  await db.$executeRawUnsafe(
+    `${alongside ? `WITH analytics AS (${alongside.sql}) ` : ''}
     INSERT INTO events (id, organization_id, type, session_id, computer_id, data, created_at)
     SELECT -nextval('events_provisional_id_seq'),
            COALESCE(e.organization_id,
              (SELECT s.organization_id FROM sessions s WHERE s.id = e.session_id),
              (SELECT c.organization_id FROM computers c WHERE c.id = e.computer_id)),
            e.type, e.session_id, e.computer_id, e.data, clock_timestamp()
-    FROM jsonb_to_recordset(${rows}::jsonb)
+    FROM jsonb_to_recordset($1::jsonb)
       AS e(ord int, type text, organization_id text, session_id text, computer_id text, data jsonb)
-    ORDER BY e.ord`;
+    ORDER BY e.ord`,
+    rows,
+    ...(alongside?.params ?? []),
+  );
 }
 
 export interface TransientEvent {

@@ -1,7 +1,7 @@
 import type { PrismaClient } from '../../db/client.ts';
 import type { Session } from '../../generated/prisma/client.ts';
 import type { Clock } from '../../lib/clock.ts';
-import { recordEvents, type AnalyticsEvent } from '../analytics/events.ts';
+import type { AnalyticsEvent } from '../analytics/events.ts';
 import { storeCompaction } from './context-history.ts';
 import {
   creditsFor,
@@ -103,8 +103,8 @@ export async function runPersistedTurn(
       emitted.push(message);
       const now = clock.now();
       const { usage, analytics } = pending();
-      const row = await db.$transaction(async (tx) => {
-        const stored = await appendMessage(
+      const row = await db.$transaction((tx) =>
+        appendMessage(
           tx,
           session.id,
           {
@@ -114,10 +114,9 @@ export async function runPersistedTurn(
           },
           now,
           usage,
-        );
-        await recordEvents(tx, [...analytics, ...(message.role === 'assistant' ? [events.assistantMessage(now)] : toolCallEvents)]);
-        return stored;
-      });
+          { analytics: [...analytics, ...(message.role === 'assistant' ? [events.assistantMessage(now)] : toolCallEvents)] },
+        ),
+      );
       message.covers = { fromSeq: Number(row.seq), toSeq: Number(row.seq) };
       pendingUsage = [];
       if (message.role === 'tool') toolCallEvents = [];
@@ -137,8 +136,7 @@ export async function runPersistedTurn(
   if (usage.length === 0) await chargeSession(db, session.id, { activeMs });
   else {
     await db.$transaction(async (tx) => {
-      await publish(tx, (await chargeSession(tx, session.id, { usage, activeMs })).events);
-      await recordEvents(tx, analytics);
+      await publish(tx, (await chargeSession(tx, session.id, { usage, activeMs })).events, { analytics });
     });
   }
   return { ...result, emitted };

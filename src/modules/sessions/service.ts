@@ -16,7 +16,7 @@ import { reachableSession } from './access.ts';
 import { recordCheckpoints } from './checkpoints.ts';
 import { sessionTurnJob } from './job-kinds.ts';
 import { turnEvents } from './turn-events.ts';
-import { admitTurnAtCommit, DEFAULT_TURN_LIMITS, turnNotAdmitted, type TurnLimits } from './turn-admission.ts';
+import { beginIdleTurnAtCommit, DEFAULT_TURN_LIMITS, turnNotAdmitted, type TurnLimits } from './turn-admission.ts';
 import { knownModel } from '../../agent/models.ts';
 import { defaultModelFor, modelAllowed } from '../../agent/model-catalog.ts';
 import {
@@ -379,13 +379,14 @@ export function createSessionsService(deps: SessionsDeps) {
           // in the order they are stored, not when their requests began waiting for the pool.
           const now = clock.now();
           // Leaving idle clears an interrupt left over from a turn that ended before it was read.
-          const { count: leftIdle } = await tx.session.updateMany({
-            where: { id: session.id, status: 'idle' },
-            data: beginTurn ? { status: 'running', interruptRequestedAt: null, turnHeartbeatAt: now } : { status: 'pending', interruptRequestedAt: null },
-          });
-          const begun = beginTurn && leftIdle > 0;
+          const begun = beginTurn && (await beginIdleTurnAtCommit(tx, session.id, now, deps.limits.turnLimits ?? DEFAULT_TURN_LIMITS));
+          const waits =
+            !beginTurn &&
+            (await tx.session.updateMany({ where: { id: session.id, status: 'idle' }, data: { status: 'pending', interruptRequestedAt: null } })).count > 0;
+          const leftIdle = begun || waits;
           // The message's own update of the session carries the switch and the title; its status as
           // of this transaction is what the answer reports.
+          const turn = turnEvents(session, storedSettings(session));
           const row = await appendMessage(
             tx,
             session.id,
@@ -401,11 +402,9 @@ export function createSessionsService(deps: SessionsDeps) {
             {
               session: { ...(switchTo ? { computerId: switchTo } : {}), ...(session.title ? {} : { title: titleOf(input.text) }) },
               events: leftIdle ? [sessionEvent.status(session.id, begun ? 'running' : 'pending')] : [],
+              analytics: [turn.userMessage(now), ...(begun ? [turn.userTurn(now)] : [])],
             },
           );
-          if (begun) await admitTurnAtCommit(tx, deps.limits.turnLimits ?? DEFAULT_TURN_LIMITS);
-          const turn = turnEvents(session, storedSettings(session));
-          await recordEvents(tx, [turn.userMessage(now), ...(begun ? [turn.userTurn(now)] : [])]);
           await deps.queue.send(sessionTurnJob, { sessionId: session.id, ...(begun ? { begun } : {}) }, { tx });
           return { ...row, status: row.sessionStatus };
         });

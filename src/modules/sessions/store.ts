@@ -3,6 +3,7 @@ import type { SessionMessage, SessionStatus } from '../../generated/prisma/clien
 import { newId } from '../../lib/ids.ts';
 import type { ContentBlock, MessageView, TokenUsage } from './schemas.ts';
 import { MESSAGE_EXTRA_FIELDS } from './schemas.ts';
+import type { AnalyticsEvent } from '../analytics/events.ts';
 import { publish, type NewEvent } from '../events/publish.ts';
 import { sessionEvent, sessionEvents, type TurnOutcome } from './session-events.ts';
 
@@ -33,7 +34,7 @@ export interface NewMessage {
 /**
  * Appends a message and counts it on the session, with the usage of the model calls that produced
  * it (see chargeSession); returns the stored row. One update of the session and one insert of its
- * events, whatever it carries.
+ * events and analytics, whatever it carries.
  */
 export async function appendMessage(
   db: Db,
@@ -41,8 +42,8 @@ export async function appendMessage(
   message: NewMessage,
   now: Date,
   usage: Partial<TokenUsage>[] = [],
-  /** More for the same update of the session, and events to publish after the message's. */
-  also: { session?: Prisma.SessionUpdateInput; events?: NewEvent[] } = {},
+  /** More for the same update of the session, events to publish after the message's, and analytics events to store with them. */
+  also: { session?: Prisma.SessionUpdateInput; events?: NewEvent[]; analytics?: readonly AnalyticsEvent[] } = {},
 ): Promise<SessionMessage & { sessionStatus: SessionStatus }> {
   const row = await db.sessionMessage.create({
     data: {
@@ -63,7 +64,7 @@ export async function appendMessage(
     },
   });
   const charged = await chargeSession(db, sessionId, { messages: 1, usage, now, also: also.session });
-  await publish(db, [...charged.events, sessionEvent.messageCreated(row), ...(also.events ?? [])]);
+  await publish(db, [...charged.events, sessionEvent.messageCreated(row), ...(also.events ?? [])], { analytics: also.analytics });
   return { ...row, sessionStatus: charged.status };
 }
 

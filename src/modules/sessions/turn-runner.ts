@@ -4,7 +4,6 @@ import type { Session } from '../../generated/prisma/client.ts';
 import type { JobContext } from '../../jobs/job.ts';
 import type { EgressGuard } from '../../egress/guard.ts';
 import type { Clock } from '../../lib/clock.ts';
-import { recordEvents } from '../analytics/events.ts';
 import { machineUnavailable, targetFor, type MachineDeps } from '../computers/machines.ts';
 import { creditsExhausted, creditStanding } from '../organization/credit-usage.ts';
 import { openCustomModelKeys } from '../organization/custom-model-keys.ts';
@@ -162,8 +161,9 @@ async function beginTurnIn(tx: Db, deps: TurnRunnerDeps, sessionId: string): Pro
   // of this back; the session stays pending with its messages queued until a turn of the
   // organization ends (startWaitingTurns) or the reaper.
   await admitTurnAtCommit(tx, deps.turnLimits ?? DEFAULT_TURN_LIMITS);
-  await publish(tx, [...sessionEvent.messageUpdated(queued), sessionEvent.status(session.id, 'running')]);
-  await recordEvents(tx, [turnEvents(session, storedSettings(session)).userTurn(now)]);
+  await publish(tx, [...sessionEvent.messageUpdated(queued), sessionEvent.status(session.id, 'running')], {
+    analytics: [turnEvents(session, storedSettings(session)).userTurn(now)],
+  });
   return { session: running, how: 'new' };
 }
 
