@@ -2,7 +2,7 @@
  * The figures of issue #32 (agents at team scale), on PostgreSQL with real server processes, run
  * on demand:
  *
- *   node bench/scale.ts [--turns 200] [--latency-ms 1000] [--replicas 1,2] [--idle-runs 11] [--env K=V,...]
+ *   node bench/scale.ts [--turns 200] [--latency-ms 1000] [--replicas 1,2] [--idle-runs 11] [--replica-cpus N] [--env K=V,...]
  *
  * It starts a private PostgreSQL, the scripted model server of the tests (the OpenAI wire; each
  * call answers after `--latency-ms`, or at once for the instant-model figures), a real sshd and
@@ -31,6 +31,12 @@
  * `--pg-waits` samples what PostgreSQL's backends wait on during the instant burst, `--pg-stats`
  * counts its statements per turn, `--profile DIR` writes each replica's V8 CPU profile.
  *
+ * `--replica-cpus N` gives each replica a CPU budget of N cores of its own (a cgroup's CFS quota, as
+ * a container's CPU limit; needs root): on a machine whose cores PostgreSQL, sshd, the model and the
+ * replicas all share, a second replica can only share them too, and the budget shows whether the
+ * control plane itself scales out: with replicas bounded by their own CPU, does a second one double
+ * what they carry (no lock, queue or poll shared between them in the way)?
+ *
  * `--env` passes settings to the replicas (e.g. `AGENTPLANE_TURN_CONCURRENCY=64`); the turn limits
  * per owner and organization are lifted (one owner sends every message). The CLI start
  * time and relay throughput figures are bench/gateway.ts's.
@@ -48,6 +54,7 @@ import { startPostgres } from '../test/support/postgres-server.ts';
 import { startServerProcess, type ServerProcess } from '../test/support/server-process.ts';
 import { startSshd } from '../test/support/sshd.ts';
 import { waitFor } from '../test/support/wait.ts';
+import { limitCpu } from './cpu-budget.ts';
 import { machineBusyMs } from './machine-cpu.ts';
 
 const { values: args } = parseArgs({
@@ -62,6 +69,7 @@ const { values: args } = parseArgs({
     profile: { type: 'string' },
     'pg-stats': { type: 'boolean', default: false },
     'pg-waits': { type: 'boolean', default: false },
+    'replica-cpus': { type: 'string' },
   },
 });
 const TURNS = Number(args.turns);
@@ -69,6 +77,9 @@ const LATENCY_MS = Number(args['latency-ms']);
 const REPLICAS = args.replicas.split(',').map(Number);
 const IDLE_RUNS = Number(args['idle-runs']);
 const ONLY = new Set(args.only.split(','));
+/** --replica-cpus N: each replica runs with a CPU budget of N cores of its own (a container's CPU limit). */
+const REPLICA_CPUS = args['replica-cpus'] ? Number(args['replica-cpus']) : undefined;
+const budget = REPLICA_CPUS ? `, each replica limited to ${REPLICA_CPUS} core(s)` : '';
 // One owner sends every message here: the per-owner and per-organization limits (a team's
 // fairness, not one process's capacity) are lifted unless --env sets them.
 const EXTRA_ENV = {
@@ -127,6 +138,14 @@ const env = {
   ...(args.profile ? { NODE_OPTIONS: `--cpu-prof --cpu-prof-dir=${path.resolve(args.profile)}` } : {}),
 };
 const servers: ServerProcess[] = [];
+const budgets: { release(): void }[] = [];
+/** Starts the next replica, within its CPU budget when --replica-cpus gives one. */
+const startReplica = async () => {
+  const server = await startServerProcess({ ...env, AGENTPLANE_DATA_DIR: path.join(tmp, `server-${servers.length}`) });
+  if (REPLICA_CPUS) budgets.push(limitCpu(server.child.pid!, REPLICA_CPUS, `agentplane-bench-${process.pid}-${servers.length}`));
+  servers.push(server);
+  return server;
+};
 const db = new pg.Client({ connectionString: postgres.url });
 const rows: [string, string, string, string][] = [];
 const row = (figure: string, value: string, baseline: string, goal: string) => {
@@ -135,8 +154,7 @@ const row = (figure: string, value: string, baseline: string, goal: string) => {
 };
 
 try {
-  const first = await startServerProcess({ ...env, AGENTPLANE_DATA_DIR: path.join(tmp, 'server-0') });
-  servers.push(first);
+  const first = await startReplica();
   const key = first.firstStartKey!;
   await db.connect();
   const call = async (url: string, method: string, p: string, body?: unknown) => {
@@ -294,11 +312,9 @@ try {
   const pool = await newSessions(TURNS);
   const results = new Map<number, { slow: number; instant: number; instantFloor?: number }>();
   for (const replicas of REPLICAS) {
-    while (servers.length < replicas) {
-      servers.push(await startServerProcess({ ...env, AGENTPLANE_DATA_DIR: path.join(tmp, `server-${servers.length}`) }));
-    }
+    while (servers.length < replicas) await startReplica();
     const urls = servers.slice(0, replicas).map((s) => s.url);
-    console.log(`\n${replicas} replica(s), ${TURNS} sessions on one computer, one message each, model ${LATENCY_MS} ms per call`);
+    console.log(`\n${replicas} replica(s)${budget}, ${TURNS} sessions on one computer, one message each, model ${LATENCY_MS} ms per call`);
 
     if (ONLY.has('slow')) {
       delayMs = LATENCY_MS;
@@ -403,9 +419,10 @@ try {
   const one = results.get(1);
   const two = results.get(2);
   if (one && two) {
-    row('two replicas ÷ one, slow burst', `${(two.slow / one.slow).toFixed(2)}x`, `one ${fmtMs(one.slow)}`, '≤ 0.55x');
-    row('two replicas ÷ one, instant burst', `${(two.instant / one.instant).toFixed(2)}x`, `one ${fmtMs(one.instant)}`, '≤ 0.55x');
-    if (two.instantFloor)
+    row(`two replicas ÷ one, slow burst${budget}`, `${(two.slow / one.slow).toFixed(2)}x`, `one ${fmtMs(one.slow)}`, '≤ 0.55x');
+    row(`two replicas ÷ one, instant burst${budget}`, `${(two.instant / one.instant).toFixed(2)}x`, `one ${fmtMs(one.instant)}`, '≤ 0.55x');
+    // Under a budget the replicas are bounded by it, not by the machine: no floor to compare with.
+    if (two.instantFloor && !REPLICA_CPUS)
       row(
         'two replicas ÷ one, instant burst, the best this machine allows',
         `${(two.instantFloor / one.instant).toFixed(2)}x`,
@@ -415,7 +432,7 @@ try {
   }
   console.log(`\n| figure | value | baseline (same run) | goal |\n|---|---|---|---|`);
   for (const r of rows) console.log(`| ${r.join(' | ')} |`);
-  console.log(`\n(${os.cpus().length} cores; replica settings: ${JSON.stringify(EXTRA_ENV)})`);
+  console.log(`\n(${os.cpus().length} cores${budget}; replica settings: ${JSON.stringify(EXTRA_ENV)})`);
 } catch (err) {
   // What the replicas logged as errors, so a failure says why.
   for (const s of servers)
@@ -430,6 +447,7 @@ try {
   throw err;
 } finally {
   await Promise.all(servers.map((s) => s.stop('SIGTERM')));
+  for (const b of budgets) b.release();
   await db.end().catch(() => {});
   await model.close();
   await sshd.stop();
