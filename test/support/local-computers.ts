@@ -48,6 +48,7 @@ export function hostTraces(dataDir: string, computerId: string): string[] {
   if (existsSync(`/run/netns/${n.netns}`)) traces.push(`netns ${n.netns}`);
   if (run('ip', ['link', 'show', n.vethHost])) traces.push(`veth ${n.vethHost}`);
   if (run('getent', ['passwd', n.user])) traces.push(`user ${n.user}`);
+  if (run('getent', ['group', n.user])) traces.push(`group ${n.user}`);
   for (const d of cgroupDirs(computerId)) traces.push(`cgroup ${d}`);
   const pids = run('pgrep', ['-f', computerId]).trim();
   if (pids) traces.push(`processes ${pids.split('\n').join(',')}`);

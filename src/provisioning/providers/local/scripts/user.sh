@@ -13,6 +13,10 @@ create() {
     # '*' (no password, not locked): sshd without PAM refuses locked accounts even for keys.
     useradd --home-dir "$home" --no-create-home --shell /bin/bash --user-group --password '*' \
       --comment "agentplane computer $ID" "$USER_NAME"
+  elif ! getent group "$USER_NAME" >/dev/null; then
+    # useradd killed halfway (its control plane killed mid-provision) writes /etc/passwd before
+    # /etc/group: the user is there without its group. Finish what it began.
+    groupadd --gid "$(id -g "$USER_NAME")" "$USER_NAME"
   fi
   flock -u 9
   if [ ! -d "$home" ]; then
@@ -52,6 +56,12 @@ delete() {
     pkill -9 -u "$USER_NAME" || true
     host_lock
     userdel "$USER_NAME"
+    flock -u 9
+  fi
+  # userdel killed halfway removes the user before its group.
+  if getent group "$USER_NAME" >/dev/null; then
+    host_lock
+    groupdel "$USER_NAME"
     flock -u 9
   fi
   rm -rf "$DIR"
