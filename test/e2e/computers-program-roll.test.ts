@@ -355,7 +355,20 @@ describe.skipIf(skip)('program computers: updates and rolling pools on real stac
       async () => Number((await db.query('SELECT count(*) FROM computers WHERE operation IS NOT NULL')).rows[0].count) === 0,
       SLOW_MS,
       250,
-    );
+    ).catch(async (err: unknown) => {
+      // What is stuck, and what the control plane said of it: this case has failed under load before.
+      const stuck = await db.query('SELECT id, status, operation, operation_deadline, operation_error, deleted_at FROM computers WHERE operation IS NOT NULL');
+      const jobs = await db.query(
+        "SELECT name, state, data, retry_count, started_on, output FROM pgboss.job WHERE name = 'computers.stack' AND state <> 'completed'",
+      );
+      const said = server!
+        .output()
+        .split('\n')
+        .filter((l) => /"level":(40|50|60)/.test(l))
+        .slice(-30);
+      console.error(JSON.stringify({ stuck: stuck.rows, jobs: jobs.rows, said }, null, 1));
+      throw err;
+    });
     const left = await db.query(
       "SELECT id FROM computers WHERE status = 'error' OR (deleted_at IS NULL AND owner_kind = 'pool' AND template_version_id <> $1)",
       [versionIds.get(`${t}/v4`)],
