@@ -373,6 +373,7 @@ export function createSessionsService(deps: SessionsDeps) {
       // running-turn limits by its commit: the turn has started when the answer is sent, and the
       // job that runs it needs no transaction of its own to begin (turn-runner.ts). Over a limit
       // the commit fails and nothing of it stays; stored again, the message waits, pending, in order.
+      const turn = turnEvents(session, storedSettings(session));
       const store = (beginTurn: boolean) =>
         db.$transaction(async (tx) => {
           // Taken once the transaction has its connection: a burst's messages are stamped when stored,
@@ -386,7 +387,6 @@ export function createSessionsService(deps: SessionsDeps) {
           const leftIdle = begun || waits;
           // The message's own update of the session carries the switch and the title; its status as
           // of this transaction is what the answer reports.
-          const turn = turnEvents(session, storedSettings(session));
           const row = await appendMessage(
             tx,
             session.id,
