@@ -221,7 +221,7 @@ function relayEndpoints(deps: AppDeps, authenticate: ReturnType<typeof createAut
         const token = req.headers[RETURN_TOKEN_HEADER];
         const accepted = typeof token === 'string' ? await agents.acceptReturn(token) : undefined;
         if (!accepted) throw new AppError(404, 'No relay session waits for this connection back (it may have stopped waiting)');
-        return { serve: (ws) => accepted.serve(webSocketDuplex(ws)), cancel: accepted.cancel };
+        return { serve: accepted.serve, cancel: accepted.cancel };
       },
       client: (req, computerId) => people.open(req, computerId),
     },

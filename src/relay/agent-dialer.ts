@@ -1,4 +1,5 @@
 import type { Duplex } from 'node:stream';
+import type { WebSocket } from 'ws';
 import type { Db } from '../db/client.ts';
 import type { Logger } from '../lib/logger.ts';
 import { PassThroughUnsupported, type SshGateway, type TunnelUse } from './gateway/index.ts';
@@ -8,11 +9,12 @@ import { dialPeer } from './peer-dial.ts';
 import type { Returns } from './returns.ts';
 import { findTunnelHolder } from './tunnel-holder.ts';
 
-/** A person's SSH connection on its way to the agent, and how it is carried there. */
-export interface PassedThrough {
-  stream: Duplex;
-  carried: 'returned' | 'tunnelled';
-}
+/**
+ * A person's SSH connection on its way to the agent, and how it is carried there: the agent's own
+ * WebSocket back to the relay (paused until passMessages joins it to the person's), or a channel
+ * of its tunnel.
+ */
+export type PassedThrough = { carried: 'returned'; ws: WebSocket } | { carried: 'tunnelled'; stream: Duplex };
 
 /** How a process opens a stream to an agent's SSH server, wherever its tunnel is. */
 export interface AgentDialer {
@@ -55,7 +57,7 @@ export function createAgentDialer(opts: AgentDialerOptions): AgentDialer {
       });
     },
     async dialPerson(computerId, signal) {
-      const tunnelled = async () => ({ stream: await dialer.dial(computerId, signal, 'person'), carried: 'tunnelled' as const });
+      const tunnelled = async (): Promise<PassedThrough> => ({ stream: await dialer.dial(computerId, signal, 'person'), carried: 'tunnelled' });
       if (!opts.returns) return tunnelled();
       const expected = opts.returns.expect(computerId, RETURN_TIMEOUT_MS);
       let request: Duplex;
@@ -69,7 +71,7 @@ export function createAgentDialer(opts: AgentDialerOptions): AgentDialer {
       request.on('error', () => {});
       request.end(`${expected.token}\n`);
       try {
-        return { stream: await expected.arrived, carried: 'returned' };
+        return { ws: await expected.arrived, carried: 'returned' };
       } catch (err) {
         // It cannot reach the relay's address (a proxy in the way, a wrong public URL): slower, but it works.
         opts.log?.warn({ err, computerId }, "the agent did not connect back for a person's session; its tunnel carries it");

@@ -21,6 +21,7 @@ import { RELAY_ENDED_CODE, RELAY_SOFTWARE } from './protocol.ts';
 import type { AcceptedUpgrade } from './upgrade.ts';
 import { sampleGauge } from '../observability/metrics.ts';
 import { useSsh2KeyObjects } from './ssh2-key-objects.ts';
+import { passMessages } from './websocket-messages.ts';
 
 export interface ClientRelayOptions {
   db: Db;
@@ -122,8 +123,7 @@ export function createClientRelay(opts: ClientRelayOptions): ClientRelay {
         ended = true;
         sessions.delete(session);
         if (ws.readyState === ws.OPEN) ws.close(RELAY_ENDED_CODE, reason.slice(0, 120));
-        if (machine.carried === 'bridged') machine.connection.end();
-        else machine.stream.destroy();
+        dropMachine(machine, 'end');
         setTimeout(() => ws.terminate(), 2_000).unref();
         log.info({ sessionId, computerId, reason }, 'relay session ended');
         audit(principal, computerId, { action: 'closed', sessionId, durationMs: Date.now() - started, reason }).catch((err: unknown) =>
@@ -135,7 +135,14 @@ export function createClientRelay(opts: ClientRelayOptions): ClientRelay {
     log.info({ sessionId, computerId, carried: machine.carried }, 'relay session opened');
 
     ws.once('close', () => session.end('closed by the client'));
-    if (machine.carried !== 'bridged') return passThrough(ws, machine.stream, session);
+    if (machine.carried === 'returned') {
+      passMessages(ws, machine.ws);
+      // Closed while it waited for the person, it has no close left to tell.
+      if (machine.ws.readyState !== machine.ws.OPEN) return session.end('the connection to the machine ended');
+      machine.ws.once('close', () => session.end('the connection to the machine ended'));
+      return;
+    }
+    if (machine.carried === 'tunnelled') return passThrough(ws, machine.stream, session);
     const { connection } = machine;
     connection.onClose((reason) => session.end(`the connection to the machine ended: ${reason}`));
 
@@ -170,7 +177,7 @@ export function createClientRelay(opts: ClientRelayOptions): ClientRelay {
       } catch (err) {
         throw machineUnavailable(computer, err);
       }
-      const drop = () => (machine.carried === 'bridged' ? machine.connection.destroy() : machine.stream.destroy());
+      const drop = () => dropMachine(machine, 'destroy');
       // No session without its audit record: a failed write refuses the session.
       const sessionId = newId('rly');
       try {
@@ -197,8 +204,15 @@ export function createClientRelay(opts: ClientRelayOptions): ClientRelay {
   };
 }
 
+/** Lets go of the machine's side of a session: a bridged SSH connection is ended politely unless `how` is destroy. */
+function dropMachine(machine: MachineSide, how: 'end' | 'destroy'): void {
+  if (machine.carried === 'bridged') return how === 'end' ? machine.connection.end() : machine.connection.destroy();
+  if (machine.carried === 'returned') return machine.ws.terminate();
+  machine.stream.destroy();
+}
+
 /**
- * A person's SSH connection passed through to the agent's channel, both ways. Either end's close
+ * A person's SSH connection passed through to the agent's tunnel channel, both ways. Either end's close
  * ends the session, which closes the WebSocket with its reason before dropping the channel.
  */
 function passThrough(ws: WebSocket, machine: Duplex, session: OpenSession): void {

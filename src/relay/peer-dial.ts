@@ -6,25 +6,34 @@ import { Unreachable } from '../ssh/errors.ts';
 import { PEER_TOKEN_HEADER, type PeerTokens } from './peer-auth.ts';
 import { PEER_RETURN_PATH, peerPath } from './peer-server.ts';
 import { RETURN_TOKEN_HEADER } from './protocol.ts';
+import { holdWebSocket } from './websocket-messages.ts';
 
 /**
  * Opens a stream to the SSH server of a computer's agent through the replica holding its tunnel.
  * The SSH connection over it still pins the machine's host key end to end, so a replica can
  * carry bytes but never impersonate the machine.
  */
-export function dialPeer(peerUrl: string, computerId: string, tokens: PeerTokens, signal: AbortSignal, use: TunnelUse = 'control-plane'): Promise<Duplex> {
-  return openPeer(`${peerUrl.replace(/\/+$/, '')}${peerPath(computerId, use)}`, { [PEER_TOKEN_HEADER]: tokens.sign(computerId) }, signal, {
-    host: computerId,
-    // 501: the holder's agent did not ask for this kind of channel. 403 for a person's or a return: a
-    // replica older than those takes the path's suffix for part of the computer id, so the token
-    // does not match (during a rolling update); either way the caller falls back.
-    refused: (status) => (status === 501 || (status === 403 && use !== 'control-plane') ? new PassThroughUnsupported(computerId, use) : undefined),
-    whose: "the replica holding the agent's tunnel",
-  });
+export async function dialPeer(
+  peerUrl: string,
+  computerId: string,
+  tokens: PeerTokens,
+  signal: AbortSignal,
+  use: TunnelUse = 'control-plane',
+): Promise<Duplex> {
+  return webSocketDuplex(
+    await openPeer(`${peerUrl.replace(/\/+$/, '')}${peerPath(computerId, use)}`, { [PEER_TOKEN_HEADER]: tokens.sign(computerId) }, signal, {
+      host: computerId,
+      // 501: the holder's agent did not ask for this kind of channel. 403 for a person's or a return: a
+      // replica older than those takes the path's suffix for part of the computer id, so the token
+      // does not match (during a rolling update); either way the caller falls back.
+      refused: (status) => (status === 501 || (status === 403 && use !== 'control-plane') ? new PassThroughUnsupported(computerId, use) : undefined),
+      whose: "the replica holding the agent's tunnel",
+    }),
+  );
 }
 
-/** Hands an agent's connection back (see Returns) to the replica whose session waits for it. */
-export function dialPeerReturn(peerUrl: string, token: string, tokens: PeerTokens, signal: AbortSignal): Promise<Duplex> {
+/** Hands an agent's connection back (see Returns) to the replica whose session waits for it: a WebSocket, held until joined (holdWebSocket). */
+export function dialPeerReturn(peerUrl: string, token: string, tokens: PeerTokens, signal: AbortSignal): Promise<WebSocket> {
   return openPeer(`${peerUrl.replace(/\/+$/, '')}${PEER_RETURN_PATH}`, { [PEER_TOKEN_HEADER]: tokens.sign(token), [RETURN_TOKEN_HEADER]: token }, signal, {
     host: 'relay',
     refused: () => undefined,
@@ -32,12 +41,13 @@ export function dialPeerReturn(peerUrl: string, token: string, tokens: PeerToken
   });
 }
 
+/** The WebSocket to another replica's peer listener, held as it opens (holdWebSocket) until its user is ready. */
 function openPeer(
   url: string,
   headers: Record<string, string>,
   signal: AbortSignal,
   about: { host: string; whose: string; refused(status: number | undefined): Error | undefined },
-): Promise<Duplex> {
+): Promise<WebSocket> {
   const unreachable = (reason: string, cause?: unknown) => new Unreachable({ host: about.host, port: 22, reason, cause });
   return new Promise((resolve, reject) => {
     const ws = new WebSocket(url, { headers, perMessageDeflate: false, handshakeTimeout: 10_000 });
@@ -59,7 +69,7 @@ function openPeer(
     ws.once('open', () => {
       signal.removeEventListener('abort', onAbort);
       ws.removeAllListeners('error');
-      resolve(webSocketDuplex(ws));
+      resolve(holdWebSocket(ws));
     });
   });
 }

@@ -5,6 +5,7 @@ import { WebSocketServer } from 'ws';
 import { PassThroughUnsupported, type TunnelUse } from './gateway/index.ts';
 import type { Logger } from '../lib/logger.ts';
 import { webSocketDuplex } from './gateway/websocket-stream.ts';
+import { holdWebSocket } from './websocket-messages.ts';
 import { PEER_TOKEN_HEADER, type PeerTokens } from './peer-auth.ts';
 import { splice } from '../lib/splice.ts';
 import { RETURN_TOKEN_HEADER } from './protocol.ts';
@@ -80,7 +81,7 @@ export async function startPeerServer(opts: {
       const { returnToken } = wanted;
       if (!opts.returns?.waitsFor(returnToken)) return refuse('404 Not Found', 'no relay session here waits for this connection');
       wss.handleUpgrade(req, socket, head, (ws) => {
-        if (!opts.returns?.deliver(returnToken, webSocketDuplex(ws))) ws.terminate();
+        if (!opts.returns?.deliver(returnToken, holdWebSocket(ws))) ws.terminate();
       });
       return;
     }

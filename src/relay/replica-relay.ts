@@ -1,10 +1,9 @@
-import type { Duplex } from 'node:stream';
+import type { WebSocket } from 'ws';
 import type { Db } from '../db/client.ts';
 import { newId } from '../lib/ids.ts';
 import type { Logger } from '../lib/logger.ts';
 import { createSshGateway, type AgentIdentity, type PresentedAgentKey, type SshGateway } from './gateway/index.ts';
 import { formatAddress } from '../ssh/errors.ts';
-import { splice } from '../lib/splice.ts';
 import { createAgentDialer, type AgentDialer } from './agent-dialer.ts';
 import type { PeerTokens } from './peer-auth.ts';
 import { startPeerServer, type PeerServer } from './peer-server.ts';
@@ -12,6 +11,7 @@ import { dialPeerReturn } from './peer-dial.ts';
 import { createReturns, replicaOfReturn } from './returns.ts';
 import { findReplicaPeer } from './tunnel-holder.ts';
 import { startTunnelLeases, type TunnelLeases } from './tunnel-leases.ts';
+import { holdWebSocket, spliceWebSockets } from './websocket-messages.ts';
 
 export interface ReplicaRelayOptions {
   db: Db;
@@ -37,9 +37,10 @@ export interface ReplicaRelay {
   /**
    * Where an agent's connection back (token from its upgrade request) goes: to the person's
    * session of this replica waiting for it, or through the peer listener of the replica whose
-   * session does. Undefined when nobody waits for the token.
+   * session does. Undefined when nobody waits for the token. Serve it in the upgrade's callback,
+   * before anything can arrive on the WebSocket (see holdWebSocket).
    */
-  acceptReturn(token: string): Promise<{ serve(stream: Duplex): void; cancel(): void } | undefined>;
+  acceptReturn(token: string): Promise<{ serve(ws: WebSocket): void; cancel(): void } | undefined>;
   close(): Promise<void>;
 }
 
@@ -92,8 +93,8 @@ export async function startReplicaRelay(opts: ReplicaRelayOptions): Promise<Repl
     async acceptReturn(token) {
       if (returns.waitsFor(token)) {
         return {
-          serve: (stream) => {
-            if (!returns.deliver(token, stream)) stream.destroy();
+          serve: (ws) => {
+            if (!returns.deliver(token, holdWebSocket(ws))) ws.terminate();
           },
           cancel: () => {},
         };
@@ -102,7 +103,7 @@ export async function startReplicaRelay(opts: ReplicaRelayOptions): Promise<Repl
       const peerUrl = peer && waiting && waiting !== replicaId ? await findReplicaPeer(opts.db, waiting) : undefined;
       if (!peer || !peerUrl) return undefined;
       const upstream = await dialPeerReturn(peerUrl, token, peer.tokens, AbortSignal.timeout(5_000)).catch(() => undefined);
-      return upstream && { serve: (stream) => splice(stream, upstream), cancel: () => upstream.destroy() };
+      return upstream && { serve: (ws) => spliceWebSockets(ws, upstream), cancel: () => upstream.terminate() };
     },
     async close() {
       await leases?.stop();

@@ -1,12 +1,12 @@
 import { randomBytes } from 'node:crypto';
-import type { Duplex } from 'node:stream';
+import type { WebSocket } from 'ws';
 import { Unreachable } from '../ssh/errors.ts';
 
-/** A connection back this replica waits for: its token, and the stream once the agent is here. */
-interface ExpectedReturn {
+/** A connection back this replica waits for: its token, and the connection once the agent is here. */
+interface ExpectedReturn<T> {
   token: string;
   /** Rejects with Unreachable when the agent has not connected back within the time given. */
-  arrived: Promise<Duplex>;
+  arrived: Promise<T>;
   /** Stops waiting (the request could not be sent); a later arrival is refused. */
   cancel(): void;
 }
@@ -17,12 +17,12 @@ interface ExpectedReturn {
  * so whichever replica the balancer hands the agent's connection to knows where it belongs; it is
  * good once, and only while its session waits.
  */
-export interface Returns {
-  expect(computerId: string, timeoutMs: number): ExpectedReturn;
+export interface Returns<T = WebSocket> {
+  expect(computerId: string, timeoutMs: number): ExpectedReturn<T>;
   /** Whether a session of this replica waits for the token. */
   waitsFor(token: string): boolean;
-  /** Hands the agent's stream to the session waiting for it; false (and nothing done) when none does. */
-  deliver(token: string, stream: Duplex): boolean;
+  /** Hands the agent's connection to the session waiting for it; false (and nothing done) when none does. */
+  deliver(token: string, connection: T): boolean;
 }
 
 /** The replica a token was issued by; undefined for anything that is not a token. */
@@ -30,20 +30,20 @@ export function replicaOfReturn(token: string): string | undefined {
   return /^([a-z]+_[A-Za-z0-9]+)\.[A-Za-z0-9_-]{32}$/.exec(token)?.[1];
 }
 
-export function createReturns(replicaId: string): Returns {
-  const waiting = new Map<string, (stream: Duplex) => void>();
+export function createReturns<T = WebSocket>(replicaId: string): Returns<T> {
+  const waiting = new Map<string, (connection: T) => void>();
   return {
     expect(computerId, timeoutMs) {
       const token = `${replicaId}.${randomBytes(24).toString('base64url')}`;
       let cancel = () => {};
-      const arrived = new Promise<Duplex>((resolve, reject) => {
+      const arrived = new Promise<T>((resolve, reject) => {
         const timer = setTimeout(() => {
           waiting.delete(token);
           reject(new Unreachable({ host: computerId, port: 22, reason: `the agent did not connect back to the relay within ${timeoutMs} ms` }));
         }, timeoutMs);
-        waiting.set(token, (stream) => {
+        waiting.set(token, (connection) => {
           clearTimeout(timer);
-          resolve(stream);
+          resolve(connection);
         });
         cancel = () => {
           clearTimeout(timer);
@@ -54,11 +54,11 @@ export function createReturns(replicaId: string): Returns {
       return { token, arrived, cancel };
     },
     waitsFor: (token) => waiting.has(token),
-    deliver(token, stream) {
+    deliver(token, connection) {
       const hand = waiting.get(token);
       if (!hand) return false;
       waiting.delete(token);
-      hand(stream);
+      hand(connection);
       return true;
     },
   };

@@ -5,7 +5,7 @@ import { SshError } from '../../src/ssh/index.ts';
 
 describe("agents' connections back, matched to the sessions waiting for them", () => {
   it('hands a connection to the session waiting for its token, once', async () => {
-    const returns = createReturns('rpl_abc123');
+    const returns = createReturns<PassThrough>('rpl_abc123');
     const expected = returns.expect('cmp_1', 1_000);
     expect(replicaOfReturn(expected.token)).toBe('rpl_abc123');
     expect(returns.waitsFor(expected.token)).toBe(true);
@@ -18,7 +18,7 @@ describe("agents' connections back, matched to the sessions waiting for them", (
   });
 
   it('refuses tokens nobody waits for: unknown, cancelled or expired', async () => {
-    const returns = createReturns('rpl_abc123');
+    const returns = createReturns<PassThrough>('rpl_abc123');
     expect(returns.deliver('rpl_abc123.AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA', new PassThrough())).toBe(false);
     const cancelled = returns.expect('cmp_1', 1_000);
     cancelled.cancel();
@@ -31,7 +31,7 @@ describe("agents' connections back, matched to the sessions waiting for them", (
   });
 
   it('each token is new, and names its replica only when it has the shape of one', () => {
-    const returns = createReturns('rpl_abc123');
+    const returns = createReturns<PassThrough>('rpl_abc123');
     const tokens = new Set(Array.from({ length: 100 }, () => returns.expect('cmp_1', 1_000)).map((e) => (e.cancel(), e.token)));
     expect(tokens.size).toBe(100);
     for (const bad of ['', 'rpl_abc123', 'rpl_abc123.short', '../rpl_x.AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA', 'rpl_abc123.AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA\n']) {
