@@ -19,7 +19,7 @@ import { CLI, startServerProcess, type ServerProcess } from '../test/support/ser
 import type { TestSshd } from '../test/support/sshd.ts';
 import { startTcpBalancer } from '../test/support/tcp-balancer.ts';
 import { waitFor } from '../test/support/wait.ts';
-import { machineBusyMs, processCpuMs as cpuMs } from './machine-cpu.ts';
+import { machineBusyMs, processCpuMs as cpuMs, processMemoryMiB } from './machine-cpu.ts';
 
 const COPY_MB = 100;
 const COMMANDS_PER_RUN = 10;
@@ -150,6 +150,7 @@ export async function replicaFailover(opts: { sshd: TestSshd; runs: number; tmp:
       directCommandMs.push(await run('ssh', [...common, ...directArgs, 'true']));
       commandMs.push(await run(process.execPath, [CLI, 'ssh', computerId, '--', 'true'], relayEnv));
     }
+    const memory = processMemoryMiB(serving);
     const rate = (msList: number[]) => `${((COPY_MB / median(msList)) * 1000).toFixed(1)} MB/s (${median(msList).toFixed(0)} ms)`;
     console.log(`\nreplicas on PostgreSQL behind a balancer, median of ${opts.runs} runs (agent as ${agentUser().username}):`);
     console.log(`  ${'SIGKILL of the holder -> tunnel on the other replica (goal < 5 s)'.padEnd(66)} ${median(tunnelMs).toFixed(0)} ms`);
@@ -168,6 +169,9 @@ export async function replicaFailover(opts: { sshd: TestSshd; runs: number; tmp:
       `  ${`  the whole machine during it (${cores} cores busy for ${((median(machineCpuMs) / cores / median(relayMs)) * 100).toFixed(0)}% of it)`.padEnd(66)} ${median(machineCpuMs).toFixed(0)} ms`,
     );
     console.log(`  ${'  of which the balancer in this process'.padEnd(66)} ${median(balancerCpuMs).toFixed(0)} ms`);
+    console.log(
+      `  ${"  the serving replica's resident memory after them, and its peak".padEnd(66)} ${memory.rss.toFixed(0)} MiB, ${memory.peak.toFixed(0)} MiB`,
+    );
     const ms = (x: number[]) => `${median(x).toFixed(0)} ms`;
     console.log(`  ${'`ssh host true`, OpenSSH directly to sshd, whole command'.padEnd(66)} ${ms(directCommandMs)}`);
     console.log(`  ${'`agentplane ssh <computer> -- true`, whole command (goal < 400 ms)'.padEnd(66)} ${ms(commandMs)}`);

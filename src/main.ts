@@ -7,6 +7,7 @@ import type { AgentCommandOptions } from './on-machine/machine-agent/command.ts'
 import type { CiRunOptions } from './on-machine/ci-run/run.ts';
 import { registerRelayCommands } from './on-machine/relay-client/commands.ts';
 import { registerConfigCommands } from './on-machine/config-cli/commands.ts';
+import { countExternalMemoryWithHeap } from './lib/v8-heap.ts';
 
 // Every command loads its own code when it runs (`await import`): a command that talks to a
 // control plane over HTTP (ssh, port-forward, ci run) must not pay for loading the server.
@@ -62,6 +63,7 @@ program
   .command('serve')
   .description('serve the API (embedded PGlite unless DATABASE_URL is set); migrates on start')
   .action(async () => {
+    countExternalMemoryWithHeap();
     const { config, log } = await setup();
     await privateDataDir(config, log);
     const { startServer } = await import('./server.ts');

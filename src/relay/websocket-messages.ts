@@ -6,9 +6,9 @@ const UNWRITTEN_LIMIT = 256 * 1024;
 /**
  * Carries every message of each WebSocket to the other as it comes, both ways: the relay joining
  * a person's connection to the agent's when both arrive as WebSockets. Each message is sent on
- * whole, as received, without byte streams in between (webSocketDuplex, pipe and coalesceWrites
- * cost the serving replica about a tenth of its CPU on a 100 MB copy, bench/gateway.ts). A side
- * the other cannot write out as fast is paused until it has caught up.
+ * whole, as received, without two byte streams piped together in between (webSocketDuplex: a
+ * stream, a pipe and coalesceWrites for each message, for nothing). A side the other cannot write
+ * out as fast is paused until it has caught up.
  *
  * Messages that came before the call are lost, so a side that waited to be joined must have been
  * held since it opened (holdWebSocket); this resumes both. Closing is the caller's: see
