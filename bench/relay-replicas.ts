@@ -111,6 +111,9 @@ export async function replicaFailover(opts: { sshd: TestSshd; runs: number; tmp:
       const child = spawn(command, args, { env: { ...process.env, ...extraEnv }, stdio: [input ? 'pipe' : 'ignore', 'ignore', 'pipe'] });
       let stderr = '';
       child.stderr!.on('data', (d: Buffer) => (stderr += d.toString()));
+      // A command that fails early closes its stdin: its exit status says why, not an EPIPE that
+      // would end this process before its servers and PostgreSQL are stopped.
+      child.stdin?.on('error', () => {});
       if (input) fs.createReadStream(input).pipe(child.stdin!);
       const code = await new Promise<number | null>((resolve) => child.once('close', resolve));
       if (code !== 0) throw new Error(`${command} ${args.join(' ')} failed (${code}): ${stderr}`);
