@@ -608,14 +608,17 @@ describe.skipIf(skip).each(BACKENDS)('sessions API on %s', (backend) => {
     await api.db.prisma.session.create({ data: { id: child, parentSessionId: parent, ...owner } });
     await api.db.prisma.session.create({ data: { id: grandchild, parentSessionId: child, ...owner } });
     // Two calls' usage and the active time in one charge; each call is its own usage event.
-    const charged = await chargeSession(api.db.prisma, parent, {
-      usage: [
-        { inputTokens: 60, outputTokens: 10, serviceCredits: 1 },
-        { inputTokens: 40, serviceCredits: 0.5 },
-      ],
-      activeMs: 700,
-    });
-    expect(charged.events.map((e) => e.data)).toEqual([
+    expect(
+      await chargeSession(api.db.prisma, parent, {
+        usage: [
+          { inputTokens: 60, outputTokens: 10, serviceCredits: 1 },
+          { inputTokens: 40, serviceCredits: 0.5 },
+        ],
+        activeMs: 700,
+      }),
+    ).toBe('idle');
+    const usageEvents = await api.db.prisma.event.findMany({ where: { sessionId: parent, type: 'session.usage' }, orderBy: { id: 'asc' } });
+    expect(usageEvents.map((e) => e.data)).toEqual([
       { usage: { inputTokens: 60, outputTokens: 10, serviceCredits: 1 } },
       { usage: { inputTokens: 40, serviceCredits: 0.5 } },
     ]);

@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import type { Db } from '../../db/client.ts';
+import type { SqlPart } from '../../db/sql-part.ts';
 import { AUTONOMY_LEVELS, billableTokens, CLIENTS, MODEL_TIERS } from './metrics.ts';
 
 const count = z.number().int().nonnegative();
@@ -122,12 +123,6 @@ const COLUMN_TYPES = COLUMNS.map((name) =>
   name === 'occurred_at' ? 'timestamptz' : name.endsWith('_tokens') ? 'bigint' : name === 'service_credits' ? 'float8' : 'text',
 );
 const ROWS_PER_INSERT = 20_000;
-
-/** A statement and its parameters, to run alone or inside another (see analyticsInsert). */
-export interface SqlPart {
-  sql: string;
-  params: unknown[];
-}
 
 /**
  * The insert of already-built rows (one array per event, in COLUMNS order): one array parameter

@@ -1,4 +1,5 @@
 import type { Db } from '../../db/client.ts';
+import type { SqlPart } from '../../db/sql-part.ts';
 import { analyticsInsert, recordEvents, type AnalyticsEvent } from '../analytics/events.ts';
 import type { EventType, TransientEventType } from './types.ts';
 
@@ -37,33 +38,40 @@ export async function publish(db: Db, events: NewEvent | NewEvent[], also: { ana
   const list = Array.isArray(events) ? events : [events];
   const analytics = also.analytics ?? [];
   if (list.length === 0) return recordEvents(db, analytics);
-  const rows = JSON.stringify(
-    list.map((e, ord) => ({
-      ord,
-      type: e.type,
-      organization_id: e.organizationId ?? null,
-      session_id: e.sessionId ?? null,
-      computer_id: e.computerId ?? null,
-      data: e.data,
-    })),
-  );
+  const insert = eventsInsert(list, 1);
   // The analytics events of the same change ride along in the statement's WITH: one round trip.
-  const alongside = analytics.length ? analyticsInsert(analytics, 2) : undefined;
+  const alongside = analytics.length ? analyticsInsert(analytics, 1 + insert.params.length) : undefined;
+  await db.$executeRawUnsafe(`${alongside ? `WITH analytics AS (${alongside.sql}) ` : ''}${insert.sql}`, ...insert.params, ...(alongside?.params ?? []));
+}
+
+/**
+ * The insert of `events` (see publish), its one parameter numbered `$first`, to stand alone or in
+ * another statement's WITH. `data` is the SQL of each stored event's data, from `e.data` (its
+ * JSON) and `e.ord` (its index in `events`): another part of the statement may fill in what only
+ * it knows, such as the `seq` a message is given as it is inserted.
+ */
+export function eventsInsert(events: readonly NewEvent[], first: number, data = 'e.data'): SqlPart {
+  const rows = events.map((e, ord) => ({
+    ord,
+    type: e.type,
+    organization_id: e.organizationId ?? null,
+    session_id: e.sessionId ?? null,
+    computer_id: e.computerId ?? null,
+    data: e.data,
+  }));
   // Inserted in `ord` order: the commit trigger numbers a transaction's events in that order.
-  await db.$executeRawUnsafe(
-    `${alongside ? `WITH analytics AS (${alongside.sql}) ` : ''}
-    INSERT INTO events (id, organization_id, type, session_id, computer_id, data, created_at)
+  return {
+    sql: `INSERT INTO events (id, organization_id, type, session_id, computer_id, data, created_at)
     SELECT -nextval('events_provisional_id_seq'),
            COALESCE(e.organization_id,
              (SELECT s.organization_id FROM sessions s WHERE s.id = e.session_id),
              (SELECT c.organization_id FROM computers c WHERE c.id = e.computer_id)),
-           e.type, e.session_id, e.computer_id, e.data, clock_timestamp()
-    FROM jsonb_to_recordset($1::jsonb)
+           e.type, e.session_id, e.computer_id, ${data}, clock_timestamp()
+    FROM jsonb_to_recordset($${first}::jsonb)
       AS e(ord int, type text, organization_id text, session_id text, computer_id text, data jsonb)
     ORDER BY e.ord`,
-    rows,
-    ...(alongside?.params ?? []),
-  );
+    params: [JSON.stringify(rows)],
+  };
 }
 
 export interface TransientEvent {

@@ -20,7 +20,6 @@ import {
 import { effectiveAutonomy } from './autonomy-policy.ts';
 import type { StoredSettings } from './settings.ts';
 import { sessionDeltas, sessionToolOutput } from './session-events.ts';
-import { publish } from '../events/publish.ts';
 import type { TokenUsage } from './schemas.ts';
 import { appendMessage, chargeSession } from './store.ts';
 import { turnEvents } from './turn-events.ts';
@@ -103,19 +102,17 @@ export async function runPersistedTurn(
       emitted.push(message);
       const now = clock.now();
       const { usage, analytics } = pending();
-      const row = await db.$transaction((tx) =>
-        appendMessage(
-          tx,
-          session.id,
-          {
-            role: message.role,
-            content: message.content,
-            ...(message.role === 'assistant' ? { modelId: env.model.model.id, reasoningEffort: settings.reasoningEffort } : {}),
-          },
-          now,
-          usage,
-          { analytics: [...analytics, ...(message.role === 'assistant' ? [events.assistantMessage(now)] : toolCallEvents)] },
-        ),
+      const row = await appendMessage(
+        db,
+        session.id,
+        {
+          role: message.role,
+          content: message.content,
+          ...(message.role === 'assistant' ? { modelId: env.model.model.id, reasoningEffort: settings.reasoningEffort } : {}),
+        },
+        now,
+        usage,
+        { analytics: [...analytics, ...(message.role === 'assistant' ? [events.assistantMessage(now)] : toolCallEvents)] },
       );
       message.covers = { fromSeq: Number(row.seq), toSeq: Number(row.seq) };
       pendingUsage = [];
@@ -133,12 +130,7 @@ export async function runPersistedTurn(
   });
   const activeMs = Date.now() - started;
   const { usage, analytics } = pending();
-  if (usage.length === 0) await chargeSession(db, session.id, { activeMs });
-  else {
-    await db.$transaction(async (tx) => {
-      await publish(tx, (await chargeSession(tx, session.id, { usage, activeMs })).events, { analytics });
-    });
-  }
+  await chargeSession(db, session.id, { usage, activeMs }, { analytics });
   return { ...result, emitted };
 }
 

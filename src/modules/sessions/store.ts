@@ -4,8 +4,9 @@ import { newId } from '../../lib/ids.ts';
 import type { ContentBlock, MessageView, TokenUsage } from './schemas.ts';
 import { MESSAGE_EXTRA_FIELDS } from './schemas.ts';
 import type { AnalyticsEvent } from '../analytics/events.ts';
-import { publish, type NewEvent } from '../events/publish.ts';
-import { sessionEvent, sessionEvents, type TurnOutcome } from './session-events.ts';
+import type { NewEvent } from '../events/publish.ts';
+import { storeSessionChange, type SessionCharges } from './session-change.ts';
+import { sessionEvents, type TurnOutcome } from './session-events.ts';
 
 /**
  * What the agent runtime reads and writes of a session. Every function takes a Prisma client or a
@@ -33,8 +34,8 @@ export interface NewMessage {
 
 /**
  * Appends a message and counts it on the session, with the usage of the model calls that produced
- * it (see chargeSession); returns the stored row. One update of the session and one insert of its
- * events and analytics, whatever it carries.
+ * it (see chargeSession); returns the stored row. One statement (storeSessionChange), whatever it
+ * carries: atomic without a transaction.
  */
 export async function appendMessage(
   db: Db,
@@ -43,29 +44,31 @@ export async function appendMessage(
   now: Date,
   usage: Partial<TokenUsage>[] = [],
   /** More for the same update of the session, events to publish after the message's, and analytics events to store with them. */
-  also: { session?: Prisma.SessionUpdateInput; events?: NewEvent[]; analytics?: readonly AnalyticsEvent[] } = {},
+  also: { session?: SessionCharges['set']; events?: NewEvent[]; analytics?: readonly AnalyticsEvent[] } = {},
 ): Promise<SessionMessage & { sessionStatus: SessionStatus }> {
-  const row = await db.sessionMessage.create({
-    data: {
-      id: newId('msg'),
-      sessionId,
-      role: message.role,
-      content: message.content as Prisma.InputJsonValue,
-      queueStatus: message.queueStatus ?? null,
-      computerId: message.computerId ?? null,
-      parentId: message.parentId ?? null,
-      userMessageSource: message.userMessageSource ?? null,
-      isError: message.isError ?? null,
-      modelId: message.modelId ?? null,
-      reasoningEffort: message.reasoningEffort ?? null,
-      extra: message.extra ? (message.extra as Prisma.InputJsonValue) : undefined,
-      createdAt: now,
-      updatedAt: now,
-    },
+  const row: Omit<SessionMessage, 'seq'> = {
+    id: newId('msg'),
+    sessionId,
+    role: message.role,
+    content: message.content as Prisma.JsonValue,
+    queueStatus: message.queueStatus ?? null,
+    computerId: message.computerId ?? null,
+    parentId: message.parentId ?? null,
+    userMessageSource: message.userMessageSource ?? null,
+    isError: message.isError ?? null,
+    modelId: message.modelId ?? null,
+    reasoningEffort: message.reasoningEffort ?? null,
+    extra: message.extra ? (message.extra as Prisma.JsonValue) : null,
+    createdAt: now,
+    updatedAt: now,
+  };
+  const stored = await storeSessionChange(db, sessionId, {
+    message: row,
+    charges: { messages: 1, usage, now, set: also.session },
+    events: also.events,
+    analytics: also.analytics,
   });
-  const charged = await chargeSession(db, sessionId, { messages: 1, usage, now, also: also.session });
-  await publish(db, [...charged.events, sessionEvent.messageCreated(row), ...(also.events ?? [])], { analytics: also.analytics });
-  return { ...row, sessionStatus: charged.status };
+  return { ...row, seq: stored.seq!, sessionStatus: stored.status };
 }
 
 /**
@@ -106,66 +109,18 @@ export async function setSessionStatus(db: Db, sessionId: string, from: SessionS
   return result.count === 1;
 }
 
-/** Each usage field's columns on the session: its own usage, and the inclusive (with its subagents'). */
-const USAGE_COLUMNS = [
-  ['inputTokens', 'inputTokens', 'inclInputTokens'],
-  ['outputTokens', 'outputTokens', 'inclOutputTokens'],
-  ['cacheCreationTokens', 'cacheCreationTokens', 'inclCacheCreation'],
-  ['cacheReadTokens', 'cacheReadTokens', 'inclCacheRead'],
-  ['thinkingTokens', 'thinkingTokens', 'inclThinkingTokens'],
-  ['serviceCredits', 'serviceCredits', 'inclServiceCredits'],
-] as const satisfies readonly (readonly [keyof TokenUsage, keyof Prisma.SessionUpdateInput, keyof Prisma.SessionUpdateInput])[];
-
-/** What chargeSession adds to a session's counters. */
-export interface SessionCharges {
-  /** Messages appended. */
-  messages?: number;
-  /** Model calls' usage, each with its credits: on the session, and inclusive up its parent chain. */
-  usage?: Partial<TokenUsage>[];
-  /** The turn's wall time, to `assistantActiveTimeMs` (the session's own, not its ancestors'). */
-  activeMs?: number;
-  /** Stamps `updatedAt` (with messages). */
-  now?: Date;
-  /** More changes to the session in the same update. */
-  also?: Prisma.SessionUpdateInput;
-}
-
 /**
- * Adds to a session's counters in one update (plus one per ancestor for usage: subagent usage
- * rolls up to the top-level session) and answers the `session.usage` events of the usage, one per
- * model call, for the caller to publish with the rest of its transaction's events, and the
- * session's status after the update.
+ * Adds to a session's counters in one statement (the inclusive usage of its ancestors too: subagent
+ * usage rolls up to the top-level session), with a `session.usage` event per model call, the
+ * `events` after them and the `analytics`; answers the session's status after the update.
  */
-export async function chargeSession(db: Db, sessionId: string, charges: SessionCharges): Promise<{ events: NewEvent[]; status: SessionStatus }> {
-  const usage = charges.usage ?? [];
-  const own: Prisma.SessionUpdateInput = {};
-  const inclusive: Prisma.SessionUpdateInput = {};
-  for (const [key, ownColumn, inclusiveColumn] of usage.length ? USAGE_COLUMNS : []) {
-    const total = usage.reduce((n, u) => n + (u[key] ?? 0), 0);
-    const increment = { increment: key === 'serviceCredits' ? total : BigInt(Math.round(total)) };
-    Object.assign(own, { [ownColumn]: increment });
-    Object.assign(inclusive, { [inclusiveColumn]: increment });
-  }
-  const updated: { parentSessionId: string | null; status: SessionStatus } = await db.session.update({
-    where: { id: sessionId },
-    data: {
-      ...charges.also,
-      ...(charges.messages ? { messageCount: { increment: charges.messages } } : {}),
-      ...(charges.now ? { updatedAt: charges.now } : {}),
-      ...(charges.activeMs !== undefined ? { assistantActiveMs: { increment: BigInt(Math.round(charges.activeMs)) } } : {}),
-      ...own,
-      ...inclusive,
-    },
-    select: { parentSessionId: true, status: true },
-  });
-  const seen = new Set<string>([sessionId]);
-  let id = usage.length ? updated.parentSessionId : null;
-  while (id && !seen.has(id)) {
-    seen.add(id);
-    const row: { parentSessionId: string | null } = await db.session.update({ where: { id }, data: inclusive, select: { parentSessionId: true } });
-    id = row.parentSessionId;
-  }
-  return { events: usage.map((u) => sessionEvent.usage(sessionId, u)), status: updated.status };
+export async function chargeSession(
+  db: Db,
+  sessionId: string,
+  charges: SessionCharges,
+  also: { events?: NewEvent[]; analytics?: readonly AnalyticsEvent[] } = {},
+): Promise<SessionStatus> {
+  return (await storeSessionChange(db, sessionId, { charges, ...also })).status;
 }
 
 /**
