@@ -2,8 +2,9 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { newId } from '../../src/lib/ids.ts';
 import type { AnalyticsEvent } from '../../src/modules/analytics/events.ts';
-import { storeSessionChange } from '../../src/modules/sessions/session-change.ts';
+import { SessionStateChanged, storeSessionChange } from '../../src/modules/sessions/session-change.ts';
 import { appendMessage, chargeSession } from '../../src/modules/sessions/store.ts';
+import { turnNotAdmitted } from '../../src/modules/sessions/turn-admission.ts';
 import { createOrgFixture } from '../support/api.ts';
 import { BACKENDS, openTestDatabase } from '../support/test-db.ts';
 
@@ -124,7 +125,7 @@ describe.each(BACKENDS)('a session change in one statement (%s)', (backend) => {
     expect(Object.fromEntries(after.map((s) => [s.id, s.inclInputTokens]))).toEqual({ [top]: 8n, [child]: 8n, [grandchild]: 8n });
   });
 
-  it('stores nothing of a change that fails: an invalid analytics event, a session that is not there', async () => {
+  it('stores nothing of a change that fails: an invalid analytics event, a taken message id, a session that is not there', async () => {
     const id = await newSession();
     const before = await storedOf(id);
     const invalid = { ...analytic(id, 'x'), userId: '' };
@@ -148,10 +149,57 @@ describe.each(BACKENDS)('a session change in one statement (%s)', (backend) => {
 
     const missing = newId('ses');
     await expect(
-      appendMessage(db.prisma, missing, { role: 'user', content: [{ type: 'text', text: 'lost' }] }, new Date(), [{ inputTokens: 1 }]),
-    ).rejects.toThrow();
-    await expect(chargeSession(db.prisma, missing, { activeMs: 1 })).rejects.toThrow(/not found/);
+      appendMessage(db.prisma, missing, { role: 'user', content: [{ type: 'text', text: 'lost' }] }, new Date(), [{ inputTokens: 1 }], {
+        events: [{ type: 'session.status', sessionId: missing, organizationId: orgId, data: { status: 'running' } }],
+        analytics: [analytic(missing, 'lost')],
+      }),
+    ).rejects.toThrow(SessionStateChanged);
+    await expect(chargeSession(db.prisma, missing, { activeMs: 1 })).rejects.toThrow(SessionStateChanged);
     expect(await db.prisma.event.count({ where: { sessionId: missing } })).toBe(0);
+    expect(await db.prisma.analyticsEvent.count({ where: { sessionId: missing } })).toBe(0);
     expect(await db.prisma.sessionMessage.count({ where: { sessionId: missing } })).toBe(0);
+  });
+
+  it("stores a user message's turn only in the state it expects: it begins one, waits for one, or queues", async () => {
+    const limits = { perOrganization: 100, perOwner: 100 };
+    const user = (text: string, queueStatus: 'queued' | 'consumed') => ({ role: 'user' as const, content: [{ type: 'text' as const, text }], queueStatus });
+    const id = await newSession();
+    await db.prisma.session.update({ where: { id }, data: { interruptRequestedAt: new Date() } });
+    const now = new Date('2026-12-02T11:00:00.000Z');
+    const begun = await appendMessage(db.prisma, id, user('go', 'consumed'), now, [], {
+      turn: { begins: { heartbeat: now, limits } },
+      events: [{ type: 'session.status', sessionId: id, data: { status: 'running' } }],
+    });
+    expect(begun.sessionStatus).toBe('running');
+    expect(await db.prisma.session.findUniqueOrThrow({ where: { id } })).toMatchObject({ status: 'running', turnHeartbeatAt: now, interruptRequestedAt: null });
+
+    // Running: another message may only queue; one that expected to begin or wait stores nothing.
+    const before = await storedOf(id);
+    for (const turn of [{ begins: { heartbeat: now, limits } }, { waits: true as const }]) {
+      await expect(appendMessage(db.prisma, id, user('again', 'consumed'), now, [], { turn, analytics: [analytic(id, 'nope')] })).rejects.toThrow(
+        SessionStateChanged,
+      );
+    }
+    expect(await storedOf(id)).toEqual(before);
+    expect((await appendMessage(db.prisma, id, user('next', 'queued'), now, [], { turn: { queues: true } })).sessionStatus).toBe('running');
+
+    // Idle: a message may not queue behind a turn that is not there; it waits for a slot.
+    await db.prisma.session.update({ where: { id }, data: { status: 'idle' } });
+    await expect(appendMessage(db.prisma, id, user('behind', 'queued'), now, [], { turn: { queues: true } })).rejects.toThrow(SessionStateChanged);
+    expect((await appendMessage(db.prisma, id, user('wait', 'queued'), now, [], { turn: { waits: true } })).sessionStatus).toBe('pending');
+    expect((await storedOf(id)).messages.map((m) => [(m.content as { text: string }[])[0]!.text, m.queueStatus])).toEqual([
+      ['go', 'consumed'],
+      ['next', 'queued'],
+      ['wait', 'queued'],
+    ]);
+
+    // A turn begun over the limits fails its commit, and nothing of it stays.
+    await db.prisma.session.update({ where: { id }, data: { status: 'running' } });
+    const other = await newSession();
+    const refused = db.prisma.$transaction((tx) =>
+      appendMessage(tx, other, user('over', 'consumed'), now, [], { turn: { begins: { heartbeat: now, limits: { perOrganization: 100, perOwner: 1 } } } }),
+    );
+    await expect(refused).rejects.toSatisfy(turnNotAdmitted);
+    expect(await storedOf(other)).toMatchObject({ messages: [], events: [], session: { status: 'idle', messageCount: 0 } });
   });
 });

@@ -128,10 +128,10 @@ const ROWS_PER_INSERT = 20_000;
  * The insert of already-built rows (one array per event, in COLUMNS order): one array parameter
  * per column, unnested in SQL, numbered from `$first` (to sit in another statement's WITH).
  */
-function rowsInsert(rows: unknown[][], first = 1): SqlPart {
+function rowsInsert(rows: unknown[][], first = 1, when?: string): SqlPart {
   const arrays = COLUMN_TYPES.map((type, j) => `$${first + j}::${type}[]`).join(', ');
   return {
-    sql: `INSERT INTO analytics_events (${COLUMNS.join(',')}) SELECT * FROM unnest(${arrays})`,
+    sql: `INSERT INTO analytics_events (${COLUMNS.join(',')}) SELECT * FROM unnest(${arrays})${when ? ` WHERE ${when}` : ''}`,
     params: COLUMNS.map((_, j) => rows.map((row) => row[j])),
   };
 }
@@ -156,9 +156,10 @@ function rowsOf(events: readonly AnalyticsEvent[]): unknown[][] {
 /**
  * The insert of `events` as a part of another statement, its parameters numbered from `$first`:
  * a caller that stores other rows in the same transaction saves a round trip (publish's `analytics`).
+ * `when`, SQL, stores them only when it holds.
  */
-export function analyticsInsert(events: readonly AnalyticsEvent[], first: number): SqlPart {
-  return rowsInsert(rowsOf(events), first);
+export function analyticsInsert(events: readonly AnalyticsEvent[], first: number, when?: string): SqlPart {
+  return rowsInsert(rowsOf(events), first, when);
 }
 
 /**

@@ -48,9 +48,10 @@ export async function publish(db: Db, events: NewEvent | NewEvent[], also: { ana
  * The insert of `events` (see publish), its one parameter numbered `$first`, to stand alone or in
  * another statement's WITH. `data` is the SQL of each stored event's data, from `e.data` (its
  * JSON) and `e.ord` (its index in `events`): another part of the statement may fill in what only
- * it knows, such as the `seq` a message is given as it is inserted.
+ * it knows, such as the `seq` a message is given as it is inserted. `when`, SQL too, stores the
+ * events only when it holds.
  */
-export function eventsInsert(events: readonly NewEvent[], first: number, data = 'e.data'): SqlPart {
+export function eventsInsert(events: readonly NewEvent[], first: number, opts: { data?: string; when?: string } = {}): SqlPart {
   const rows = events.map((e, ord) => ({
     ord,
     type: e.type,
@@ -66,9 +67,10 @@ export function eventsInsert(events: readonly NewEvent[], first: number, data = 
            COALESCE(e.organization_id,
              (SELECT s.organization_id FROM sessions s WHERE s.id = e.session_id),
              (SELECT c.organization_id FROM computers c WHERE c.id = e.computer_id)),
-           e.type, e.session_id, e.computer_id, ${data}, clock_timestamp()
+           e.type, e.session_id, e.computer_id, ${opts.data ?? 'e.data'}, clock_timestamp()
     FROM jsonb_to_recordset($${first}::jsonb)
       AS e(ord int, type text, organization_id text, session_id text, computer_id text, data jsonb)
+    ${opts.when ? `WHERE ${opts.when}` : ''}
     ORDER BY e.ord`,
     params: [JSON.stringify(rows)],
   };

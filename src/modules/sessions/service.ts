@@ -16,7 +16,7 @@ import { reachableSession } from './access.ts';
 import { recordCheckpoints } from './checkpoints.ts';
 import { sessionTurnJob } from './job-kinds.ts';
 import { turnEvents } from './turn-events.ts';
-import { beginIdleTurnAtCommit, DEFAULT_TURN_LIMITS, turnNotAdmitted, type TurnLimits } from './turn-admission.ts';
+import { DEFAULT_TURN_LIMITS, turnNotAdmitted, type TurnLimits } from './turn-admission.ts';
 import { knownModel } from '../../agent/models.ts';
 import { defaultModelFor, modelAllowed } from '../../agent/model-catalog.ts';
 import {
@@ -31,6 +31,7 @@ import {
 import { mergeSettings, organizationDefaults, type StoredSettings } from './settings.ts';
 import { enterpriseSettingsOf } from '../organization/enterprise-settings.ts';
 import { sessionEvent, sessionEvents } from './session-events.ts';
+import { SessionStateChanged } from './session-change.ts';
 import { appendMessage } from './store.ts';
 import { approveAllowedCalls, cancelPausedTurn, pendingApprovals } from './approvals.ts';
 import { effectiveAutonomy, enforceMaxAutonomy, maxAutonomyLevelOf } from './autonomy-policy.ts';
@@ -369,31 +370,29 @@ export function createSessionsService(deps: SessionsDeps) {
         ...(input.images ?? []).map((source) => ({ type: 'image' as const, source })),
         ...(input.files ?? []).map((source) => ({ type: 'document' as const, source })),
       ];
-      // A message to an idle session begins its turn in the same transaction, counted against the
+      // A message to an idle session begins its turn in the same statement, counted against the
       // running-turn limits by its commit: the turn has started when the answer is sent, and the
       // job that runs it needs no transaction of its own to begin (turn-runner.ts). Over a limit
       // the commit fails and nothing of it stays; stored again, the message waits, pending, in order.
+      // To a busy session it queues for the turn after. The session's state as read decides which
+      // is tried first; the statement stores nothing if the state moved meanwhile, and the other is tried.
       const turn = turnEvents(session, storedSettings(session));
-      const store = (beginTurn: boolean) =>
+      const limits = deps.limits.turnLimits ?? DEFAULT_TURN_LIMITS;
+      const store = (how: 'begins' | 'waits' | 'queues') =>
         db.$transaction(async (tx) => {
           // Taken once the transaction has its connection: a burst's messages are stamped when stored,
           // in the order they are stored, not when their requests began waiting for the pool.
           const now = clock.now();
-          // Leaving idle clears an interrupt left over from a turn that ended before it was read.
-          const begun = beginTurn && (await beginIdleTurnAtCommit(tx, session.id, now, deps.limits.turnLimits ?? DEFAULT_TURN_LIMITS));
-          const waits =
-            !beginTurn &&
-            (await tx.session.updateMany({ where: { id: session.id, status: 'idle' }, data: { status: 'pending', interruptRequestedAt: null } })).count > 0;
-          const leftIdle = begun || waits;
-          // The message's own update of the session carries the switch and the title; its status as
-          // of this transaction is what the answer reports.
+          const begins = how === 'begins';
+          // The message's own update of the session carries the switch, the title and the turn; its
+          // status as of this transaction is what the answer reports.
           const row = await appendMessage(
             tx,
             session.id,
             {
               role: 'user',
               content,
-              queueStatus: begun ? 'consumed' : 'queued',
+              queueStatus: begins ? 'consumed' : 'queued',
               userMessageSource: 'sessions_api',
               computerId: switchTo ?? session.computerId,
             },
@@ -401,17 +400,26 @@ export function createSessionsService(deps: SessionsDeps) {
             [],
             {
               session: { ...(switchTo ? { computerId: switchTo } : {}), ...(session.title ? {} : { title: titleOf(input.text) }) },
-              events: leftIdle ? [sessionEvent.status(session.id, begun ? 'running' : 'pending')] : [],
-              analytics: [turn.userMessage(now), ...(begun ? [turn.userTurn(now)] : [])],
+              turn: begins ? { begins: { heartbeat: now, limits } } : how === 'waits' ? { waits: true } : { queues: true },
+              events: how === 'queues' ? [] : [sessionEvent.status(session.id, begins ? 'running' : 'pending')],
+              analytics: [turn.userMessage(now), ...(begins ? [turn.userTurn(now)] : [])],
             },
           );
-          await deps.queue.send(sessionTurnJob, { sessionId: session.id, ...(begun ? { begun } : {}) }, { tx });
+          await deps.queue.send(sessionTurnJob, { sessionId: session.id, ...(begins ? { begun: true } : {}) }, { tx });
           return { ...row, status: row.sessionStatus };
         });
-      const message = await store(true).catch((err: unknown) => {
-        if (turnNotAdmitted(err)) return store(false);
-        throw err;
-      });
+      let how: 'begins' | 'waits' | 'queues' = session.status === 'idle' ? 'begins' : 'queues';
+      let message: Awaited<ReturnType<typeof store>> | undefined;
+      for (let attempt = 1; !message; attempt++) {
+        message = await store(how).catch((err: unknown) => {
+          // A session's state moves between two of a few; one that keeps moving is not waited for.
+          if (attempt === 4) throw err;
+          if (turnNotAdmitted(err)) how = 'waits';
+          else if (err instanceof SessionStateChanged) how = how === 'queues' ? 'begins' : 'queues';
+          else throw err;
+          return undefined;
+        });
+      }
       if (!input.waitForCompletion) return { messageId: message.id, status: message.status };
 
       const timeoutMs = input.waitTimeoutMs ?? DEFAULT_WAIT_MS;

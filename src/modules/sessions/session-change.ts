@@ -3,6 +3,7 @@ import type { SessionMessage, SessionStatus } from '../../generated/prisma/clien
 import { analyticsInsert, type AnalyticsEvent } from '../analytics/events.ts';
 import { eventsInsert, type NewEvent } from '../events/publish.ts';
 import type { TokenUsage } from './schemas.ts';
+import { admitTurnAtCommitSql, type TurnLimits } from './turn-admission.ts';
 import { sessionEvent } from './session-events.ts';
 
 /** What a change adds to a session's counters. */
@@ -19,6 +20,14 @@ export interface SessionCharges {
   set?: { computerId?: string; title?: string };
 }
 
+/**
+ * How a user message meets its session's turn, stored only in the state it expects (else nothing
+ * of the change is): it `begins` one (idle → running, beating at `heartbeat`, counted against
+ * `limits` at commit), `waits` for a turn slot (idle → pending), or `queues` behind the turn that
+ * runs or waits (not idle). Leaving idle clears an interrupt left over from an earlier turn.
+ */
+export type MessageTurn = { begins: { heartbeat: Date; limits: TurnLimits } } | { waits: true } | { queues: true };
+
 /** A change to one session, stored by storeSessionChange. */
 export interface SessionChange {
   /** A message to append, as it is stored; its `seq` is drawn as it is inserted. */
@@ -28,6 +37,14 @@ export interface SessionChange {
   events?: readonly NewEvent[];
   /** Stored with the events. */
   analytics?: readonly AnalyticsEvent[];
+  turn?: MessageTurn;
+}
+
+/** A change found its session gone, or (with `turn`) in another state than it expects: nothing of it was stored. */
+export class SessionStateChanged extends Error {
+  constructor(sessionId: string) {
+    super(`session ${sessionId} is not there, or not in the state the change expects`);
+  }
 }
 
 /** Each usage field's columns on the session: its own usage, and the inclusive (with its subagents'). */
@@ -45,12 +62,13 @@ const USAGE_COLUMNS = [
  * message inserted, the session's counters updated (and the inclusive usage of every ancestor, as
  * subagent usage rolls up to the top-level session), a `session.usage` event per model call, the
  * message's `session.message.created` (with the `seq` the insert drew), the other events and the
- * analytics. Answers the message's `seq` and the session's status after the change.
+ * analytics. Answers the message's `seq` and the session's status after the change, or null when
+ * the session is not there or not in the state `turn` expects: then nothing of it is stored.
  *
  * One statement is one round trip: a turn's message step, which took five (BEGIN, the insert, the
  * update, the events, COMMIT), each waiting for a busy replica's event loop, takes one.
  */
-export async function storeSessionChange(db: Db, sessionId: string, change: SessionChange): Promise<{ seq: bigint | null; status: SessionStatus }> {
+export async function storeSessionChange(db: Db, sessionId: string, change: SessionChange): Promise<{ seq: bigint | null; status: SessionStatus } | null> {
   const params: unknown[] = [];
   const param = (value: unknown, type: string) => `$${params.push(value)}::${type}`;
   const id = param(sessionId, 'text');
@@ -76,18 +94,35 @@ export async function storeSessionChange(db: Db, sessionId: string, change: Sess
     ...(charges.activeMs !== undefined ? [`assistant_active_ms = s.assistant_active_ms + ${param(Math.round(charges.activeMs), 'bigint')}`] : []),
     ...own,
   ];
-  const parts = [`charged AS (UPDATE sessions s SET ${sets.join(', ')} WHERE s.id = ${id} RETURNING s.status::text AS status)`];
+  const turn = change.turn;
+  const parts: string[] = [];
+  let from = '';
+  let expected = '';
+  if (turn && 'begins' in turn) {
+    parts.push(`limits AS MATERIALIZED (${admitTurnAtCommitSql(turn.begins.limits, (v) => param(v, 'text'))})`);
+    sets.push(`status = 'running'`, 'interrupt_requested_at = NULL', `turn_heartbeat_at = ${param(turn.begins.heartbeat.toISOString(), 'timestamptz')}`);
+    from = ' FROM limits';
+    expected = ` AND s.status = 'idle'`;
+  } else if (turn && 'waits' in turn) {
+    sets.push(`status = 'pending'`, 'interrupt_requested_at = NULL');
+    expected = ` AND s.status = 'idle'`;
+  } else if (turn) expected = ` AND s.status <> 'idle'`;
+  parts.push(`charged AS (UPDATE sessions s SET ${sets.join(', ')}${from} WHERE s.id = ${id}${expected} RETURNING s.status::text AS status)`);
+  // Nothing is stored unless the session's update matched: every other part reads this.
+  const matched = 'EXISTS (SELECT 1 FROM charged)';
   if (usage.length) {
     // UNION, not UNION ALL: a parent chain that loops ends where it began.
     parts.unshift(`up(id) AS (
       SELECT parent_session_id FROM sessions WHERE id = ${id} AND parent_session_id IS NOT NULL
       UNION SELECT s.parent_session_id FROM sessions s JOIN up ON s.id = up.id WHERE s.parent_session_id IS NOT NULL)`);
-    parts.push(`rolled AS (UPDATE sessions a SET updated_at = ${stamp}, ${ancestors.join(', ')} WHERE a.id IN (SELECT id FROM up) AND a.id <> ${id})`);
+    parts.push(
+      `rolled AS (UPDATE sessions a SET updated_at = ${stamp}, ${ancestors.join(', ')} WHERE a.id IN (SELECT id FROM up) AND a.id <> ${id} AND ${matched})`,
+    );
   }
   if (message) {
     parts.push(`msg AS (INSERT INTO session_messages
       (id, session_id, role, content, queue_status, computer_id, parent_id, user_message_source, is_error, model_id, reasoning_effort, extra, created_at, updated_at)
-      VALUES (${[
+      SELECT ${[
         param(message.id, 'text'),
         id,
         param(message.role, 'text'),
@@ -102,7 +137,8 @@ export async function storeSessionChange(db: Db, sessionId: string, change: Sess
         param(message.extra === null ? null : JSON.stringify(message.extra), 'jsonb'),
         param(message.createdAt.toISOString(), 'timestamptz'),
         param(message.updatedAt.toISOString(), 'timestamptz'),
-      ].join(', ')})
+      ].join(', ')}
+      WHERE ${matched}
       RETURNING seq)`);
   }
   const usageEvents = usage.map((u) => sessionEvent.usage(sessionId, u));
@@ -112,12 +148,12 @@ export async function storeSessionChange(db: Db, sessionId: string, change: Sess
     const data = message
       ? `CASE e.ord WHEN ${usageEvents.length} THEN jsonb_set(e.data, '{message,seq}', to_jsonb((SELECT seq FROM msg))) ELSE e.data END`
       : 'e.data';
-    const insert = eventsInsert(events, params.length + 1, data);
+    const insert = eventsInsert(events, params.length + 1, { data, when: matched });
     params.push(...insert.params);
     parts.push(`published AS (${insert.sql})`);
   }
   if (change.analytics?.length) {
-    const insert = analyticsInsert(change.analytics, params.length + 1);
+    const insert = analyticsInsert(change.analytics, params.length + 1, matched);
     params.push(...insert.params);
     parts.push(`analytics AS (${insert.sql})`);
   }
@@ -126,6 +162,5 @@ export async function storeSessionChange(db: Db, sessionId: string, change: Sess
     SELECT (SELECT status FROM charged) AS status, ${message ? '(SELECT seq FROM msg)' : 'NULL::bigint'} AS seq`,
     ...params,
   );
-  if (!row?.status) throw new Error(`session ${sessionId} not found`);
-  return { seq: row.seq === null ? null : BigInt(row.seq), status: row.status };
+  return row?.status ? { seq: row.seq === null ? null : BigInt(row.seq), status: row.status } : null;
 }

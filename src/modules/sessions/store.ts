@@ -5,7 +5,7 @@ import type { ContentBlock, MessageView, TokenUsage } from './schemas.ts';
 import { MESSAGE_EXTRA_FIELDS } from './schemas.ts';
 import type { AnalyticsEvent } from '../analytics/events.ts';
 import type { NewEvent } from '../events/publish.ts';
-import { storeSessionChange, type SessionCharges } from './session-change.ts';
+import { SessionStateChanged, storeSessionChange, type MessageTurn, type SessionCharges } from './session-change.ts';
 import { sessionEvents, type TurnOutcome } from './session-events.ts';
 
 /**
@@ -35,7 +35,9 @@ export interface NewMessage {
 /**
  * Appends a message and counts it on the session, with the usage of the model calls that produced
  * it (see chargeSession); returns the stored row. One statement (storeSessionChange), whatever it
- * carries: atomic without a transaction.
+ * carries: atomic without a transaction. With `turn`, a user message that begins its session's
+ * turn, waits for one or queues behind one: SessionStateChanged when the session is not in the
+ * state that expects, and nothing stored.
  */
 export async function appendMessage(
   db: Db,
@@ -44,7 +46,7 @@ export async function appendMessage(
   now: Date,
   usage: Partial<TokenUsage>[] = [],
   /** More for the same update of the session, events to publish after the message's, and analytics events to store with them. */
-  also: { session?: SessionCharges['set']; events?: NewEvent[]; analytics?: readonly AnalyticsEvent[] } = {},
+  also: { session?: SessionCharges['set']; events?: NewEvent[]; analytics?: readonly AnalyticsEvent[]; turn?: MessageTurn } = {},
 ): Promise<SessionMessage & { sessionStatus: SessionStatus }> {
   const row: Omit<SessionMessage, 'seq'> = {
     id: newId('msg'),
@@ -67,7 +69,9 @@ export async function appendMessage(
     charges: { messages: 1, usage, now, set: also.session },
     events: also.events,
     analytics: also.analytics,
+    turn: also.turn,
   });
+  if (!stored) throw new SessionStateChanged(sessionId);
   return { ...row, seq: stored.seq!, sessionStatus: stored.status };
 }
 
@@ -120,7 +124,9 @@ export async function chargeSession(
   charges: SessionCharges,
   also: { events?: NewEvent[]; analytics?: readonly AnalyticsEvent[] } = {},
 ): Promise<SessionStatus> {
-  return (await storeSessionChange(db, sessionId, { charges, ...also })).status;
+  const stored = await storeSessionChange(db, sessionId, { charges, ...also });
+  if (!stored) throw new SessionStateChanged(sessionId);
+  return stored.status;
 }
 
 /**

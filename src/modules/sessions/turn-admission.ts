@@ -23,21 +23,17 @@ export async function admitTurnAtCommit(tx: Db, limits: TurnLimits): Promise<voi
   await tx.$queryRaw`SELECT set_config('agentplane.turn_limits', ${setting(limits)}, true)`;
 }
 
-/**
- * Marks an idle session running (its heartbeat now, a leftover interrupt cleared) and names the
- * limits its commit is counted against, as admitTurnAtCommit does, in one statement: a message's
- * transaction begins its session's turn with one round trip. False when the session was not idle.
- */
-export async function beginIdleTurnAtCommit(tx: Db, sessionId: string, now: Date, limits: TurnLimits): Promise<boolean> {
-  const updated = await tx.$executeRaw`
-    WITH limits AS MATERIALIZED (SELECT set_config('agentplane.turn_limits', ${setting(limits)}, true))
-    UPDATE sessions SET status = 'running', interrupt_requested_at = NULL, turn_heartbeat_at = ${now}
-    FROM limits WHERE id = ${sessionId} AND status = 'idle'`;
-  return updated > 0;
-}
-
 /** The transaction-local setting the admission trigger reads: "per organization,per owner". */
 const setting = (limits: TurnLimits) => `${limits.perOrganization},${limits.perOwner}`;
+
+/**
+ * The SQL that names `limits` for the commit, as admitTurnAtCommit does, to sit in a statement's
+ * WITH (and be referenced there: PostgreSQL skips a WITH query nothing reads). `param` gives the
+ * placeholder of a parameter of the statement.
+ */
+export function admitTurnAtCommitSql(limits: TurnLimits, param: (value: string) => string): string {
+  return `SELECT set_config('agentplane.turn_limits', ${param(setting(limits))}, true)`;
+}
 
 /** Whether `err` is the commit admitTurnAtCommit's trigger refused: the turn may not start yet. */
 export function turnNotAdmitted(err: unknown): boolean {
