@@ -15,9 +15,9 @@
  * - the same burst with the instant model: turns per second;
  * - message → turn started (the commit that marks the session running), p50 / p99, on an idle server
  *   and under the burst;
- * - where a turn's CPU goes in the instant burst: the replicas, PostgreSQL, sshd with the commands
+ * - where a turn's CPU goes in each burst: the replicas, PostgreSQL, sshd with the commands
  *   it runs, and this process (the model server and the client), in ms per turn, beside the whole
- *   machine's busy time (/proc/stat); and the burst's floor: that CPU time spread over every core,
+ *   machine's busy time (/proc/stat), and how many of the turns each replica ran; and the burst's floor: that CPU time spread over every core,
  *   which no number of replicas on this machine can beat;
  * - where a start's time goes: message stamped → its transaction committed → the turn started (the
  *   same commit when the message began it) → job fetched → the turn's first model call;
@@ -29,7 +29,7 @@
  *   open stream costs the replica in memory.
  *
  * `--pg-waits` samples what PostgreSQL's backends wait on during the instant burst, `--pg-stats`
- * counts its statements per turn, `--profile DIR` writes each replica's V8 CPU profile.
+ * counts its statements per turn in each burst, `--profile DIR` writes each replica's V8 CPU profile.
  *
  * `--replica-cpus N` gives each replica a CPU budget of N cores of its own (a cgroup's CFS quota, as
  * a container's CPU limit; needs root): on a machine whose cores PostgreSQL, sshd, the model and the
@@ -134,6 +134,8 @@ const env = {
   AGENTPLANE_ENCRYPTION_KEY: randomBytes(32).toString('base64'),
   AGENTPLANE_LOCAL_PROVIDER: 'false',
   AGENTPLANE_EGRESS_ALLOW: '127.0.0.0/8',
+  // Each replica's Prometheus metrics on a port of its own: how many turns each one ran.
+  AGENTPLANE_METRICS_PORT: '0',
   // --profile DIR: each replica writes a V8 CPU profile there when it stops.
   ...(args.profile ? { NODE_OPTIONS: `--cpu-prof --cpu-prof-dir=${path.resolve(args.profile)}` } : {}),
 };
@@ -146,6 +148,19 @@ const startReplica = async () => {
   servers.push(server);
   return server;
 };
+/** Turns each replica has run to the end so far (its agentplane_jobs_total of sessions.turn). */
+const turnsRun = () =>
+  Promise.all(
+    servers.map(async (s) => {
+      const url = /"url":"([^"]+)","msg":"metrics are served"/.exec(s.output())?.[1];
+      if (!url) return Number.NaN;
+      const text = await (await fetch(url)).text();
+      const line = text
+        .split('\n')
+        .find((l) => l.startsWith('agentplane_jobs_total{') && l.includes('kind="sessions.turn"') && l.includes('outcome="completed"'));
+      return line ? Number(line.split(' ').pop()) : 0;
+    }),
+  );
 const db = new pg.Client({ connectionString: postgres.url });
 const rows: [string, string, string, string][] = [];
 const row = (figure: string, value: string, baseline: string, goal: string) => {
@@ -206,6 +221,7 @@ try {
     // CPU from before the first message is posted: storing the messages is part of a turn's cost.
     const parts0 = cpuByPart();
     const busy0 = machineBusyMs();
+    const run0 = await turnsRun();
     const t0 = performance.now();
     firstCalls.clear();
     await Promise.all(ids.map((id, i) => call(urls[i % urls.length]!, 'POST', `/api/v0/sessions/${id}/messages`, { text: `go ${id}` })));
@@ -231,6 +247,8 @@ try {
     );
     const elapsed = performance.now() - t0;
     const parts1 = cpuByPart();
+    const run1 = await turnsRun();
+    const byReplica = run1.slice(0, urls.length).map((n, i) => n - (run0[i] ?? 0));
     const parts = Object.fromEntries(Object.entries(parts1).map(([k, v]) => [k, v - (parts0[k as keyof typeof parts0] ?? 0)])) as typeof parts1;
     const cpuMs = parts.replicas;
     const machineMs = machineBusyMs() - busy0;
@@ -289,6 +307,7 @@ try {
       startMs: steps.map((r) => Number(r.committed)),
       peakRss,
       peakRunning,
+      byReplica,
       failed: Number(failed.rows[0].n),
     };
   };
@@ -320,7 +339,9 @@ try {
       delayMs = LATENCY_MS;
       const slowAlone = await alone(single, urls, 3);
       const idleRss = servers.reduce((sum, s) => sum + rssOf(s.child.pid!), 0);
+      if (args['pg-stats']) await db.query('CREATE EXTENSION IF NOT EXISTS pg_stat_statements; SELECT pg_stat_statements_reset()');
       const slow = await burst(pool, urls);
+      if (args['pg-stats']) await printStatements(TURNS, 'slow');
       row(
         `${replicas}r: ${TURNS} turns, model ${LATENCY_MS} ms/call: burst ÷ single turn`,
         `${(slow.elapsed / slowAlone.whole).toFixed(2)}x (${fmtMs(slow.elapsed)}, ${slow.failed} failed)`,
@@ -339,6 +360,12 @@ try {
         `idle RSS ${(idleRss / 1024).toFixed(0)} MiB`,
         'reported',
       );
+      row(
+        `${replicas}r: where a turn's CPU goes, slow burst (ms per turn)`,
+        cpuSplit(slow),
+        `the machine busy ${((slow.machineMs / slow.elapsed) * 100).toFixed(0)}% of one core during the burst (${os.cpus().length} cores); the messages posted in ${fmtMs(slow.posted)}`,
+        'reported',
+      );
       results.set(replicas, { ...(results.get(replicas) ?? { instant: Number.NaN }), slow: slow.elapsed });
     }
 
@@ -349,7 +376,7 @@ try {
     const waits = args['pg-waits'] ? sampleWaits() : undefined;
     const fast = await burst(pool, urls);
     if (waits) await waits.print();
-    if (args['pg-stats']) await printStatements(TURNS);
+    if (args['pg-stats']) await printStatements(TURNS, 'instant');
     const tps = (TURNS / fast.elapsed) * 1000;
     // The same work at 100% of every core: no number of replicas on this machine finishes faster.
     const floorMs = fast.machineMs / os.cpus().length;
@@ -366,11 +393,9 @@ try {
       `single turn ${(fastAlone.cpuMs / IDLE_RUNS).toFixed(1)} ms`,
       '≤ 100 ms',
     );
-    const perTurn = (ms: number) => `${(ms / TURNS).toFixed(1)}`;
-    const total = Object.values(fast.parts).reduce((a, b) => a + b, 0);
     row(
       `${replicas}r: where a turn's CPU goes, instant burst (ms per turn)`,
-      `replica(s) ${perTurn(fast.parts.replicas)}, PostgreSQL ${perTurn(fast.parts.postgres)}, sshd and its commands ${perTurn(fast.parts.sshd)}, bench ${perTurn(fast.parts.bench)}; ${perTurn(total)} in all; the machine ${perTurn(fast.machineMs)}`,
+      cpuSplit(fast),
       `the machine busy ${((fast.machineMs / fast.elapsed) * 100).toFixed(0)}% of one core during the burst (${os.cpus().length} cores); the messages posted in ${fmtMs(fast.posted)}`,
       'reported',
     );
@@ -489,13 +514,20 @@ function sampleWaits() {
   };
 }
 
-async function printStatements(turns: number) {
+/** A burst's CPU per turn: each part's, all of them, and the whole machine's. */
+function cpuSplit(b: { parts: ReturnType<typeof cpuByPart>; machineMs: number; byReplica: number[] }): string {
+  const perTurn = (ms: number) => `${(ms / TURNS).toFixed(1)}`;
+  const total = Object.values(b.parts).reduce((x, y) => x + y, 0);
+  return `replica(s) ${perTurn(b.parts.replicas)}, PostgreSQL ${perTurn(b.parts.postgres)}, sshd and its commands ${perTurn(b.parts.sshd)}, bench ${perTurn(b.parts.bench)}; ${perTurn(total)} in all; the machine ${perTurn(b.machineMs)}${b.byReplica.length > 1 ? `; turns each replica ran ${b.byReplica.join(' / ')}` : ''}`;
+}
+
+async function printStatements(turns: number, which: string) {
   const { rows } = await db.query<{ query: string; calls: string; ms: number }>(
     `SELECT query, calls, total_exec_time AS ms FROM pg_stat_statements WHERE query NOT LIKE '%pg_stat_statements%' ORDER BY calls DESC`,
   );
   const calls = rows.reduce((n, r) => n + Number(r.calls), 0);
   const ms = rows.reduce((n, r) => n + r.ms, 0);
-  console.log(`  PostgreSQL during the instant burst: ${(calls / turns).toFixed(1)} statements and ${(ms / turns).toFixed(2)} ms execution per turn`);
+  console.log(`  PostgreSQL during the ${which} burst: ${(calls / turns).toFixed(1)} statements and ${(ms / turns).toFixed(2)} ms execution per turn`);
   for (const r of rows.slice(0, 40))
     console.log(
       `    ${(Number(r.calls) / turns).toFixed(2).padStart(6)}/turn ${(r.ms / turns).toFixed(3).padStart(7)} ms  ${r.query.replace(/\s+/g, ' ').slice(0, 150)}`,
