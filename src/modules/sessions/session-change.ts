@@ -70,7 +70,7 @@ const USAGE_COLUMNS = [
  */
 export async function storeSessionChange(db: Db, sessionId: string, change: SessionChange): Promise<{ seq: bigint | null; status: SessionStatus } | null> {
   const params: unknown[] = [];
-  const param = (value: unknown, type: string) => `$${params.push(value)}::${type}`;
+  const param: Param = (value, type) => `$${params.push(value)}::${type}`;
   const id = param(sessionId, 'text');
   const { charges, message } = change;
   const usage = charges.usage ?? [];
@@ -94,20 +94,11 @@ export async function storeSessionChange(db: Db, sessionId: string, change: Sess
     ...(charges.activeMs !== undefined ? [`assistant_active_ms = s.assistant_active_ms + ${param(Math.round(charges.activeMs), 'bigint')}`] : []),
     ...own,
   ];
-  const turn = change.turn;
-  const parts: string[] = [];
-  let from = '';
-  let expected = '';
-  if (turn && 'begins' in turn) {
-    parts.push(`limits AS MATERIALIZED (${admitTurnAtCommitSql(turn.begins.limits, (v) => param(v, 'text'))})`);
-    sets.push(`status = 'running'`, 'interrupt_requested_at = NULL', `turn_heartbeat_at = ${param(turn.begins.heartbeat.toISOString(), 'timestamptz')}`);
-    from = ' FROM limits';
-    expected = ` AND s.status = 'idle'`;
-  } else if (turn && 'waits' in turn) {
-    sets.push(`status = 'pending'`, 'interrupt_requested_at = NULL');
-    expected = ` AND s.status = 'idle'`;
-  } else if (turn) expected = ` AND s.status <> 'idle'`;
-  parts.push(`charged AS (UPDATE sessions s SET ${sets.join(', ')}${from} WHERE s.id = ${id}${expected} RETURNING s.status::text AS status)`);
+  const move = change.turn ? turnMove(change.turn, param) : { sets: [], before: [], from: '', expected: '' };
+  const parts = [
+    ...move.before,
+    `charged AS (UPDATE sessions s SET ${[...sets, ...move.sets].join(', ')}${move.from} WHERE s.id = ${id}${move.expected} RETURNING s.status::text AS status)`,
+  ];
   // Nothing is stored unless the session's update matched: every other part reads this.
   const matched = 'EXISTS (SELECT 1 FROM charged)';
   if (usage.length) {
@@ -119,28 +110,7 @@ export async function storeSessionChange(db: Db, sessionId: string, change: Sess
       `rolled AS (UPDATE sessions a SET updated_at = ${stamp}, ${ancestors.join(', ')} WHERE a.id IN (SELECT id FROM up) AND a.id <> ${id} AND ${matched})`,
     );
   }
-  if (message) {
-    parts.push(`msg AS (INSERT INTO session_messages
-      (id, session_id, role, content, queue_status, computer_id, parent_id, user_message_source, is_error, model_id, reasoning_effort, extra, created_at, updated_at)
-      SELECT ${[
-        param(message.id, 'text'),
-        id,
-        param(message.role, 'text'),
-        param(JSON.stringify(message.content), 'jsonb'),
-        param(message.queueStatus, 'text'),
-        param(message.computerId, 'text'),
-        param(message.parentId, 'text'),
-        param(message.userMessageSource, 'text'),
-        param(message.isError, 'boolean'),
-        param(message.modelId, 'text'),
-        param(message.reasoningEffort, 'text'),
-        param(message.extra === null ? null : JSON.stringify(message.extra), 'jsonb'),
-        param(message.createdAt.toISOString(), 'timestamptz'),
-        param(message.updatedAt.toISOString(), 'timestamptz'),
-      ].join(', ')}
-      WHERE ${matched}
-      RETURNING seq)`);
-  }
+  if (message) parts.push(`msg AS (${messageInsert(message, id, param)} WHERE ${matched} RETURNING seq)`);
   const usageEvents = usage.map((u) => sessionEvent.usage(sessionId, u));
   const events = [...usageEvents, ...(message ? [sessionEvent.messageCreated({ ...message, seq: 0n })] : []), ...(change.events ?? [])];
   if (events.length) {
@@ -163,4 +133,44 @@ export async function storeSessionChange(db: Db, sessionId: string, change: Sess
     ...params,
   );
   return row?.status ? { seq: row.seq === null ? null : BigInt(row.seq), status: row.status } : null;
+}
+
+type Param = (value: unknown, type: string) => string;
+
+/** The session's update for a message's turn (MessageTurn): its SETs, a WITH before it, its FROM, and the state it expects. */
+function turnMove(turn: MessageTurn, param: Param) {
+  if ('begins' in turn) {
+    return {
+      before: [`limits AS MATERIALIZED (${admitTurnAtCommitSql(turn.begins.limits, (v) => param(v, 'text'))})`],
+      sets: [`status = 'running'`, 'interrupt_requested_at = NULL', `turn_heartbeat_at = ${param(turn.begins.heartbeat.toISOString(), 'timestamptz')}`],
+      // Referenced, or PostgreSQL would skip the WITH query that names the limits.
+      from: ' FROM limits',
+      expected: ` AND s.status = 'idle'`,
+    };
+  }
+  if ('waits' in turn) return { before: [], sets: [`status = 'pending'`, 'interrupt_requested_at = NULL'], from: '', expected: ` AND s.status = 'idle'` };
+  return { before: [], sets: [], from: '', expected: ` AND s.status <> 'idle'` };
+}
+
+/** The message's insert, as a SELECT its caller ends with a WHERE; `id` is the session's placeholder. */
+function messageInsert(message: Omit<SessionMessage, 'seq'>, id: string, param: Param): string {
+  const values = [
+    param(message.id, 'text'),
+    id,
+    param(message.role, 'text'),
+    param(JSON.stringify(message.content), 'jsonb'),
+    param(message.queueStatus, 'text'),
+    param(message.computerId, 'text'),
+    param(message.parentId, 'text'),
+    param(message.userMessageSource, 'text'),
+    param(message.isError, 'boolean'),
+    param(message.modelId, 'text'),
+    param(message.reasoningEffort, 'text'),
+    param(message.extra === null ? null : JSON.stringify(message.extra), 'jsonb'),
+    param(message.createdAt.toISOString(), 'timestamptz'),
+    param(message.updatedAt.toISOString(), 'timestamptz'),
+  ];
+  return `INSERT INTO session_messages
+    (id, session_id, role, content, queue_status, computer_id, parent_id, user_message_source, is_error, model_id, reasoning_effort, extra, created_at, updated_at)
+    SELECT ${values.join(', ')}`;
 }
