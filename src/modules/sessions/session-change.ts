@@ -94,7 +94,7 @@ export async function storeSessionChange(db: Db, sessionId: string, change: Sess
     ...(charges.activeMs !== undefined ? [`assistant_active_ms = s.assistant_active_ms + ${param(Math.round(charges.activeMs), 'bigint')}`] : []),
     ...own,
   ];
-  const move = change.turn ? turnMove(change.turn, param) : { sets: [], before: [], from: '', expected: '' };
+  const move = turnMove(change.turn, param);
   const parts = [
     ...move.before,
     `charged AS (UPDATE sessions s SET ${[...sets, ...move.sets].join(', ')}${move.from} WHERE s.id = ${id}${move.expected} RETURNING s.status::text AS status)`,
@@ -137,8 +137,9 @@ export async function storeSessionChange(db: Db, sessionId: string, change: Sess
 
 type Param = (value: unknown, type: string) => string;
 
-/** The session's update for a message's turn (MessageTurn): its SETs, a WITH before it, its FROM, and the state it expects. */
-function turnMove(turn: MessageTurn, param: Param) {
+/** The session's update for a message's turn (MessageTurn): its SETs, a WITH before it, its FROM, and the state it expects; nothing without one. */
+function turnMove(turn: MessageTurn | undefined, param: Param): { before: string[]; sets: string[]; from: string; expected: string } {
+  if (!turn) return { before: [], sets: [], from: '', expected: '' };
   if ('begins' in turn) {
     return {
       before: [`limits AS MATERIALIZED (${admitTurnAtCommitSql(turn.begins.limits, (v) => param(v, 'text'))})`],

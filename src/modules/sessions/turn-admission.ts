@@ -20,16 +20,20 @@ const NOT_ADMITTED = 'AP429';
  * inside their parent's turn and are not counted.
  */
 export async function admitTurnAtCommit(tx: Db, limits: TurnLimits): Promise<void> {
-  await tx.$queryRaw`SELECT set_config('agentplane.turn_limits', ${setting(limits)}, true)`;
+  const params: string[] = [];
+  await tx.$queryRawUnsafe(
+    admitTurnAtCommitSql(limits, (value) => `$${params.push(value)}::text`),
+    ...params,
+  );
 }
 
 /** The transaction-local setting the admission trigger reads: "per organization,per owner". */
 const setting = (limits: TurnLimits) => `${limits.perOrganization},${limits.perOwner}`;
 
 /**
- * The SQL that names `limits` for the commit, as admitTurnAtCommit does, to sit in a statement's
- * WITH (and be referenced there: PostgreSQL skips a WITH query nothing reads). `param` gives the
- * placeholder of a parameter of the statement.
+ * The SQL that names `limits` for the commit: admitTurnAtCommit's statement, or a part of another
+ * statement's WITH (referenced there: PostgreSQL skips a WITH query nothing reads). `param` gives
+ * the placeholder of a parameter of the statement.
  */
 export function admitTurnAtCommitSql(limits: TurnLimits, param: (value: string) => string): string {
   return `SELECT set_config('agentplane.turn_limits', ${param(setting(limits))}, true)`;
